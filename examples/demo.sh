@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: record a real PyTorch training run, eager and compiled, into this repository's knowledge
+# base (kb.toml at the root, entries/), then list the entries and show the newest one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=${STEPS:-80}
+
+for mode in eager compiled; do
+  kb record --workload tiny-lm --backend cpu --mode "$mode" --tag demo \
+    --note "The README's main job: a small transformer LM trained on generated text." \
+    -- python examples/train_tiny_lm.py --mode "$mode" --steps "$steps"
+done
+
+kb ls --limit 10
+newest=$(kb ls --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+kb show "$newest"

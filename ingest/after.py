@@ -1,0 +1,137 @@
+"""`kb record` without a command: record an experiment that already ran.
+
+From what a person knows (options, $EDITOR), from its logs (attached, and scanned for failure
+signatures), and from a run folder an instrumented run wrote where no knowledge base was reachable
+(`--from DIR`: the hand-over format, with the environment the run itself captured).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ingest import editor, environment, signatures
+from ingest.describe import RunInfo
+from ingest.finish import OUTPUT_LOG, RUN_FOLDER, Outcome, finish
+from ingest.runfolder import PROTECTED, check_folder, read_manifest
+from kb.entry import Entry, iso, new_entry, utc_now
+from kb.errors import KbError
+from kb.ids import new_id
+from kb.store import KnowledgeBase
+
+# Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles) are warnings.
+ERROR_CLASSES = frozenset(
+    {"oom", "compile_error", "compile_timeout", "unsupported_op", "environment", "numerical_mismatch", "timeout"}
+)
+
+
+@dataclass
+class AfterTheFact:
+    status: str | None = None
+    failure_class: str | None = None
+    explain: str | None = None
+    logs: list[Path] = field(default_factory=list)
+    attach: list[Path] = field(default_factory=list)
+    from_dir: Path | None = None
+    edit: bool = False
+
+
+def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Path | None = None) -> Entry:
+    for path in (*after.logs, *after.attach):
+        if not path.is_file():
+            raise KbError(f"{path}: no such file to attach; check the path")
+    manifest = _manifest_fields(check_folder(after.from_dir)) if after.from_dir else {}
+    title = info.title or manifest.get("title") or _title(info, manifest)
+    started = _started(manifest) or utc_now()
+    written = editor.edit(title, info.note or "") if after.edit else None
+    status, proposed = _status(after, manifest)
+
+    fields: dict[str, Any] = {**manifest, **info.fields()}
+    fields.pop("title", None)
+    fields.pop("status", None)
+    if manifest.get("versions") or manifest.get("hardware"):
+        fields["provenance"] = {"source": "measured", "tool": "kb record --from", "environment": "run_time"}
+    else:
+        captured = environment.capture(cwd or Path.cwd(), None, env_prefixes=environment.DEFAULT_ENV_PREFIXES)
+        captured.pop("git", None)  # today's working tree says nothing about a run that already happened
+        fields |= {key: captured[key] for key in ("versions", "hardware", "environment") if captured.get(key)}
+        fields["provenance"] = {"source": "measured", "tool": "kb record", "environment": "record_time"}
+    entry = new_entry(new_id(title, started), title, "run", status=status, recorded=iso(utc_now()), **fields)
+    entry.body = written.body() if written else info.body()
+    entry = kb.create(entry)
+
+    attached_logs = tuple(kb.attachments_path(entry) / kb.attach(entry, path) for path in after.logs)
+    for path in after.attach:
+        kb.attach(entry, path)
+    if after.from_dir:
+        _copy_run_folder(kb, entry, after.from_dir)
+    stated = {"class": after.failure_class} if after.failure_class else {}
+    explanation = after.explain or (written.explanation if written else "")
+    if explanation:
+        stated["explanation"] = explanation
+    observed = {"evidence": proposed} if proposed else None
+    ended = _ended(manifest)
+    output = attached_logs[0] if attached_logs else kb.attachments_path(entry) / RUN_FOLDER / OUTPUT_LOG
+    return finish(
+        kb, entry, Outcome(status, ended, observed=observed, stated=stated), logs=attached_logs, output=output
+    )
+
+
+def _manifest_fields(folder: Path) -> dict[str, Any]:
+    """The entry fields a run folder's run.json gives (identity fields are the recorder's, not the run's)."""
+    manifest = read_manifest(folder)
+    return {key: value for key, value in manifest.items() if key not in PROTECTED or key == "status"}
+
+
+def _title(info: RunInfo, manifest: dict[str, Any]) -> str:
+    named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
+    line = (manifest.get("command") or {}).get("line")
+    if named or line:
+        return named or line
+    raise KbError("name the run: give --title, or --workload (with --backend and --mode if you like)")
+
+
+def _started(manifest: dict[str, Any]) -> datetime | None:
+    started = (manifest.get("timings") or {}).get("started")
+    return datetime.fromisoformat(started.replace("Z", "+00:00")) if isinstance(started, str) else None
+
+
+def _ended(manifest: dict[str, Any]) -> datetime | None:
+    ended = (manifest.get("timings") or {}).get("ended")
+    return datetime.fromisoformat(ended.replace("Z", "+00:00")) if isinstance(ended, str) else None
+
+
+def _status(after: AfterTheFact, manifest: dict[str, Any]) -> tuple[str, str | None]:
+    """The run's status and, when it was inferred from a log, the line that says so."""
+    if after.status:
+        return after.status, None
+    if manifest.get("status") == "running":
+        return "killed", None  # the run's own record was never closed: it died without a word
+    if manifest.get("status"):
+        return manifest["status"], None
+    if after.failure_class:
+        return "failed", None
+    for path in after.logs:
+        finding = signatures.propose(signatures.scan_file(path))
+        if finding is not None and finding.failure_class in ERROR_CLASSES:
+            return "failed", f"{path.name}:{finding.line}: {finding.text}"
+    return "completed", None
+
+
+def _copy_run_folder(kb: KnowledgeBase, entry: Entry, source: Path) -> None:
+    target_root = kb.attachments_path(entry) / RUN_FOLDER
+    for root, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        relative = Path(root).relative_to(source)
+        (target_root / relative).mkdir(parents=True, exist_ok=True)
+        for name in sorted(files):
+            path = Path(root, name)
+            if path.is_symlink():
+                continue  # a link could point anywhere on the machine: only the run's own files travel
+            kb.copy_in(path, target_root / relative / name)
+    if not any(target_root.iterdir()):
+        shutil.rmtree(target_root)

@@ -1,0 +1,73 @@
+"""What a person knows about a run (title, workload, backend, settings, metrics...), as entry fields."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.errors import KbError
+from kb.frontmatter import Plain
+from kb.redact import redact_text
+from kb.schema import coerce
+
+_SETTING = re.compile(r"(?P<key>[A-Za-z0-9_][A-Za-z0-9_.:-]*)=(?P<value>.*)\Z", re.S)
+_METRIC = re.compile(
+    r"(?P<name>[A-Za-z0-9_][A-Za-z0-9_:+-]*)=\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>\S.*)?\Z"
+)
+
+
+@dataclass
+class RunInfo:
+    """The options shared by every way of recording: `kb record` with or without a command, and imports."""
+
+    title: str | None = None
+    workload: str | None = None
+    backend: str | None = None
+    mode: str | None = None
+    tags: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    note: str | None = None
+    reference: str | None = None
+    author: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """Entry fields for what was given; absent options give no field."""
+        out: dict[str, Any] = {
+            "author": self.author,
+            "tags": sorted(set(self.tags)) or None,
+            "links": {"reference": self.reference} if self.reference else None,
+            "workload": {"name": self.workload} if self.workload else None,
+            "backend": self.backend,
+            "mode": self.mode,
+            "settings": dict(self.settings) or None,
+            "metrics": dict(self.metrics) or None,
+        }
+        return {key: value for key, value in out.items() if value is not None}
+
+    def body(self) -> str:
+        return redact_text(self.note.strip()) + "\n" if self.note and self.note.strip() else ""
+
+
+def parse_setting(text: str) -> tuple[str, Any]:
+    """`batch=8` -> ('batch', 8); `dtype=bf16` -> ('dtype', 'bf16'); `torch_version=2.10` keeps '2.10'."""
+    match = _SETTING.match(text)
+    if not match:
+        raise KbError(f"--setting {text!r}: expected key=value, e.g. --setting batch=8")
+    return match["key"], coerce(Plain(redact_text(match["value"].strip())))
+
+
+def parse_metric(text: str) -> tuple[str, dict[str, Any]]:
+    """`tokens_per_s=5120tokens/s` or `'step_time=15.2 ms'` -> name, {value, unit}."""
+    match = _METRIC.match(text.strip())
+    if not match:
+        raise KbError(f"--metric {text!r}: expected name=number[unit], e.g. --metric tokens_per_s=5120tokens/s")
+    metric: dict[str, Any] = {"value": float(match["value"])}
+    if match["unit"]:
+        metric["unit"] = match["unit"].strip()
+    return match["name"], metric
+
+
+def parse_all(settings: list[str], metrics: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    return dict(map(parse_setting, settings)), dict(map(parse_metric, metrics))

@@ -1,0 +1,189 @@
+"""Close a run entry: its outcome, what the run handed over, the failure class, the output tail, attachments.
+
+One function serves every way a run ends: `kb record` after its command exits, a run recorded after the
+fact, and a `running` entry whose recorder was killed (settled later as `killed`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ingest import signatures
+from ingest.runfolder import Folded, fold_events
+from kb.entry import Entry, iso
+from kb.store import KnowledgeBase
+
+OUTPUT_LOG = "output.log"
+GIT_DIFF = "git.diff"
+RUN_FOLDER = "run"
+TAIL_BLOCK = 64 * 1024
+# Statuses that call for a failure section, and the class used when no evidence says more.
+DEFAULT_CLASS = {"failed": "crash", "killed": "crash", "interrupted": "interrupted"}
+
+
+@dataclass
+class Outcome:
+    status: str
+    ended: datetime | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    wall_s: float | None = None  # measured on a monotonic clock where kb ran the command itself
+    observed: dict[str, Any] | None = None  # how kb saw it end: the weakest word on the failure
+    stated: dict[str, Any] | None = None  # what a person said: the strongest
+
+
+def finish(
+    kb: KnowledgeBase, entry: Entry, outcome: Outcome, logs: tuple[Path, ...] = (), output: Path | None = None
+) -> Entry:
+    """Write the entry's final state. `output` is the log whose tail the body shows (the command's output by
+    default); it and `logs` are searched for failure signatures."""
+    data = entry.data
+    data["status"] = outcome.status
+    if "command" in data:
+        data["command"]["exit_code"] = outcome.exit_code
+        data["command"]["signal"] = outcome.signal
+    timings = data.setdefault("timings", {})
+    if outcome.ended is not None:
+        timings["ended"] = iso(outcome.ended)
+        started = timings.get("started")
+        if outcome.wall_s is not None:
+            timings["wall_s"] = round(outcome.wall_s, 3)
+        elif started:
+            wall = outcome.ended - datetime.fromisoformat(started.replace("Z", "+00:00"))
+            timings["wall_s"] = round(max(wall.total_seconds(), 0.0), 3)
+    if not timings:
+        del data["timings"]
+    folder = kb.attachments_path(entry)
+    folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
+    output = output or folder / OUTPUT_LOG
+    _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
+    entry.body = _body(kb, entry, folded, output)
+    entry.data["attachments"] = list_attachments(kb, entry)
+    if not entry.data["attachments"]:
+        del entry.data["attachments"]
+    kb.save(entry)
+    return entry
+
+
+def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:
+    """Failure details by strength: a person's words, then the run's own report (events), then log
+    signatures, then how kb saw the command end."""
+    data = entry.data
+    if outcome.status not in DEFAULT_CLASS:
+        return
+    observed = outcome.observed or {}
+    failure = {**(data.get("failure") or {}), **(outcome.stated or {})}
+    if "class" in (outcome.stated or {}):
+        failure["assigned"] = "manual"
+    elif "class" not in failure:
+        found = None if "class" in observed else _propose(logs)
+        if found is not None:
+            path, finding = found
+            failure["class"] = finding.failure_class
+            failure["evidence"] = f"{path.name}:{finding.line}: {finding.text}"
+            failure.setdefault("message", finding.text)
+        else:
+            failure["class"] = observed.get("class", DEFAULT_CLASS[outcome.status])
+        failure["assigned"] = "auto"
+    for key, value in observed.items():
+        failure.setdefault(key, value)
+    data["failure"] = failure
+
+
+def _propose(logs: tuple[Path, ...]) -> tuple[Path, signatures.Finding] | None:
+    """The most telling finding across all logs, with the log it came from."""
+    origin: dict[int, tuple[Path, signatures.Finding]] = {}
+    for path in logs:
+        if path.is_file():
+            origin.update((id(finding), (path, finding)) for finding in signatures.scan_file(path))
+    chosen = signatures.propose([finding for _, finding in origin.values()])
+    return None if chosen is None else origin[id(chosen)]
+
+
+def _body(kb: KnowledgeBase, entry: Entry, folded: Folded, output: Path) -> str:
+    parts = [entry.body.rstrip()] if entry.body.strip() else []
+    if folded.notes:
+        parts.append("## Notes from the run\n\n" + "\n\n".join(folded.notes))
+    if folded.skipped:
+        listed = "\n".join(f"- {line}" for line in folded.skipped[:50])
+        parts.append(f"## Events skipped\n\nThese lines of the run's events could not be used:\n\n{listed}")
+    if output.is_file():
+        tail, total = tail_lines(output, kb.config.record.tail_lines)
+        link = kb.relative(entry, output)
+        if total == 0:
+            parts.append(f"## Output\n\nThe command printed nothing ([{output.name}]({link}) is empty).")
+        else:
+            shown = f"The last {len(tail)} of {total} lines" if len(tail) < total else f"All {total} lines"
+            parts.append(
+                f"## Output\n\n{shown}; the whole output is in [{output.name}]({link}).\n\n"
+                + fenced("\n".join(tail), "text")
+            )
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def fenced(text: str, language: str = "") -> str:
+    """A Markdown code block whose fence is longer than any run of backticks inside the text."""
+    longest, run = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def tail_lines(path: Path, count: int) -> tuple[list[str], int]:
+    """The last `count` lines of a file and its total line count, reading from the end for the lines."""
+    total = 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            total += block.count(b"\n")
+        size = handle.tell()
+        if size and not _ends_with_newline(handle, size):
+            total += 1
+        data = b""
+        position = size
+        while position > 0 and data.count(b"\n") <= count:
+            step = min(TAIL_BLOCK, position)
+            position -= step
+            handle.seek(position)
+            data = handle.read(step) + data
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return (lines[-count:] if count else []), total
+
+
+def _ends_with_newline(handle: Any, size: int) -> bool:
+    handle.seek(size - 1)
+    return handle.read(1) == b"\n"
+
+
+def list_attachments(kb: KnowledgeBase, entry: Entry) -> list[dict[str, Any]]:
+    """Every file in the entry's attachment folder, with its role and size, in path order."""
+    folder = kb.attachments_path(entry)
+    if not folder.is_dir():
+        return []
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root, name)
+            if name.startswith("."):
+                continue
+            found.append({"path": kb.relative(entry, path), "role": _role(path, folder), "bytes": path.stat().st_size})
+    return found
+
+
+def _role(path: Path, folder: Path) -> str:
+    relative = path.relative_to(folder).as_posix()
+    if relative == OUTPUT_LOG:
+        return "output"
+    if relative == GIT_DIFF:
+        return "diff"
+    if relative == f"{RUN_FOLDER}/events.jsonl":
+        return "events"
+    if path.suffix in (".log", ".txt"):
+        return "log"
+    return "file"

@@ -1,0 +1,62 @@
+"""Entries left `running` by a `kb record` that was killed (SIGKILL, power loss): found and settled as `killed`.
+
+The recorder writes its host, pid and process start time into the entry. On the same host, a pid that is
+gone, or reused by a process that started at another time, means the recorder died without finishing.
+Entries recorded on other hosts cannot be judged from here and stay as they are.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from ingest.finish import OUTPUT_LOG, Outcome, finish
+from kb.entry import Entry
+from kb.errors import KbError
+from kb.store import KnowledgeBase
+
+START_TIME_SLACK_S = 1.0
+
+
+def is_orphan(entry: Entry) -> bool:
+    if entry.status != "running":
+        return False
+    recorder = entry.data.get("recorder") or {}
+    if recorder.get("host") != socket.gethostname() or not isinstance(recorder.get("pid"), int):
+        return False
+    import psutil
+
+    try:
+        started = psutil.Process(recorder["pid"]).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
+    return abs(started - float(recorder.get("started") or 0)) > START_TIME_SLACK_S
+
+
+def settle(kb: KnowledgeBase, entry: Entry) -> Entry:
+    """Close an orphaned entry as killed; if the file cannot be written, the entry is still shown as killed."""
+    recorder = entry.data["recorder"]
+    message = (
+        f"kb record (pid {recorder['pid']} on {recorder['host']}) stopped before finishing this entry, "
+        "most likely killed; the command's own outcome is unknown"
+    )
+    try:
+        finish(kb, entry, Outcome("killed", _last_sign_of_life(kb, entry), observed={"message": message}))
+    except KbError:
+        entry.data["status"] = "killed"
+    return entry
+
+
+def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
+    """The same entries, with every orphan settled."""
+    return [settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
+
+
+def _last_sign_of_life(kb: KnowledgeBase, entry: Entry) -> datetime:
+    """When the run last wrote output (or the entry was last written): the best estimate of its end."""
+    candidates = [path for path in (kb.attachments_path(entry) / OUTPUT_LOG, entry.path) if path and path.exists()]
+    latest = max(path.stat().st_mtime for path in candidates)
+    return datetime.fromtimestamp(latest, timezone.utc)

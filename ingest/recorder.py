@@ -1,0 +1,199 @@
+"""`kb record -- <command>`: run a command and write one truthful entry about it, however it ends.
+
+The entry exists with status `running` before the command starts, so even a SIGKILL of kb leaves
+evidence (settled later as `killed` by ingest.orphans). The command's output passes through live and is
+kept, redacted, as an attachment; the environment is captured while the command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ingest import environment
+from ingest.describe import RunInfo
+from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
+from ingest.handover import ENV_RUN_DIR
+from ingest.signals import SignalForwarder
+from ingest.tee import Tee
+from kb import atomic
+from kb.entry import Entry, iso, new_entry, utc_now
+from kb.ids import new_id
+from kb.redact import is_secret_name, redact_text
+from kb.store import KnowledgeBase
+
+ENV_ENTRY_ID = "KB_ENTRY_ID"
+TITLE_MAX = 80
+EXIT_NOT_FOUND = 127
+EXIT_NOT_EXECUTABLE = 126
+
+
+@dataclass
+class Recorded:
+    entry: Entry
+    exit_code: int  # what `kb record` exits with: the command's own code, or 128+N for signal N
+
+
+def record_command(
+    kb: KnowledgeBase,
+    argv: list[str],
+    info: RunInfo,
+    cwd: Path | None = None,
+    stdout: BinaryIO | None = None,
+    stderr: BinaryIO | None = None,
+) -> Recorded:
+    cwd = (cwd or Path.cwd()).resolve()
+    entry = kb.create(_running_entry(argv, info, cwd, utc_now()))
+    folder = kb.attachments_path(entry)
+    run_folder = folder / RUN_FOLDER
+    run_folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, ENV_RUN_DIR: str(run_folder), ENV_ENTRY_ID: entry.id}
+    env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe, as in a terminal
+
+    captured: dict[str, Any] = {}
+    record = kb.config.record
+    capture = threading.Thread(
+        target=lambda: captured.update(
+            environment.capture(
+                cwd,
+                argv,
+                packages=(*environment.DEFAULT_PACKAGES, *record.packages),
+                env_prefixes=(*environment.DEFAULT_ENV_PREFIXES, *record.env_prefixes),
+                env=env,
+                probe_timeout_s=record.probe_timeout_s,
+            )
+        ),
+        name="kb-capture",
+        daemon=True,
+    )
+
+    tee = Tee(folder / OUTPUT_LOG)
+    with SignalForwarder() as forwarder:
+        entry.data["timings"]["started"] = iso(utc_now())
+        clock = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            tee.close()
+            return _not_started(kb, entry, argv, exc)
+        forwarder.attach(proc)
+        capture.start()
+        tee.follow(proc.stdout, stdout or sys.stdout.buffer)
+        tee.follow(proc.stderr, stderr or sys.stderr.buffer)
+        returncode = proc.wait()
+        wall_s = time.monotonic() - clock  # the command's own time, from a clock that never jumps
+        ended = utc_now()
+        tee.close()
+    capture.join(timeout=record.probe_timeout_s + 5)
+    _apply_capture(kb, entry, captured)
+    outcome = _outcome(returncode, forwarder.interrupted, ended)
+    outcome.wall_s = wall_s
+    finish(kb, entry, outcome)
+    return Recorded(entry, returncode if returncode >= 0 else 128 - returncode)
+
+
+def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
+    safe_argv = redact_argv(argv)
+    line = shlex.join(safe_argv)
+    title = info.title or _title(info, line)
+    entry = new_entry(
+        new_id(title, started),
+        title,
+        "run",
+        status="running",
+        recorded=iso(started),
+        provenance={"source": "measured", "tool": "kb record", "environment": "run_time"},
+        command={"argv": safe_argv, "line": line, "cwd": str(cwd)},
+        recorder=recorder_identity(),
+        timings={"started": iso(started)},
+        **info.fields(),
+    )
+    entry.body = info.body()
+    return entry
+
+
+def _title(info: RunInfo, line: str) -> str:
+    named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
+    text = named or line
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """Mask credentials in arguments, including the value after a flag such as --api-key or --password."""
+    out = []
+    for index, arg in enumerate(argv):
+        previous = argv[index - 1] if index else ""
+        if previous.startswith("-") and "=" not in previous and is_secret_name(previous.lstrip("-")):
+            out.append("[REDACTED]")
+        else:
+            out.append(redact_text(arg))
+    return out
+
+
+def recorder_identity() -> dict[str, Any]:
+    """Who is recording: enough to tell later whether that process is still alive (see ingest.orphans)."""
+    import psutil
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": psutil.Process().create_time()}
+
+
+def _apply_capture(kb: KnowledgeBase, entry: Entry, captured: dict[str, Any]) -> None:
+    data = entry.data
+    if not captured:
+        data.setdefault("provenance", {})["environment"] = "none"
+        return
+    data["versions"] = captured.get("versions") or {}
+    data["hardware"] = captured.get("hardware") or {}
+    data["environment"] = captured.get("environment") or {}
+    data["command"]["python"] = captured.get("python")
+    data["provenance"]["versions_from"] = captured.get("versions_source")
+    if captured.get("notes"):
+        data["provenance"]["capture_problems"] = captured["notes"]
+    git = dict(captured.get("git") or {})
+    diff = git.pop("diff", None)
+    if diff:
+        target = kb.attachment_target(entry, GIT_DIFF)
+        atomic.write_text(target, redact_text(diff))
+        git["diff"] = kb.relative(entry, target)
+    data["git"] = git
+
+
+def _outcome(returncode: int, interrupted: tuple[str, str] | None, ended: Any) -> Outcome:
+    signal_name = signal.Signals(-returncode).name if returncode < 0 else None
+    if interrupted is not None:
+        name, origin = interrupted
+        how = "from the terminal" if origin == "terminal" else "sent to kb record and passed on to the command"
+        return Outcome(
+            "interrupted",
+            ended,
+            returncode if returncode >= 0 else None,
+            signal_name,
+            observed={"class": "interrupted", "message": f"{name} {how}"},
+        )
+    if signal_name is not None:
+        message = f"the command was killed by {signal_name}"
+        if signal_name == "SIGKILL":
+            message += " (the kernel's out-of-memory killer sends SIGKILL too: check `dmesg` or the job scheduler)"
+        return Outcome("killed", ended, None, signal_name, observed={"message": message})
+    if returncode != 0:
+        return Outcome("failed", ended, returncode, None, observed={"message": f"exit code {returncode}"})
+    return Outcome("completed", ended, 0, None)
+
+
+def _not_started(kb: KnowledgeBase, entry: Entry, argv: list[str], exc: OSError) -> Recorded:
+    """A command that could not be started is evidence too (a missing tool is an environment failure)."""
+    missing = isinstance(exc, FileNotFoundError)
+    code = EXIT_NOT_FOUND if missing else EXIT_NOT_EXECUTABLE
+    reason = "command not found" if missing else f"cannot run the command: {exc.strerror}"
+    failure = {"class": "environment", "message": f"{reason}: {argv[0]}"}
+    finish(kb, entry, Outcome("failed", utc_now(), code, None, observed=failure))
+    return Recorded(entry, code)

@@ -1,0 +1,24 @@
+"""kb: a searchable evidence knowledge base for PyTorch hardware-backend evaluations.
+
+The library API: open a knowledge base, read and write entries. Names load on first use, so that
+`import kb` (and `kb --help`) stays fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Entry": "kb.entry", "new_entry": "kb.entry", "KnowledgeBase": "kb.store", "KbError": "kb.errors",
+    "KbNotFound": "kb.errors", "EntryError": "kb.errors", "EntryNotFound": "kb.errors", "Problem": "kb.errors",
+}  # fmt: skip
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'kb' has no attribute {name!r}")

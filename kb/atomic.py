@@ -1,0 +1,50 @@
+"""Atomic file writes: a reader, a crash or a kill never sees a half-written file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+
+def _temporary(path: Path) -> Path:
+    # Same folder as the target, so the final rename never crosses a file system; a leading dot keeps
+    # scans of the entries folder from mistaking it for an entry.
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # some platforms cannot open folders; the rename is still atomic there
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    """Write via a temporary file, fsync, then rename (or hard-link when `exclusive`, which fails if `path` exists)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(path)
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if exclusive:
+            os.link(tmp, path)  # atomic and fails with FileExistsError: no two writers can take one id
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_text(path: Path, text: str, *, exclusive: bool = False) -> None:
+    write_bytes(path, text.encode("utf-8"), exclusive=exclusive)

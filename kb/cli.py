@@ -1,0 +1,73 @@
+"""The `kb` command: a thin Typer layer over the library. Commands live in kb/commands/, one module each.
+
+Start-up stays fast: nothing here imports torch, whoosh, sqlite-utils or markdown, and each command
+imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kb import __version__
+from kb.errors import KbError
+
+ENV_DEBUG = "KB_DEBUG"
+
+app = typer.Typer(
+    name="kb",
+    help="Evidence about PyTorch runs on hardware backends: record, find, compare, decide.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kb {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    kb: Optional[Path] = typer.Option(
+        None,
+        "--kb",
+        help="The knowledge base folder (default: $KB_HOME, else the nearest folder upward holding kb.toml).",
+        metavar="PATH",
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    ctx.obj = {"kb": kb}
+
+
+def _register() -> None:
+    from kb.commands import init, ls, record, schema, show
+
+    for module in (init, record, show, ls, schema):
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 1; tracebacks only with KB_DEBUG=1."""
+    try:
+        app()
+    except KbError as exc:
+        if os.environ.get(ENV_DEBUG):
+            raise
+        for line in str(exc).splitlines():
+            print(f"kb: error: {line}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("kb: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,134 @@
+"""`kb record [OPTIONS] -- COMMAND...` records a run; without a command it records one that already ran."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kb.errors import KbError
+from kb.taxonomy import FAILURE_CLASSES, STATUSES
+
+HELP = """Record a run as an entry in the knowledge base.
+
+With a command (after --), run it with its output passed through live and write an entry that says
+what ran, on what, how long it took and how it ended, also when it fails, is interrupted or killed.
+kb exits with the command's own exit code.
+
+Without a command, record an experiment that already ran: from the options, attached logs (scanned
+for known failure signatures), a run folder written by an instrumented run (--from), and notes typed
+in $EDITOR (opened in a terminal unless --note or --no-edit is given).
+
+The command can hand results to kb while it runs: see docs/record.md (KB_RUN_DIR).
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("record", help=HELP, context_settings={"allow_interspersed_args": False})
+    def record_command(
+        ctx: typer.Context,
+        command: Optional[list[str]] = typer.Argument(None, help="The command to run and record (after --)."),
+        title: Optional[str] = typer.Option(
+            None, "--title", help="A title (default: from workload/backend/mode or the command)."
+        ),
+        workload: Optional[str] = typer.Option(None, "--workload", help="What ran, e.g. llama3-8b-pretrain."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
+        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
+        setting: list[str] = typer.Option([], "--setting", help="key=value, e.g. batch=8; repeatable."),
+        metric: list[str] = typer.Option(
+            [], "--metric", help="name=value[unit], e.g. tokens_per_s=5120tokens/s; repeatable."
+        ),
+        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown: what was tried, what it means."),
+        reference: Optional[str] = typer.Option(
+            None, "--reference", help="Id of the entry this run is checked against."
+        ),
+        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
+        status: Optional[str] = typer.Option(None, "--status", help=f"Without a command: {', '.join(STATUSES[:-1])}."),
+        failure: Optional[str] = typer.Option(
+            None, "--failure", help="Without a command: the failure class.", metavar="CLASS"
+        ),
+        explain: Optional[str] = typer.Option(None, "--explain", help="Without a command: why it failed."),
+        log: list[Path] = typer.Option([], "--log", help="Without a command: a log to attach and scan; repeatable."),
+        attach: list[Path] = typer.Option([], "--attach", help="Without a command: a file to attach; repeatable."),
+        from_dir: Optional[Path] = typer.Option(
+            None, "--from", help="Without a command: a run folder to import.", metavar="DIR"
+        ),
+        edit: Optional[bool] = typer.Option(
+            None, "--edit/--no-edit", help="Write notes in $EDITOR (default: in a terminal, unless --note)."
+        ),
+    ) -> None:
+        from ingest.describe import RunInfo, parse_all
+        from kb.commands.common import knowledge_base
+
+        settings, metrics = parse_all(setting, metric)
+        _check_choice("--status", status, STATUSES[:-1])
+        _check_choice("--failure", failure, FAILURE_CLASSES)
+        info = RunInfo(
+            title=title,
+            workload=workload,
+            backend=backend,
+            mode=mode,
+            tags=tag,
+            settings=settings,
+            metrics=metrics,
+            note=note,
+            reference=reference,
+            author=author,
+        )
+        kb = knowledge_base(ctx)
+        if reference:
+            kb.locate(reference)  # a reference must exist: fail before running anything
+        if command:
+            after_only = {
+                "--status": status,
+                "--failure": failure,
+                "--explain": explain,
+                "--log": log,
+                "--attach": attach,
+                "--from": from_dir,
+            }
+            given = [name for name, value in after_only.items() if value]
+            if given:
+                raise KbError(
+                    f"{', '.join(given)} describe a run that already happened; "
+                    "drop them, or drop the command to record after the fact"
+                )
+            from ingest.recorder import record_command as run_and_record
+
+            recorded = run_and_record(kb, command, info)
+            typer.echo(f"kb: recorded {recorded.entry.id} ({recorded.entry.status}) in {recorded.entry.path}", err=True)
+            raise typer.Exit(recorded.exit_code)
+
+        from ingest.after import AfterTheFact, record_after
+
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        after = AfterTheFact(
+            status=status,
+            failure_class=failure,
+            explain=explain,
+            logs=log,
+            attach=attach,
+            from_dir=from_dir,
+            edit=edit if edit is not None else (interactive and note is None),
+        )
+        entry = record_after(kb, info, after)
+        typer.echo(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", err=True)
+        failure_found = entry.data.get("failure") or {}
+        if failure_found.get("assigned") == "auto" and failure_found.get("evidence"):
+            typer.echo(
+                f"kb: failure class {failure_found['class']} proposed from {failure_found['evidence']}; "
+                "pass --failure CLASS to correct it",
+                err=True,
+            )
+
+
+def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> None:
+    if value is not None and value not in choices:
+        import difflib
+
+        near = difflib.get_close_matches(value, choices, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise KbError(f"{option} {value!r} is not one of: {', '.join(choices)}{hint}")

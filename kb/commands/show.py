@@ -1,0 +1,26 @@
+"""`kb show ID`: one entry, for a person or (--json) for a script."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("show")
+    def show_command(
+        ctx: typer.Context,
+        ref: str = typer.Argument(..., help="An entry id, a unique start of one, or the entry's file.", metavar="ID"),
+        json_: bool = typer.Option(False, "--json", help="Print the front matter and body as JSON."),
+    ) -> None:
+        """Show one entry: what ran, on what, timings, metrics, failure, versions, notes and output."""
+        from ingest.orphans import settle_orphans
+        from kb.commands.common import knowledge_base, print_json
+
+        kb = knowledge_base(ctx)
+        (entry,) = settle_orphans(kb, [kb.load(ref)])
+        if json_:
+            print_json({"path": str(entry.path), "front_matter": entry.data, "body": entry.body})
+            return
+        from kb.render import console, entry_view
+
+        console().print(entry_view(entry))

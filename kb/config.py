@@ -1,0 +1,79 @@
+"""`kb.toml`: the file that marks a knowledge base's root and holds its settings."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from kb.errors import KbError
+
+CONFIG_NAME = "kb.toml"
+
+TEMPLATE = """\
+# A kb knowledge base. entries/ holds the evidence (the truth); .kb/ holds derived caches (safe to delete).
+
+[record]
+# Distributions whose versions each recorded run keeps, besides kb's own list (torch, backends, CUDA libraries...).
+packages = []
+# Prefixes of environment variables that shape a run, besides kb's own list (CUDA_, NEURON_, XLA_, TORCH...).
+env_prefixes = []
+# Lines of command output kept in the entry itself; the whole output is always an attachment.
+tail_lines = 40
+# Seconds each accelerator probe (nvidia-smi, rocm-smi, neuron-ls) may take.
+probe_timeout_s = 5.0
+"""
+
+
+@dataclass(frozen=True)
+class RecordConfig:
+    packages: tuple[str, ...] = ()
+    env_prefixes: tuple[str, ...] = ()
+    tail_lines: int = 40
+    probe_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Config:
+    record: RecordConfig = field(default_factory=RecordConfig)
+
+
+def load_config(path: Path) -> Config:
+    """Read kb.toml; a syntax error or a wrong setting names the file and what to change."""
+    try:
+        raw = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return Config()
+    except tomllib.TOMLDecodeError as exc:
+        raise KbError(f"{path}: not valid TOML: {exc}") from None
+    unknown = set(raw) - {"record"}
+    if unknown:
+        raise KbError(f"{path}: unknown section [{sorted(unknown)[0]}]; known sections: [record]")
+    return Config(record=_section(path, "record", raw.get("record", {}), RecordConfig))
+
+
+def _section(path: Path, name: str, raw: dict[str, Any], cls: type) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        if key not in known:
+            raise KbError(f"{path}: [{name}] {key}: unknown setting; known settings: {', '.join(known)}")
+        default = known[key].default
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise KbError(f"{path}: [{name}] {key}: expected a list of strings, found {value!r}")
+            value = tuple(value)
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise KbError(f"{path}: [{name}] {key}: expected a positive number, found {value!r}")
+            value = float(value)
+        elif isinstance(default, int) and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise KbError(f"{path}: [{name}] {key}: expected a whole number >= 0, found {value!r}")
+        values[key] = value
+    return cls(**values)

@@ -1,0 +1,167 @@
+"""Split a Markdown file into YAML front matter and body, load the YAML without guessing, dump it back.
+
+PyYAML's default loaders follow YAML 1.1: `2.10` becomes the float 2.1, `no` becomes False, `010`
+becomes 8 and dates become date objects. Evidence about software versions cannot survive that, so the
+front matter is composed into nodes and built here: quoted scalars are strings, and plain scalars are
+kept as `Plain` strings that the schema (kb.schema) turns into numbers, booleans or nulls only where a
+field is declared as such. Every key's line is kept so that errors can point at it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kb.errors import EntryError, Problem
+
+FENCE = "---"
+_BaseLoader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Past this many nodes a document is not an entry but an attack (or an accident).
+MAX_NODES = 200_000
+
+
+class Plain(str):
+    """A scalar written without quotes: its type is decided by the schema, not by YAML 1.1 guessing."""
+
+    __slots__ = ()
+
+
+# A key's location: the tuple of keys and list indexes from the root, mapped to a 1-based line.
+Lines = dict[tuple, int]
+
+
+@dataclass
+class Document:
+    """The parts of an entry file: raw front matter data, its line map, and the Markdown body."""
+
+    data: dict[str, Any]
+    body: str
+    lines: Lines = field(default_factory=dict)
+    body_line: int = 1  # the file line on which the body starts
+
+
+def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
+    """Return (front matter text, body, body's first line) or raise an EntryError naming the line."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != FENCE:
+        raise EntryError([Problem(path, 1, None, "an entry starts with a line '---' that opens its YAML front matter")])
+    for number, line in enumerate(lines[1:], start=2):
+        if line.rstrip("\r") in (FENCE, "..."):
+            front = "\n".join(lines[1 : number - 1])
+            body = "\n".join(lines[number:])
+            return front, body, number + 1
+    raise EntryError([Problem(path, 1, None, "the front matter opened on line 1 is never closed by a line '---'")])
+
+
+def load(text: str, path: Path | str | None = None) -> Document:
+    """Parse a whole entry file into a Document; YAML errors become EntryErrors with their line."""
+    front, body, body_line = split(text, path)
+    try:
+        node = yaml.compose(front, Loader=_BaseLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening fence
+        raise EntryError([Problem(path, line, None, f"front matter is not valid YAML: {exc.problem or exc}")]) from None
+    except yaml.YAMLError as exc:
+        raise EntryError([Problem(path, None, None, f"front matter is not valid YAML: {exc}")]) from None
+    if node is None:
+        raise EntryError(
+            [Problem(path, 2, None, "the front matter is empty; an entry needs at least schema, id, kind and title")]
+        )
+    builder = _Builder(path)
+    data = builder.build(node, ())
+    if not isinstance(data, dict):
+        raise EntryError([Problem(path, 2, None, "the front matter must be a mapping of field: value lines")])
+    return Document(data=data, body=body, lines=builder.lines, body_line=body_line)
+
+
+class _Builder:
+    """Turn composed YAML nodes into dicts, lists and strings, recording the line of every key."""
+
+    def __init__(self, path: Path | str | None):
+        self.path = path
+        self.lines: Lines = {}
+        self.seen: set[int] = set()
+
+    def build(self, node: yaml.Node, where: tuple) -> Any:
+        # A node met twice is an alias; refusing aliases rules out exponential expansion and cycles.
+        if id(node) in self.seen:
+            raise self._error(node, where, "YAML anchors and aliases are not supported in entries; write the value out")
+        self.seen.add(id(node))
+        if len(self.seen) > MAX_NODES:
+            raise self._error(
+                node, where, f"the front matter has more than {MAX_NODES} values; move bulk data to an attachment"
+            )
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise self._error(key_node, where, "mapping keys must be plain names")
+                key = str(key_node.value)
+                if key in out:
+                    message = f"the field '{key}' appears twice; keep one"
+                    raise EntryError(
+                        [Problem(self.path, key_node.start_mark.line + 2, dotted((*where, key)), message)]
+                    )
+                self.lines[(*where, key)] = key_node.start_mark.line + 2
+                out[key] = self.build(value_node, (*where, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                self.lines[(*where, index)] = item.start_mark.line + 2
+                items.append(self.build(item, (*where, index)))
+            return items
+        # Explicit tags are ignored: nothing is ever constructed from a tag, the text is the value.
+        return node.value if node.style else Plain(node.value)
+
+    def _error(self, node: yaml.Node, where: tuple, message: str) -> EntryError:
+        line = self.lines.get(where, node.start_mark.line + 2)  # an alias's own mark is its anchor's
+        return EntryError([Problem(self.path, line, dotted(where) or None, message)])
+
+
+def dotted(where: tuple) -> str:
+    """Render a location tuple like ('metrics', 'loss', 'value') or ('tags', 0) as metrics.loss.value / tags[0]."""
+    out = ""
+    for part in where:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class _Dumper(_SafeDumper):
+    """Block style, text in literal blocks when it has several lines, keys in the order given."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value and _literal_safe(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_str(value)
+
+
+def _literal_safe(value: str) -> bool:
+    # Literal blocks cannot keep trailing spaces on lines, tabs after indentation or control characters
+    # exactly; such text falls back to a quoted scalar, which is always lossless.
+    return not re.search(
+        r"[ \t]\n|[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029\ufeff]|^\s|\r", value
+    ) and not value.endswith(" ")
+
+
+_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(Plain, _represent_str)
+
+
+def dump(data: dict[str, Any]) -> str:
+    """Serialise front matter data canonically: the same data always gives the same text."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+
+
+def render(data: dict[str, Any], body: str) -> str:
+    """A whole entry file: fence, front matter, fence, body."""
+    return f"{FENCE}\n{dump(data)}{FENCE}\n{body}"

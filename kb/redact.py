@@ -1,0 +1,173 @@
+"""Mask credentials before text becomes part of an entry.
+
+Entries, their logs and the sites built from them are shared through git and static hosting, where a
+leaked token stays in history for good. So every log line, command line, environment and note is passed
+through here first, and what looks like a credential is replaced by `MASK`, keeping the text around it:
+
+- values of a known shape anywhere: AWS access key ids, Hugging Face, GitHub, OpenAI, Anthropic, Slack,
+  Google, Stripe, npm and GitLab tokens, Slack webhook paths, JWTs, bearer tokens, URL passwords and
+  PEM private key blocks;
+- values assigned to a secret-looking name (see `is_secret_name`): `HF_TOKEN=...`, `password: ...`,
+  `--api-key ...`, `"api_key": "..."`, `Authorization: Bearer ...`, whole `Cookie:` headers.
+
+Masking errs towards hiding: a harmless value next to a secret-looking name is masked too. Harmless
+look-alikes that evidence needs (commit hashes, digests, versions, `TOKENIZERS_PARALLELISM=false`,
+`num_tokens: 4096`) are kept. Every pattern is linear in the text's length, so megabyte logs are cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+MASK = "[REDACTED]"
+
+# Word parts of a name that say it holds a secret. PRIVATE alone is not one: it names PyTorch's
+# PrivateUse1 dispatch key, and private keys and tokens carry KEY or TOKEN anyway. TOKENS is not one
+# either: `num_tokens` and `tokens_per_s` are metrics. PASS is not one: `PASS: test_x` is test output.
+_SECRET_WORDS = frozenset(
+    {
+        "TOKEN", "ACCESSTOKEN", "AUTHTOKEN", "APITOKEN", "SESSIONTOKEN",
+        "SECRET", "SECRETS", "CLIENTSECRET",
+        "PASSWORD", "PASSWORDS", "PASSWD", "PWD", "PASSPHRASE",
+        "KEY", "KEYS", "APIKEY", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY",
+        "CREDENTIAL", "CREDENTIALS", "CREDS",
+        "AUTH", "AUTHORIZATION", "AUTHENTICATION",
+        "COOKIE", "COOKIES", "SESSION", "SESSIONID",
+        "SIGNATURE",
+    }
+)  # fmt: skip
+# A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
+# `token_type`, `HF_TOKEN_PATH`, `KeyError`.
+_DESCRIPTIVE_WORDS = frozenset(
+    {"SIZE", "LEN", "LENGTH", "BITS", "COUNT", "TYPE", "NAME", "FILE", "PATH", "DIR", "URL", "ERROR", "EXCEPTION"}
+)
+# Whole names (word parts joined by `_`) that the rule above gets wrong: the shell's working directory,
+# and the dispatch key that PyTorch backend evidence is full of (`DispatchKey`, `dispatch_key=...`).
+_HARMLESS_NAMES = frozenset({"PWD", "DISPATCH_KEY"})
+# Substrings of every secret word, so that one cheap look-ahead skips most `name=value` pairs.
+_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "signature")
+# Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`.
+_NOT_SECRET_VALUES = frozenset({"true", "false", "none", "null"})
+
+# Camel case, digits and any punctuation separate word parts: `HFToken`, `api_key2`, `X-Api-Key`.
+_WORD_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+# Private keys: a whole block, even with escaped newlines in JSON; or, where a log was cut into pieces
+# (as kb's tee does), a block's start and the key lines after it, or the key lines that begin a piece
+# and end a block. Certificates are public and never match.
+_PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_LINE = r"(?:[A-Za-z0-9+/=]{0,128}|[A-Za-z-]{1,32}: [^\r\n]*)"  # base64, or a header like DEK-Info
+_PEM = re.compile(
+    rf"{_PEM_BEGIN}[^-]*(?:-(?!----)[^-]*)*{_PEM_END}"  # up to the next run of dashes only: linear
+    rf"|{_PEM_BEGIN}(?:\r?\n{_PEM_LINE}){{0,512}}"
+    rf"|\A(?:{_PEM_LINE}\r?\n){{0,512}}{_PEM_END}"
+)
+
+# Credentials recognisable by their shape. Each starts where no word goes on before it, so every
+# start is tried once. Groups `url`, `hook` and `bearer` are kept in front of the mask.
+_SHAPES = re.compile(
+    r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#@\"'<>]+(?=@)"  # scheme://user:password@host
+    r"|(?<![A-Za-z0-9_-])(?:"
+    r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
+    r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
+    r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
+    r"|github_pat_[A-Za-z0-9_]{40,}"  # GitHub fine-grained tokens
+    r"|sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Z])[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic (not sk-learn)
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|xox[abeoprs]-[0-9][A-Za-z0-9-]{8,}"  # Slack tokens
+    r"|(?P<hook>hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"  # Slack webhooks
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"  # JWT
+    r"|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"  # Google API key
+    r"|npm_[A-Za-z0-9]{36,}"  # npm
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|(?P<bearer>(?i:bearer)[ \t]+)(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*"  # not "the bearer of"
+    r")"
+)
+
+# `name=value`, `name: value`, `"name": "value"`, `--name value`, `env["NAME"] = value` where the name
+# may be secret: the match is only a candidate, `is_secret_name` and the value decide. The value is a
+# quoted string, an earlier mask (so masking twice changes nothing) or a bare word; an HTTP auth scheme
+# in front of it is kept. A Cookie header is masked to the end of its line: it is all secrets.
+_NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
+_ASSIGNMENT = re.compile(
+    rf"""
+    (?<![A-Za-z0-9_.-])
+    (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?i:{"|".join(_STEMS)}))
+    (?:
+        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)(?P<cookie_value>[^\r\n]+)
+      | (?:
+            --?(?P<flag>{_NAME})[ \t]+(?!-)
+          | -{{0,2}}(?P<name>{_NAME})["']?\]?[ \t]*(?:=(?!=)|:(?!:))[ \t]*
+        )
+        (?:(?i:bearer|basic|token|digest|negotiate)[ \t]+)?
+        (?:
+            "(?P<dq>(?:[^"\\\r\n]|\\.)+)"
+          | '(?P<sq>(?:[^'\\\r\n]|\\.)+)'
+          | (?P<bare>{re.escape(MASK)}|[^\s"'`,;&<>()\[\]{{}}]+)
+        )
+    )
+    """,
+    re.X,
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable, key or flag name says its value is a secret.
+
+    The name is split into word parts (on punctuation, digits and camel case); it is secret when a part
+    is a secret word (`HF_TOKEN`, `X-Api-Key`, `db_pwd`) unless the last part only describes the secret
+    (`key_size`, `token_type`) or the name is a known harmless one (`PWD`). `TOKENIZERS_PARALLELISM`,
+    `AUTHOR` and `KEYBOARD_LAYOUT` are kept because no part equals a secret word. `SESSION_MANAGER` (a
+    desktop socket path) counts as secret: masking it costs nothing.
+    """
+    parts = [part.upper() for part in _WORD_PART.findall(name)]
+    if not parts or "_".join(parts) in _HARMLESS_NAMES or parts[-1] in _DESCRIPTIVE_WORDS:
+        return False
+    return any(part in _SECRET_WORDS for part in parts)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of an environment with secret-named values masked and secrets inside other values masked."""
+    return {name: MASK if is_secret_name(name) else redact_text(value) for name, value in env.items()}
+
+
+def redact_text(text: str) -> str:
+    """The text with every credential it contains replaced by MASK; the rest is unchanged.
+
+    Private key blocks are masked whole when the text holds the whole block, so pass a log in pieces
+    of many lines rather than line by line.
+    """
+    if "PRIVATE KEY" in text:
+        text = _PEM.sub(MASK, text)
+    return _mask_assignments(_SHAPES.sub(_mask_shape, text))
+
+
+def _mask_shape(match: re.Match[str]) -> str:
+    return (match["url"] or match["hook"] or match["bearer"] or "") + MASK
+
+
+def _mask_assignments(text: str) -> str:
+    out: list[str] = []
+    done = start = 0
+    while match := _ASSIGNMENT.search(text, start):
+        masked = _mask_assignment(match)
+        if masked is None:  # not a secret after all; a secret may still start inside the candidate
+            start = match.start() + 1
+            continue
+        out += (text[done : match.start()], masked)
+        done = start = match.end()
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _mask_assignment(match: re.Match[str]) -> str | None:
+    value = match.lastgroup  # the value's group: it is the last one to close
+    assert value is not None
+    if value != "cookie_value" and (
+        not is_secret_name(match["flag"] or match["name"]) or match[value].lower() in _NOT_SECRET_VALUES
+    ):
+        return None
+    text = match.string
+    return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]

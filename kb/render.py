@@ -1,0 +1,117 @@
+"""Entries for people: rich text in the terminal. Commands call these with data, never the other way round."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from kb.entry import Entry
+
+STATUS_STYLE = {"completed": "green", "failed": "red", "killed": "red", "interrupted": "yellow", "running": "cyan"}
+# Sections shown as tables of fields, in reading order; the rest of the front matter follows under "More".
+SECTIONS = (
+    ("workload", "Workload"), ("settings", "Settings"), ("command", "Command"), ("timings", "Timings"),
+    ("metrics", "Metrics"), ("failure", "Failure"), ("compile", "Compile"), ("fallbacks", "Fallbacks"),
+    ("memory", "Memory"), ("numerics", "Numerics"), ("versions", "Versions"), ("hardware", "Hardware"),
+    ("git", "Git"), ("environment", "Environment"), ("links", "Links"), ("provenance", "Provenance"),
+    ("attachments", "Attachments"),
+)  # fmt: skip
+IDENTITY = {"schema", "id", "title", "kind", "status", "recorded", "author", "tags", "backend", "mode", "recorder"}
+
+
+def status_text(status: str | None) -> Text:
+    return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
+
+
+def entry_view(entry: Entry) -> Group:
+    data = entry.data
+    head = Text.assemble(
+        (entry.title, "bold"), "\n", (entry.id, "dim"), "  ", entry.kind, "  ", status_text(entry.status)
+    )
+    facts = [f"recorded {entry.recorded}"]
+    facts += [f"{key} {data[key]}" for key in ("author", "backend", "mode") if data.get(key)]
+    if data.get("tags"):
+        facts.append("tags " + ", ".join(data["tags"]))
+    parts: list[Any] = [head, Text(" · ".join(facts), style="dim")]
+    shown = set(IDENTITY)
+    for key, label in SECTIONS:
+        if data.get(key) not in (None, {}, []):
+            parts.append(_section(label, data[key]))
+            shown.add(key)
+    rest = {key: value for key, value in data.items() if key not in shown and value not in (None, {}, [])}
+    if rest:
+        parts.append(_section("More", rest))
+    if entry.body.strip():
+        parts.append(Markdown(entry.body))
+    return Group(*parts)
+
+
+def _section(label: str, value: Any) -> Table:
+    table = Table(title=label, title_justify="left", title_style="bold", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, text in _flatten(value):
+        table.add_row(key, text)
+    return table
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if prefix == "" and isinstance(value, list) and all(isinstance(v, dict) and "path" in v for v in value):
+        return [
+            (
+                item["path"],
+                " ".join(str(item[k]) for k in ("role", "bytes") if item.get(k) is not None)
+                + (" bytes" if item.get("bytes") is not None else ""),
+            )
+            for item in value
+        ]  # attachments
+    if isinstance(value, dict):
+        if set(value) <= {"value", "unit", "phase", "better", "step"} and "value" in value and prefix:
+            return [(prefix, _metric(value))]
+        rows = []
+        for key, item in value.items():
+            rows += _flatten(item, f"{prefix}.{key}" if prefix else str(key))
+        return rows
+    if isinstance(value, list):
+        if all(not isinstance(item, (dict, list)) for item in value):
+            return [(prefix, " ".join(map(str, value)))]
+        rows = []
+        for index, item in enumerate(value):
+            rows += _flatten(item, f"{prefix}[{index}]")
+        return rows
+    return [(prefix or "-", "-" if value is None else str(value))]
+
+
+def _metric(metric: dict[str, Any]) -> str:
+    text = "-" if metric["value"] is None else f"{metric['value']:g}"
+    extras = [metric[key] for key in ("unit",) if metric.get(key)]
+    extras += [f"{key} {metric[key]}" for key in ("phase", "step", "better") if metric.get(key) is not None]
+    return " ".join([text, *map(str, extras)])
+
+
+def entries_table(entries: list[Entry]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("id", "status", "kind", "backend", "mode", "wall s", "title"):
+        table.add_column(column, no_wrap=column != "title", justify="right" if column == "wall s" else "left")
+    for entry in entries:
+        wall = entry.get("timings.wall_s")
+        table.add_row(
+            entry.id,
+            status_text(entry.status),
+            entry.kind,
+            entry.data.get("backend") or "",
+            entry.data.get("mode") or "",
+            "" if wall is None else f"{wall:.2f}",
+            entry.title,
+        )
+    return table
+
+
+def console() -> Console:
+    """A console that, when writing to a pipe or file, is wide enough that tables are not folded."""
+    plain = Console(highlight=False)
+    return plain if plain.is_terminal else Console(highlight=False, width=200)

@@ -1,0 +1,236 @@
+"""The entry schema: typing of plain YAML scalars by declared field type, and validation with lines.
+
+The JSON Schema in `kb/schema/entry-v1.schema.json` is the one description of the format: editors
+can use it to check front matter, and kb uses it both to decide what a plain scalar means and to
+validate. A plain scalar becomes a number, boolean or null only where the field is declared so; in
+fields of mixed or unknown type it does so only if writing the value back gives the same text, so
+`2.10` stays the string "2.10" and `010` stays "010", while `0.5` and `8` are numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kb.errors import EntryError, Problem
+from kb.frontmatter import Lines, Plain, dotted
+
+SCHEMA_VERSION = 1
+_NULLS = {"", "~", "null", "Null", "NULL"}
+_TRUE = {"true", "True", "TRUE"}
+_FALSE = {"false", "False", "FALSE"}
+_INT = re.compile(r"[-+]?(0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z|[-+]?\.(inf|Inf|INF)\Z|\.(nan|NaN|NAN)\Z")
+
+
+@cache
+def entry_schema() -> dict[str, Any]:
+    text = resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def schema_path() -> Path:
+    """Where the schema file lies, for editors and for `kb schema`."""
+    return Path(str(resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json")))
+
+
+def yaml_float_text(value: float) -> str:
+    """The text YAML writes for a float (PyYAML's SafeRepresenter rule)."""
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value).lower()
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return text
+
+
+def _to_float(text: str) -> float:
+    lowered = text.lower()
+    if lowered.endswith(".inf"):
+        return -math.inf if lowered.startswith("-") else math.inf
+    if lowered == ".nan":
+        return math.nan
+    return float(text)
+
+
+def _typed(text: Plain, types: set[str]) -> Any:
+    """The value of a plain scalar in a field of the given JSON types (empty set: unknown field)."""
+    if "string" in types or not types:
+        # Mixed or unknown: a non-string only if it writes back as the very same text.
+        if text in _NULLS and (not types or "null" in types):
+            return None
+        if text in ("true", "false") and (not types or "boolean" in types):
+            return text == "true"
+        if _INT.match(text) and (not types or types & {"integer", "number"}) and str(int(text)) == text:
+            return int(text)
+        if _FLOAT.match(text) and (not types or "number" in types) and yaml_float_text(_to_float(text)) == text:
+            return _to_float(text)
+        return str(text)
+    if "null" in types and text in _NULLS:
+        return None
+    if "boolean" in types and text in _TRUE | _FALSE:
+        return text in _TRUE
+    if types & {"integer", "number"} and _INT.match(text):
+        return int(text)
+    if "number" in types and _FLOAT.match(text):
+        return _to_float(text)
+    return str(text)  # left for validation to report
+
+
+def _resolve(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
+    if not isinstance(schema, dict):
+        return None
+    while "$ref" in schema:
+        ref = schema["$ref"]
+        schema = entry_schema()["$defs"][ref.rsplit("/", 1)[-1]]
+    return schema
+
+
+def _types(schema: dict[str, Any] | None) -> set[str]:
+    if schema is None:
+        return set()
+    if "type" in schema:
+        declared = schema["type"]
+        return {declared} if isinstance(declared, str) else set(declared)
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    if "enum" in schema:
+        return {_json_type(v) for v in schema["enum"]}
+    if "anyOf" in schema:
+        out: set[str] = set()
+        for option in schema["anyOf"]:
+            out |= _types(_resolve(option))
+        return out
+    return set()
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def _child(schema: dict[str, Any] | None, key: str | int) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    if isinstance(key, int):
+        return _resolve(schema.get("items"))
+    props = schema.get("properties", {})
+    if key in props:
+        return _resolve(props[key])
+    return _resolve(schema.get("additionalProperties"))
+
+
+def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """For anyOf fields holding an object in one option, that option."""
+    if schema is not None and "anyOf" in schema and "properties" not in schema:
+        for option in schema["anyOf"]:
+            resolved = _resolve(option)
+            if resolved and (resolved.get("type") == "object" or resolved.get("type") == "array"):
+                return resolved
+    return schema
+
+
+def coerce(value: Any, schema: dict[str, Any] | None = None) -> Any:
+    """Replace every Plain scalar by the value its field's declared type gives it."""
+    if isinstance(value, dict):
+        schema = _object_schema(schema)
+        return {k: coerce(v, _child(schema, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        schema = _object_schema(schema)
+        return [coerce(v, _child(schema, i)) for i, v in enumerate(value)]
+    if isinstance(value, Plain):
+        return _typed(value, _types(schema))
+    return value
+
+
+def coerce_entry(data: dict[str, Any]) -> dict[str, Any]:
+    return coerce(data, entry_schema())
+
+
+@cache
+def _fast_validator() -> Any:
+    # fastjsonschema turns the schema into Python code: about ten times faster per entry than jsonschema and
+    # far quicker to import, which matters for every `kb record` and for indexing large knowledge bases.
+    import fastjsonschema
+
+    return fastjsonschema.compile(entry_schema())
+
+
+@cache
+def _full_validator() -> Any:
+    # fastjsonschema stops at the first violation; jsonschema lists them all, so a broken entry is fixed in one go.
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(entry_schema())
+
+
+def problems(data: dict[str, Any], path: Path | str | None = None, lines: Lines | None = None) -> list[Problem]:
+    """Every schema violation in typed front matter, each with its file, line and field."""
+    import fastjsonschema
+
+    try:
+        _fast_validator()(data)
+        return []
+    except fastjsonschema.JsonSchemaException as first:
+        return _all_problems(data, path, lines or {}) or [Problem(path, 1, None, first.message)]
+
+
+def _all_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:
+    found = []
+    for error in sorted(_full_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = tuple(error.absolute_path)
+        if error.validator == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else ""
+            field = dotted((*where, missing))
+            message = "is required but missing"
+        else:
+            field = dotted(where) or None
+            message = _explain(error)
+        found.append(Problem(path, _line_of(where, lines), field, message))
+    return found
+
+
+def _explain(error: Any) -> str:
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        hint = " (quote it to keep it as text)" if expected == "string" else ""
+        return f"expected {expected}, found {error.instance!r}{hint}"
+    if error.validator == "pattern":
+        if error.schema.get("description"):
+            return f"{error.instance!r} is not valid: {error.schema['description']}"
+        return f"{error.instance!r} does not have the expected form ({error.validator_value})"
+    if error.validator == "const":
+        return f"must be {error.validator_value!r}, found {error.instance!r}"
+    return error.message
+
+
+def _line_of(where: tuple, lines: Lines) -> int | None:
+    """The line of the field, else of its nearest parent; the opening fence (line 1) for the root."""
+    while where:
+        if where in lines:
+            return lines[where]
+        where = where[:-1]
+    return 1 if lines else None
+
+
+def validate(data: dict[str, Any], path: Path | str | None = None, lines: Lines | None = None) -> None:
+    found = problems(data, path, lines)
+    if found:
+        raise EntryError(found)

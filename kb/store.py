@@ -1,0 +1,265 @@
+"""The knowledge-base folder: finding it, the entries in it, their attachments, atomic writes.
+
+Layout:
+    kb.toml                 settings; its presence marks the root
+    entries/<id>.md         one entry: YAML front matter + Markdown body (the truth)
+    entries/<id>/           that entry's attachments (logs, diffs, traces, the run folder)
+    .kb/                    derived caches, ignored by git and safe to delete
+Entries may be moved into sub-folders of entries/ by hand; every scan looks at the whole tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+
+from kb import atomic, ids
+from kb.config import CONFIG_NAME, TEMPLATE, Config, load_config
+from kb.entry import Entry
+from kb.errors import EntryError, EntryNotFound, KbError, KbNotFound, Problem
+
+ENV_HOME = "KB_HOME"
+ENTRIES = "entries"
+CACHE = ".kb"
+CREATE_ATTEMPTS = 8
+ATTACHMENT_NAME_MAX = 128
+TEXT_SNIFF = 8192
+
+
+class KnowledgeBase:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase({str(self.root)!r})"
+
+    @classmethod
+    def find(cls, explicit: Path | str | None = None, start: Path | None = None) -> KnowledgeBase:
+        """The knowledge base named by `explicit`, else $KB_HOME, else the nearest folder upward with a kb.toml."""
+        named = explicit or os.environ.get(ENV_HOME)
+        if named:
+            root = Path(named).expanduser().resolve()
+            if not (root / CONFIG_NAME).is_file():
+                source = "--kb" if explicit else f"${ENV_HOME}"
+                raise KbNotFound(
+                    f"{root} is not a knowledge base (no {CONFIG_NAME}); run 'kb init {root}' or fix {source}"
+                )
+            return cls(root)
+        here = (start or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if (folder / CONFIG_NAME).is_file():
+                return cls(folder)
+        raise KbNotFound(
+            f"no knowledge base here: no {CONFIG_NAME} in {here} or above; run 'kb init' to make one, "
+            f"or point --kb or ${ENV_HOME} at one"
+        )
+
+    @classmethod
+    def init(cls, root: Path) -> tuple[KnowledgeBase, bool]:
+        """Make (or complete) a knowledge base at root; returns it and whether anything was created."""
+        root = root.expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise KbError(f"{root} exists and is not a folder; choose another path for the knowledge base")
+        created = False
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            if not (root / CONFIG_NAME).exists():
+                atomic.write_text(root / CONFIG_NAME, TEMPLATE)
+                created = True
+            kb = cls(root)
+            for folder in (kb.entries_path, kb.cache_path):
+                if not folder.is_dir():
+                    folder.mkdir()
+                    created = True
+            kb.ensure_cache()
+        except PermissionError as exc:
+            raise KbError(
+                f"cannot write the knowledge base at {root}: {exc.strerror}; choose a writable folder"
+            ) from None
+        return kb, created
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def entries_path(self) -> Path:
+        return self.root / ENTRIES
+
+    @property
+    def cache_path(self) -> Path:
+        return self.root / CACHE
+
+    @cached_property
+    def config(self) -> Config:
+        return load_config(self.config_path)
+
+    def ensure_cache(self) -> Path:
+        """The cache folder, with a .gitignore of its own so git never picks up derived data."""
+        self.cache_path.mkdir(exist_ok=True)
+        ignore = self.cache_path / ".gitignore"
+        if not ignore.exists():
+            atomic.write_text(ignore, "# derived data, rebuilt by kb\n*\n")
+        return self.cache_path
+
+    def entry_path(self, entry_id: str) -> Path:
+        return self.entries_path / f"{_checked_id(entry_id)}.md"
+
+    def attachments_path(self, entry: Entry | str) -> Path:
+        """An entry's attachment folder: beside its file, named by its id."""
+        if isinstance(entry, Entry) and entry.path is not None:
+            return entry.path.with_suffix("")
+        return self.entries_path / _checked_id(entry if isinstance(entry, str) else entry.id)
+
+    def iter_entry_paths(self) -> Iterator[Path]:
+        """Every entry file, in path order; attachment folders (a folder beside a same-named .md) are skipped."""
+        for folder, subfolders, files in os.walk(self.entries_path):
+            names = set(files)
+            subfolders[:] = sorted(d for d in subfolders if f"{d}.md" not in names and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".md") and not name.startswith("."):
+                    yield Path(folder, name)
+
+    def iter_entries(self, problems: list[Problem] | None = None) -> Iterator[Entry]:
+        """Every entry that parses; each one that does not is added to `problems` and the scan goes on."""
+        for path in self.iter_entry_paths():
+            try:
+                yield Entry.read(path)
+            except EntryError as exc:
+                if problems is not None:
+                    problems.extend(exc.problems)
+            except OSError as exc:
+                if problems is not None:
+                    problems.append(Problem(path, None, None, f"cannot read: {exc.strerror}"))
+
+    def locate(self, ref: str) -> Path:
+        """The file of an entry given its id, a unique id prefix, or a path to the file."""
+        candidate = Path(ref)
+        if candidate.suffix == ".md" and candidate.is_file():
+            return candidate.resolve()
+        if ids.is_valid_id(ref) and self.entry_path(ref).is_file():
+            return self.entry_path(ref)
+        stems = {path.stem: path for path in self.iter_entry_paths()}
+        if ref in stems:
+            return stems[ref]
+        matches = sorted(stem for stem in stems if stem.startswith(ref)) if ref else []
+        if len(matches) == 1:
+            return stems[matches[0]]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
+            raise EntryNotFound(f"'{ref}' matches {len(matches)} entries ({shown}); give more of the id")
+        near = difflib.get_close_matches(ref, list(stems), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else "; 'kb ls' lists the entries"
+        raise EntryNotFound(f"no entry '{ref}' in {self.entries_path}{hint}")
+
+    def load(self, ref: str) -> Entry:
+        return Entry.read(self.locate(ref))
+
+    def create(self, entry: Entry) -> Entry:
+        """Write a new entry under a fresh id; on the rare id clash the random suffix is drawn again."""
+        entry.validate()
+        for _ in range(CREATE_ATTEMPTS):
+            path = self.entry_path(entry.id)
+            try:
+                atomic.write_text(path, entry.serialise(), exclusive=True)
+            except FileExistsError:
+                entry.data["id"] = ids.reroll(entry.id)
+                continue
+            except OSError as exc:
+                raise KbError(f"cannot write {path}: {exc.strerror}; check the entries folder is writable") from None
+            entry.path = path
+            return entry
+        raise KbError(f"could not find a free id for '{entry.id}' after {CREATE_ATTEMPTS} tries")
+
+    def save(self, entry: Entry) -> bool:
+        """Validate and write an existing entry atomically; returns False (and writes nothing) when unchanged."""
+        entry.validate()
+        path = entry.path or self.entry_path(entry.id)
+        if path.is_file():
+            try:
+                existing = Entry.parse(path.read_text("utf-8"), path)
+                if existing.data == entry.data and existing.body == entry.body:
+                    return False
+            except (EntryError, UnicodeDecodeError):
+                pass  # the file on disk is broken: replacing it is the repair
+        try:
+            atomic.write_text(path, entry.serialise())
+        except OSError as exc:
+            raise KbError(f"cannot write {path}: {exc.strerror}; check the entries folder is writable") from None
+        entry.path = path
+        return True
+
+    def attach(self, entry: Entry, source: Path, name: str | None = None) -> str:
+        """Copy a file into the entry's attachment folder, masking secrets in text; returns its relative path."""
+        return self.relative(entry, self.copy_in(source, self.attachment_target(entry, name or source.name)))
+
+    def copy_in(self, source: Path, target: Path) -> Path:
+        """Copy one file: text line by line through the redactor (bounded memory), anything else byte for byte."""
+        try:
+            with open(source, "rb") as handle:
+                text = _looks_like_text(handle.read(TEXT_SNIFF))
+            if not text:
+                shutil.copyfile(source, target)
+                return target
+            from kb.redact import redact_text
+
+            tmp = target.with_name(f".{target.name}.tmp")
+            with (
+                open(source, encoding="utf-8", errors="replace", newline="") as src,
+                open(tmp, "w", encoding="utf-8", newline="") as dst,
+            ):
+                for line in src:
+                    dst.write(redact_text(line))
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise KbError(f"cannot attach {source}: {exc.strerror}") from None
+        return target
+
+    def attachment_target(self, entry: Entry, name: str) -> Path:
+        """A path inside the entry's attachment folder for `name`, never outside it, never over an existing file."""
+        folder = self.attachments_path(entry)
+        folder.mkdir(parents=True, exist_ok=True)
+        clean = safe_name(name)
+        target = folder / clean
+        stem, dot, suffix = clean.partition(".")
+        counter = 2
+        while target.exists():
+            target = folder / f"{stem}-{counter}{dot}{suffix}"
+            counter += 1
+        return target
+
+    def relative(self, entry: Entry, target: Path) -> str:
+        base = (entry.path or self.entry_path(entry.id)).parent
+        return target.relative_to(base).as_posix()
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # only a character cut at the sniff boundary
+    return True
+
+
+def safe_name(name: str) -> str:
+    """A file name that stays inside its folder: no separators, no '..', no NUL, no leading dot, bounded length."""
+    base = re.split(r"[\\/]", name.replace("\x00", ""))[-1]
+    base = re.sub(r"[^A-Za-z0-9._+-]+", "_", base).lstrip(".") or "attachment"
+    if len(base) > ATTACHMENT_NAME_MAX:
+        _stem, dot, suffix = base.rpartition(".")
+        keep = suffix[:16] if dot else ""
+        base = base[: ATTACHMENT_NAME_MAX - len(keep) - 1] + ("." + keep if keep else "")
+    return base
+
+
+def _checked_id(entry_id: str) -> str:
+    if not ids.is_valid_id(entry_id):
+        raise KbError(f"'{entry_id}' is not a valid entry id (expected e.g. 2026-11-30-my-run-3f9a2c)")
+    return entry_id

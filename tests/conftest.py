@@ -1,0 +1,42 @@
+"""Every test gets its own knowledge base in a temporary folder, named by $KB_HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kb.store import ENV_HOME, KnowledgeBase
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnowledgeBase:
+    base, _ = KnowledgeBase.init(tmp_path / "knowledge-base")
+    monkeypatch.chdir(tmp_path)  # commands run outside any git work tree unless a test makes one
+    monkeypatch.setenv(ENV_HOME, str(base.root))
+    monkeypatch.delenv("KB_RUN_DIR", raising=False)
+    return base
+
+
+def run_kb(
+    *args: str,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    """The real `kb` command in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "kb", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )

@@ -1,0 +1,111 @@
+"""The entry format: lossless round trips, scalars kept as written, errors that name file, line and field."""
+
+from __future__ import annotations
+
+import math
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kb.entry import Entry, new_entry
+from kb.errors import EntryError
+
+DATA = Path(__file__).parent / "data" / "entries"
+GOOD = sorted((DATA / "good").glob("*.md"))
+BAD = sorted((DATA / "bad").glob("*.md"))
+
+
+def same(a: object, b: object) -> bool:
+    """Equality that counts NaN equal to NaN, as a round trip must."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=False))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
+def test_good_entries_round_trip(path: Path) -> None:
+    first = Entry.read(path)
+    text = first.serialise()
+    second = Entry.parse(text)
+    assert same(first.data, second.data)
+    assert second.body == first.body
+    assert second.serialise() == text  # canonical text is a fixed point: rewriting changes no byte
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_bad_entries_name_file_line_and_field(path: Path) -> None:
+    with pytest.raises(EntryError) as caught:
+        Entry.read(path)
+    expected = path.with_suffix(".expected").read_text().splitlines()
+    found = [str(problem).replace(str(path.parent) + "/", "") for problem in caught.value.problems]
+    assert found == expected
+
+
+def test_scalars_stay_as_written() -> None:
+    entry = Entry.read(DATA / "good" / "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a.md")
+    assert entry.data["versions"] == {"torch-neuronx": "2.13.3.0", "torch": "2.10", "python": "3.11"}
+    assert entry.data["settings"] == {"chips": 16, "dtype": "bf16", "lr": "0.10", "overlap": "no", "shard": "010"}
+    assert entry.data["provenance"]["date"] == "2025-10-23"
+    assert entry.data["custom_field"] == {"reviewed": "yes", "when": "2026-10-24"}  # unknown fields are kept
+    assert entry.data["metrics"]["tokens_per_s"] == {"value": 14156, "unit": "tokens/s", "better": "higher"}
+    assert "```text\n--- not a fence for front matter ---\n```" in entry.body
+
+
+def test_special_floats_and_multiline_text_survive() -> None:
+    entry = Entry.read(DATA / "good" / "2026-11-30-tiny-lm-eager-0a1b2c.md")
+    assert math.isnan(entry.data["metrics"]["loss"]["value"])
+    assert entry.data["metrics"]["best"]["value"] == -math.inf
+    assert entry.data["failure"]["message"].endswith("\n(second line)")
+    assert entry.data["timings"]["step_s"]["count"] == 180
+
+
+def test_versions_written_by_kb_read_back_as_strings() -> None:
+    entry = new_entry("2026-11-30-v-000000", "v", "note", versions={"torch": "2.10", "cuda": "12.0", "x": "010"})
+    text = entry.serialise()
+    assert "torch: '2.10'" in text and "x: '010'" in text
+    assert Entry.parse(text).data["versions"] == {"torch": "2.10", "cuda": "12.0", "x": "010"}
+
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, width=64), st.text(max_size=40),
+    st.sampled_from(["2.10", "no", "010", "2026-11-30", "1e5", "~", "null", "- x", "a: b", "'q'", "\t", "x\n y "]),
+)  # fmt: skip
+keys = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4), max_leaves=12
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    extra=st.dictionaries(
+        keys.filter(lambda k: k not in {"schema", "id", "title", "kind", "recorded"}), values, max_size=5
+    ),
+    body=st.text(max_size=200),
+)
+def test_round_trip_of_arbitrary_unknown_fields(extra: dict, body: str) -> None:
+    entry = new_entry("2026-11-30-fuzz-000000", "fuzz", "note", recorded="2026-11-30T00:00:00Z")
+    entry.data.update({f"x_{key}": value for key, value in extra.items()})
+    entry.body = body
+    text = entry.serialise()
+    again = Entry.parse(text)
+    assert same(again.data, entry.data)
+    assert again.body == body
+    assert again.serialise() == text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(max_size=400) | st.builds(lambda s: "---\n" + s + "\n---\n", st.text(max_size=300)))
+def test_parser_only_ever_raises_entry_errors(text: str) -> None:
+    try:
+        Entry.parse(text, Path("fuzz.md"))
+    except EntryError as exc:
+        assert exc.problems and all(str(p).startswith("fuzz.md") for p in exc.problems)
