@@ -64,7 +64,7 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
     entry.body = written.body() if written else info.body()
     entry = kb.create(entry)
 
-    attached_logs = tuple(kb.attachments_path(entry) / kb.attach(entry, path) for path in after.logs)
+    attached_logs = tuple(kb.attach(entry, path) for path in after.logs)
     for path in after.attach:
         kb.attach(entry, path)
     if after.from_dir:

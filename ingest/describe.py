@@ -8,7 +8,7 @@ from typing import Any
 
 from kb.errors import KbError
 from kb.frontmatter import Plain
-from kb.redact import redact_text
+from kb.redact import MASK, is_secret_name, redact_text
 from kb.schema import coerce
 
 _SETTING = re.compile(r"(?P<key>[A-Za-z0-9_][A-Za-z0-9_.:-]*)=(?P<value>.*)\Z", re.S)
@@ -55,6 +55,8 @@ def parse_setting(text: str) -> tuple[str, Any]:
     match = _SETTING.match(text)
     if not match:
         raise KbError(f"--setting {text!r}: expected key=value, e.g. --setting batch=8")
+    if is_secret_name(match["key"]):
+        return match["key"], MASK
     return match["key"], coerce(Plain(redact_text(match["value"].strip())))
 
 

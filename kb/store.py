@@ -194,9 +194,9 @@ class KnowledgeBase:
         entry.path = path
         return True
 
-    def attach(self, entry: Entry, source: Path, name: str | None = None) -> str:
-        """Copy a file into the entry's attachment folder, masking secrets in text; returns its relative path."""
-        return self.relative(entry, self.copy_in(source, self.attachment_target(entry, name or source.name)))
+    def attach(self, entry: Entry, source: Path, name: str | None = None) -> Path:
+        """Copy a file into the entry's attachment folder, masking secrets in text; returns where it went."""
+        return self.copy_in(source, self.attachment_target(entry, name or source.name))
 
     def copy_in(self, source: Path, target: Path) -> Path:
         """Copy one file: text line by line through the redactor (bounded memory), anything else byte for byte."""

@@ -1,0 +1,18 @@
+"""`python -m bench [--quick]`: run every benchmark and print its figures."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench import startup
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="few repeats: checks the benchmarks run, not the figures")
+    args = parser.parse_args()
+    startup.run(repeats=3 if args.quick else 21)
+
+
+if __name__ == "__main__":
+    main()

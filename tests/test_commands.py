@@ -1,0 +1,134 @@
+"""`kb init`, `kb show`, `kb ls`, `kb schema`, finding the knowledge base, and a start-up free of heavy imports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import run_kb
+
+from kb.store import KnowledgeBase
+
+DATA = Path(__file__).parent / "data" / "entries"
+
+
+def test_init_makes_a_knowledge_base_once(tmp_path: Path) -> None:
+    target = tmp_path / "team-kb"
+    first = run_kb("init", str(target))
+    assert first.returncode == 0
+    assert first.stdout.startswith(f"Knowledge base ready at {target}\n")
+    assert (target / "kb.toml").is_file() and (target / "entries").is_dir()
+    assert (target / ".kb" / ".gitignore").read_text() == "# derived data, rebuilt by kb\n*\n"
+    again = run_kb("init", str(target))
+    assert again.stdout == f"Knowledge base already complete at {target}; nothing changed\n"
+
+
+def test_the_knowledge_base_is_found_upward_from_the_working_folder(kb: KnowledgeBase) -> None:
+    inner = kb.root / "entries" / "2026"
+    inner.mkdir()
+    found = run_kb("ls", "--json", env={"KB_HOME": ""}, cwd=inner)
+    assert found.returncode == 0 and json.loads(found.stdout) == []
+    named = run_kb("--kb", str(kb.root), "ls", "--json", env={"KB_HOME": ""}, cwd=Path("/"))
+    assert named.returncode == 0
+    wrong = run_kb("--kb", str(kb.root / "entries"), "ls", env={"KB_HOME": ""})
+    assert wrong.stderr == (
+        f"kb: error: {kb.root / 'entries'} is not a knowledge base (no kb.toml); "
+        f"run 'kb init {kb.root / 'entries'}' or fix --kb\n"
+    )
+
+
+def copy_samples(kb: KnowledgeBase) -> None:
+    for path in [*sorted((DATA / "good").glob("*.md")), DATA / "bad" / "bad-kind.md"]:
+        shutil.copy(path, kb.entries_path / path.name)
+
+
+def test_ls_lists_newest_first_and_reports_broken_files_without_stopping(kb: KnowledgeBase) -> None:
+    copy_samples(kb)
+    result = run_kb("ls", "--json")
+    assert result.returncode == 0
+    assert [row["id"] for row in json.loads(result.stdout)] == [
+        "2026-11-30-tiny-lm-eager-0a1b2c",
+        "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a",
+    ]
+    broken = kb.entries_path / "bad-kind.md"
+    assert result.stderr == (
+        f"kb: skipped {broken}:5: kind: 'experiment' is not one of: run, coverage, decision, report, note, release\n"
+    )
+    table = run_kb("ls", "--kind", "report")
+    assert "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a" in table.stdout and "tiny-lm" not in table.stdout
+    assert run_kb("ls", "--status", "running").stdout == "No entries match.\n"
+
+
+def test_show_prints_an_entry_for_people_and_for_scripts(kb: KnowledgeBase) -> None:
+    copy_samples(kb)
+    shown = run_kb("show", "2026-10-23-qwen3")  # a unique start of an id is enough
+    assert shown.returncode == 0, shown.stderr
+    for text in (
+        "Qwen3-32B training on 16 Trainium2 chips, compiled",
+        "tokens_per_s",
+        "14156 tokens/s",
+        "torch-neuronx",
+        "2.13.3.0",
+        "SemiAnalysis",
+        "the eager run reached 11,099 tokens/s",
+    ):
+        assert text in shown.stdout
+    as_json = json.loads(run_kb("show", "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a", "--json").stdout)
+    assert as_json["front_matter"]["versions"]["torch"] == "2.10"
+    assert as_json["body"].startswith("Reported figure")
+
+
+def test_show_names_the_nearest_ids_when_one_is_unknown(kb: KnowledgeBase) -> None:
+    copy_samples(kb)
+    missing = run_kb("show", "2026-11-30-tiny-lm-eagr-0a1b2c")
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        f"kb: error: no entry '2026-11-30-tiny-lm-eagr-0a1b2c' in {kb.entries_path}; "
+        "did you mean 2026-11-30-tiny-lm-eager-0a1b2c?\n"
+    )
+    ambiguous = run_kb("show", "2026")
+    assert ambiguous.stderr.startswith("kb: error: '2026' matches 2 entries")
+    broken = run_kb("show", str(kb.entries_path / "bad-kind.md"))
+    assert broken.returncode == 1 and broken.stderr.startswith(f"kb: error: {kb.entries_path / 'bad-kind.md'}:5: kind:")
+
+
+def test_schema_prints_the_json_schema(kb: KnowledgeBase) -> None:
+    schema = json.loads(run_kb("schema").stdout)
+    assert schema["properties"]["versions"]["additionalProperties"] == {"type": "string"}
+    assert Path(run_kb("schema", "--path").stdout.strip()).is_file()
+
+
+def test_a_broken_config_is_named(kb: KnowledgeBase) -> None:
+    kb.config_path.write_text("[record]\ntail_lines = 'many'\n")
+    result = run_kb("record", "--", "true")
+    assert result.stderr == (
+        f"kb: error: {kb.config_path}: [record] tail_lines: expected a whole number >= 0, found 'many'\n"
+    )
+    kb.config_path.write_text("[record\n")
+    assert run_kb("record", "--", "true").stderr.startswith(f"kb: error: {kb.config_path}: not valid TOML:")
+
+
+def test_help_and_every_command_start_without_heavy_imports() -> None:
+    heavy = {"torch", "whoosh", "sqlite_utils", "markdown", "jsonschema", "pydantic"}
+    commands = [["--help"], ["record", "--help"], ["show", "--help"], ["ls", "--help"], ["init", "--help"]]
+    for args in commands:
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kb", *args], capture_output=True, text=True)
+        assert out.returncode == 0
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
+        assert not imported & heavy, (args, imported & heavy)
+
+
+def test_every_command_has_help() -> None:
+    import typer.main
+
+    from kb.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        assert command.help and command.help.strip(), name
+        for param in command.params:
+            if param.name not in ("ctx",):
+                assert getattr(param, "help", None) or param.param_type_name == "argument", (name, param.name)
