@@ -15,7 +15,7 @@ from kb.schema import SCHEMA_VERSION, coerce_entry, validate
 FIELD_ORDER = (
     "schema", "id", "title", "kind", "status", "recorded", "author", "tags", "links", "provenance",
     "workload", "backend", "mode", "settings", "command", "recorder", "git", "versions", "hardware",
-    "environment", "timings", "metrics", "compile", "fallbacks", "memory", "numerics", "ranks", "failure",
+    "environment", "precision", "timings", "metrics", "compile", "fallbacks", "memory", "numerics", "ranks", "failure",
     "adaptations", "attachments",
 )  # fmt: skip
 

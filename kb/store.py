@@ -29,6 +29,7 @@ CACHE = ".kb"
 CREATE_ATTEMPTS = 8
 ATTACHMENT_NAME_MAX = 128
 TEXT_SNIFF = 8192
+REDACT_BLOCK = 1 << 20
 
 
 class KnowledgeBase:
@@ -213,8 +214,15 @@ class KnowledgeBase:
                 open(source, encoding="utf-8", errors="replace", newline="") as src,
                 open(tmp, "w", encoding="utf-8", newline="") as dst,
             ):
-                for line in src:
-                    dst.write(redact_text(line))
+                # Blocks of whole lines, not single lines: a private key spans lines and must be masked whole.
+                pending = ""
+                for block in iter(lambda: src.read(REDACT_BLOCK), ""):
+                    pending += block
+                    cut = pending.rfind("\n") + 1
+                    if cut:
+                        dst.write(redact_text(pending[:cut]))
+                        pending = pending[cut:]
+                dst.write(redact_text(pending))
             os.replace(tmp, target)
         except OSError as exc:
             raise KbError(f"cannot attach {source}: {exc.strerror}") from None

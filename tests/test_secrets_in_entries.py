@@ -68,7 +68,9 @@ def test_secrets_never_reach_entries_or_attachments(kb: KnowledgeBase, tmp_path:
     assert AWS_ID in result.stdout  # the terminal sees the command's own output unchanged
 
     log = tmp_path / "remote.log"
-    log.write_text(f"export HF_TOKEN={HF}\nretrying with password: {PASSWORD}\nTOKENIZERS_PARALLELISM=false\n")
+    log.write_text(
+        f"export HF_TOKEN={HF}\nretrying with password: {PASSWORD}\n{PRIVATE_KEY}\nTOKENIZERS_PARALLELISM=false\n"
+    )
     after = run_kb("record", "--title", "imported", "--log", str(log), "--no-edit", env=env)
     assert after.returncode == 0, after.stderr
 
