@@ -23,7 +23,8 @@ from kb.errors import KbError
 from kb.ids import new_id
 from kb.store import KnowledgeBase
 
-# Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles) are warnings.
+# Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles; an interrupt, which is
+# its own status) do not fail a run by themselves.
 ERROR_CLASSES = frozenset(
     {"oom", "compile_error", "compile_timeout", "unsupported_op", "environment", "numerical_mismatch", "timeout"}
 )

@@ -5,8 +5,8 @@ A signature is a regular expression for one message that CUDA/ROCm, MPS, the CPU
 pytest-timeout, Slurm or the shell prints, tied to one class of the failure taxonomy (`kb.taxonomy`).
 `scan_lines` and `scan_file` report the lines that match; `propose` picks the one that explains the run.
 
-Lines are numbered by "\\n" alone, as `grep -n` and `sed -n` count them: the carriage returns a progress bar
-redraws with stay inside one line, and a finding's text is the redraw that holds the match.
+Lines are numbered by "\\n" alone, as `grep -n` and `sed -n` count them: the carriage returns of a progress
+bar's redraws stay inside one line, and a finding's text is the redraw that holds the match.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ _RANK = {failure_class: rank for rank, failure_class in enumerate(PRECEDENCE)}
 # The run went on after these, so the first one is where the trouble began; after an error it ended.
 _WARNINGS = frozenset({"cpu_fallback", "recompile", "graph_break"})
 _TEXT_MAX = 300
-_PIECE_MAX = 1 << 20  # characters read at once: a line longer than this is scanned in pieces, in bounded memory
+_PIECE_MAX = 1 << 20  # characters read at once: a longer line is scanned in pieces, in bounded memory
+_WORD = re.compile(r"[a-z]+")
 
 
 @dataclass(frozen=True)
@@ -39,143 +40,157 @@ class Finding:
 
 @dataclass(frozen=True)
 class _Signature:
-    name: str
     failure_class: str
+    name: str
+    triggers: frozenset[str]
     pattern: re.Pattern[str]
 
 
-# (class, name, pattern). Within a class the more specific come first; across classes PRECEDENCE decides which
-# of several signatures on one line is reported. Patterns see the stripped line, so ^ and $ are its ends.
-_TABLE: tuple[tuple[str, str, str], ...] = (
+# (class, name, triggers, pattern). A pattern is tried only on a line that holds one of its trigger words (as a
+# whole run of letters, in any case) and every match holds one: a few dozen regular expressions on each line of a
+# log of gigabytes would take hours. Patterns start with plain text where they can, which Python's re finds fast.
+# Within a class the more specific come first; across classes PRECEDENCE decides which of the signatures that
+# match one line is reported. Patterns see the stripped line, so ^ and $ are its ends.
+# fmt: off
+_TABLE: tuple[tuple[str, str, str, str], ...] = (
     # --- oom
-    ("oom", "cuda-oom", r"\bCUDA out of memory\b|\bCUDA error: out of memory\b"),
-    ("oom", "hip-oom", r"\bHIP out of memory\b|\bHIP error: out of memory\b|\bhipErrorOutOfMemory\b"),
-    ("oom", "mps-oom", r"\bMPS backend out of memory\b"),
-    ("oom", "torch-oom-error", r"\bOutOfMemoryError\b"),  # torch.OutOfMemoryError, torch.cuda.OutOfMemoryError
-    ("oom", "cpu-alloc", r"\bDefaultCPUAllocator: (?:can't allocate memory|not enough memory)"),
-    ("oom", "python-memoryerror", r"(?<![\w.])MemoryError(?::|$)"),
-    ("oom", "bad-alloc", r"\bstd::bad_alloc\b"),
+    ("oom", "cuda-oom", "out alloc", r"CUDA out of memory|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED"),
+    ("oom", "hip-oom", "out hiperroroutofmemory", r"HIP out of memory|HIP error: out of memory|hipErrorOutOfMemory"),
+    ("oom", "mps-oom", "out", r"MPS backend out of memory"),
+    # torch.OutOfMemoryError, torch.cuda.OutOfMemoryError, and the cause under a BackendCompilerFailed.
+    ("oom", "torch-oom-error", "outofmemoryerror", r"OutOfMemoryError"),
+    ("oom", "cpu-alloc", "defaultcpuallocator", r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"),
+    ("oom", "python-memoryerror", "memoryerror", r"(?<!\w)MemoryError(?::|$)"),
+    ("oom", "bad-alloc", "alloc", r"std::bad_alloc\b"),
     # XLA/TPU; a bare RESOURCE_EXHAUSTED can be a quota, so it needs a word about memory too.
-    ("oom", "xla-resource-exhausted",
-     r"(?i:\bresource[_ ]exhausted\b).*(?i:memory|\bhbm\b|allocat|reserv)"),
-    ("oom", "xla-hbm",
-     r"\bAttempting to (?:reserve|allocate) \S+.*\bThat was not possible\b|\bRan out of memory in memory space \w+"
-     r"|\bOut of memory while trying to allocate\b|\bExceeded hbm capacity\b"),
+    ("oom", "xla-resource-exhausted", "exhausted", r"(?i:resource[_ ]exhausted\b.*(?:memory|\bhbm\b|allocat|reserv))"),
+    ("oom", "xla-hbm", "possible ran trying hbm",
+     r"Attempting to (?:reserve|allocate) \S+.*\bThat was not possible\b|Ran out of memory in memory space \w+"
+     r"|Out of memory while trying to allocate\b|Exceeded hbm capacity"),
     # Neuron runtime status NRT_RESOURCE (4) is its failure to allocate; NERR_RESOURCE_NC (busy cores) is not.
-    ("oom", "neuron-device-alloc",
-     r"\bFailed to alloc(?:ate)? DEVICE memory\b|\bnrt_tensor_allocate status=4\b|\bNRT_RESOURCE\b"
-     r"|\bNERR_RESOURCE\b|\bNRT_FAIL_HOST_MEM_ALLOC\b"),
-    ("oom", "neuron-cc-hbm", r"\bNCC_EOOM\d+|\bEstimated peak HBM usage\b.*\bexceeds\b"),
+    ("oom", "neuron-device-alloc", "nrt nerr alloc allocate",
+     r"Failed to alloc(?:ate)? DEVICE memory|nrt_tensor_allocate status=4\b|NRT_RESOURCE\b|NERR_RESOURCE\b"
+     r"|NRT_FAIL_HOST_MEM_ALLOC"),
+    # Any allocator that says both: "Failed to allocate N bytes ... (out of memory)".
+    ("oom", "allocation-failed", "allocate", r"(?i:\b(?:failed|unable) to allocate\b.*\b(?:out of memory|oom)\b)"),
+    ("oom", "neuron-cc-hbm", "eoom hbm", r"NCC_EOOM\d+|Estimated peak HBM usage\b.*\bexceeds\b"),
     # The kernel's OOM killer sends SIGKILL: the shell says "Killed" (a whole line when interactive,
-    # "script: line N: PID Killed  cmd" from a script), dmesg, Slurm and Kubernetes say it outright.
-    ("oom", "oom-killer",
-     r"^Killed$|^\S+:(?: line \d+:)? +\d+ Killed(?:\s|$)|^zsh: killed\b|\bis killed by signal: Killed\b"
-     r"|\bOut of memory: Kill(?:ed)? process\b|\boom[-_]kill event|\bOOMKilled\b"),
+    # "script: line N: PID Killed  cmd" from a script); dmesg, Slurm and Kubernetes say it outright.
+    ("oom", "oom-killed", "killed oomkilled",
+     r"^Killed$|^\S+:(?: line \d+:)? +\d+ Killed(?:\s|$)|^zsh: killed\b|is killed by signal: Killed\b|OOMKilled"),
+    ("oom", "oom-kill-event", "out oom", r"Out of memory: Kill(?:ed)? process\b|oom[-_]kill event"),
     # --- compile_timeout
-    ("compile_timeout", "compile-timed-out",
-     r"(?i:\bcompil\w*\s+(?:timed\s+out|time\s*limit\s+exceeded|timeout\s+(?:exceeded|expired|reached))"
-     r"|\bexceeded\s+the\s+compil\w*\s+time\s*limit|\btimed\s+out\s+(?:during|while|waiting\s+for)\s+compil)"),
-    ("compile_timeout", "inductor-worker-timeout", r"\bInductor compile-worker future\b.*\bdid not complete within\b"),
-    ("compile_timeout", "compiler-timed-out", r"\b(?:neuronx?-cc|ptxas|nvcc|hipcc)\b.*(?i:\btimed\s+out\b)"),
+    ("compile_timeout", "compile-timed-out", "timed timeout limit",
+     r"[Cc]ompil\w*\s+(?:timed\s+out|time\s+limit\s+exceeded|timeout\s+(?:exceeded|expired|reached))"
+     r"|exceeded\s+the\s+compil\w*\s+time\s+limit|[Tt]imed\s+out\s+(?:during|while|waiting\s+for)\s+compil"),
+    ("compile_timeout", "inductor-worker-timeout", "inductor",
+     r"Inductor compile-worker future\b.*\bdid not complete within\b"),
+    ("compile_timeout", "compiler-timed-out", "timed", r"\b(?:neuronx?-cc|ptxas|nvcc|hipcc)\b.*(?i:\btimed\s+out\b)"),
     # --- compile_error
-    ("compile_error", "dynamo-backend-failed", r"\bBackendCompilerFailed:"),
+    ("compile_error", "dynamo-backend-failed", "backendcompilerfailed", r"BackendCompilerFailed:"),
     ("compile_error", "inductor-error",
-     r"\b(?:InductorError|LoweringException|CppCompileError|InvalidCxxCompiler):|\bC\+\+ compile error\b"
-     r"|\bA compilation subprocess exited unexpectedly\b"),
-    ("compile_error", "dynamo-internal-error", r"\b(?:InternalTorchDynamoError|TorchRuntimeError):"),
-    ("compile_error", "triton-compilation-error", r"\bCompilationError:"),
-    ("compile_error", "neuronx-cc-failed",
-     r"\bneuronx?-cc (?:compilation )?failed\b|\bneuronx?-cc terminated abnormally\b|\bFailed compilation with\b"
-     r"|\bRunNeuronCCImpl: error\b|\bNCC_E[A-Z]{3}\d{3}\b|\bCompiler status (?:ERROR|FAIL)"),
-    ("compile_error", "xla-compile-error",
-     r"\bINTERNAL:.*(?i:compil)|\bError while lowering:|\bHLO -> LLVM IR lowering\b"),
-    ("compile_error", "compilation-failed", r"(?i:\bcompilation (?:failed|failure)\b)"),
+     "inductorerror loweringexception cppcompileerror invalidcxxcompiler compile unexpectedly",
+     r"(?:InductorError|LoweringException|CppCompileError|InvalidCxxCompiler):|C\+\+ compile error"
+     r"|A compilation subprocess exited unexpectedly"),
+    ("compile_error", "dynamo-internal-error", "internaltorchdynamoerror torchruntimeerror",
+     r"(?:InternalTorchDynamoError|TorchRuntimeError):"),
+    ("compile_error", "triton-compilation-error", "compilationerror", r"CompilationError:"),
+    ("compile_error", "neuronx-cc-failed", "neuronx neuron compilation runneuronccimpl ncc compiler",
+     r"neuronx?-cc (?:(?:compilation )?failed|terminated abnormally)|Failed compilation with|RunNeuronCCImpl: error"
+     r"|NCC_E[A-Z]{3}\d{3}\b|Compiler status (?:ERROR|FAIL)"),
+    ("compile_error", "xla-compile-error", "internal lowering",
+     r"INTERNAL:.*(?i:compil)|Error while lowering:|HLO -> LLVM IR lowering"),
+    ("compile_error", "compilation-failed", "compilation", r"[Cc]ompilation [Ff]ail(?:ed|ure)|COMPILATION FAIL"),
     # --- unsupported_op
-    ("unsupported_op", "could-not-run", r"\bCould not run '[^']+' with arguments from the '[^']+' backend"),
-    ("unsupported_op", "not-implemented-for-device", r"\bis not currently implemented for the \w+ device\b"),
-    ("unsupported_op", "not-implemented",
-     r"\bNotImplementedError:.*\b(?:aten|prim|torchvision)::\w+|\"\w+\" not implemented for '[\w ]+'"),
-    # Dynamo raises Unsupported where it cannot trace (fatal under fullgraph=True); worded as a graph break,
-    # it is one (see graph_break below).
-    ("unsupported_op", "dynamo-unsupported", r"\btorch\._dynamo\.exc\.Unsupported:(?!.*(?i:graph break))"),
-    ("unsupported_op", "backend-unsupported-op",
+    ("unsupported_op", "could-not-run", "could", r"Could not run '[^']+' with arguments from the '[^']+' backend"),
+    ("unsupported_op", "not-implemented-for-device", "implemented", r"is not currently implemented for the \w+ device"),
+    ("unsupported_op", "not-implemented", "notimplementederror implemented",
+     r"NotImplementedError:.*\b(?:aten|prim|torchvision)::\w+|\"\w+\" not implemented for '[\w ]+'"),
+    # Dynamo raises Unsupported where it cannot trace (an error under fullgraph=True); worded as a graph
+    # break, it counts as one (see graph_break below).
+    ("unsupported_op", "dynamo-unsupported", "unsupported", r"torch\._dynamo\.exc\.Unsupported:(?!.*(?i:graph break))"),
+    ("unsupported_op", "backend-unsupported-op", "unsupported supported support",
      r"(?i:\bunsupported (?:op|ops|operator|operators|operation)\b)(?!\s*[:=]\s*(?:0|none|\[\])(?:\W|$))"
      r"|(?i:\bnot (?:currently )?supported (?:on|by) (?:the )?(?:neuron|trainium|inferentia)\b"
-     r"(?!.*fall(?:ing)?[\s-]?back))|\bOperator \S+ is not supported\b|\bframework doesn't support\b"),
-    # --- environment (the code never got to run as meant: missing packages, drivers, devices)
-    ("environment", "module-not-found", r"\bModuleNotFoundError: No module named\b"),
-    ("environment", "import-name", r"\bImportError: cannot import name\b"),
-    ("environment", "shared-library",
-     r"\b(?:ImportError|OSError): .*\bcannot open shared object file\b|\bundefined symbol: \S+"
-     r"|\bCould not load library lib\S+\.so|\blib\w+\.so[\w.]*\b.*\bnot found\b"),
-    ("environment", "cuda-driver",
-     r"\bCUDA driver version is insufficient\b|\bFound no NVIDIA driver on your system\b"
-     r"|\bThe NVIDIA driver on your system is too old\b|\bTorch not compiled with CUDA enabled\b"
-     r"|\bNo CUDA GPUs are available\b|\bno kernel image is available for execution on the device\b"
-     r"|\bNVIDIA-SMI has failed\b"),
-    ("environment", "rocm-driver", r"\bNo HIP GPUs are available\b|\bno ROCm-capable device is detected\b"),
-    ("environment", "neuron-runtime",
-     r"(?i:\bnrt_init\b.*\bfail)|\bNo neuron device available\b|\bNeuron runtime (?:cannot|could not) be initialized\b"
-     r"|\bNERR_RESOURCE_NC\b|\bNeuronCore\(s\) not available\b"),
-    ("environment", "tpu-init",
-     r"(?i:\bTPU initialization failed\b)|\bUnable to initialize backend '\w+'|\bTPU is already in use\b"
-     r"|\bFailed to get global TPU topology\b"),
+     r"(?!.*fall(?:ing)?[\s-]?back))|Operator \S+ is not supported\b|framework doesn't support\b"),
+    # --- environment: the code never ran as meant (missing packages, libraries, drivers, devices)
+    ("environment", "module-not-found", "modulenotfounderror", r"ModuleNotFoundError: No module named\b"),
+    ("environment", "import-name", "importerror", r"ImportError: cannot import name\b"),
+    ("environment", "shared-library", "shared symbol library so",
+     r"ImportError: .*\bcannot open shared object file\b|OSError: .*\bcannot open shared object file\b"
+     r"|undefined symbol: \S+|Could not load library lib\S+\.so|lib\w+\.so[\w.]*\b.*\bnot found\b"),
+    ("environment", "cuda-driver", "driver compiled gpus image smi",
+     r"CUDA driver version is insufficient|Found no NVIDIA driver on your system"
+     r"|The NVIDIA driver on your system is too old|Torch not compiled with CUDA enabled|No CUDA GPUs are available"
+     r"|no kernel image is available for execution on the device|NVIDIA-SMI has failed"),
+    ("environment", "rocm-driver", "gpus capable", r"No HIP GPUs are available|no ROCm-capable device"),
+    ("environment", "neuron-runtime", "nrt neuron nerr neuroncore",
+     r"nrt_init\b.*(?i:\bfail)|No neuron device available|Neuron runtime (?:cannot|could not) be initialized"
+     r"|NERR_RESOURCE_NC\b|NeuronCore\(s\) not available"),
+    ("environment", "tpu-init", "tpu initialize",
+     r"TPU initialization failed|Unable to initialize backend '\w+'|TPU is already in use"
+     r"|Failed to get global TPU topology"),
     # --- numerical_mismatch
-    ("numerical_mismatch", "assert-close", r"\b(?:Tensor-likes|Scalars) are not (?:close|equal)!"),
-    ("numerical_mismatch", "mismatched-elements", r"^Mismatched elements: \d+ / \d+"),
-    ("numerical_mismatch", "numpy-allclose", r"\bNot equal to tolerance rtol="),
-    ("numerical_mismatch", "nan-loss", r"(?i:(?<![a-z])loss\b\W{0,3}(?:is\s+|=\s*|:\s*)?[+-]?(?:nan|inf)\b)"),
-    ("numerical_mismatch", "nan-detected",
+    ("numerical_mismatch", "assert-close", "close equal", r"(?:Tensor-likes|Scalars) are not (?:close|equal)!"),
+    ("numerical_mismatch", "mismatched-elements", "mismatched", r"^Mismatched elements: \d+ / \d+"),
+    ("numerical_mismatch", "numpy-allclose", "tolerance", r"Not equal to tolerance rtol="),
+    ("numerical_mismatch", "nan-loss", "nan inf",
+     r"(?i:(?<![a-z])loss\b\W{0,3}(?:is\s+|=\s*|:\s*)?[+-]?(?:nan|inf)\b)"),
+    ("numerical_mismatch", "nan-detected", "nan nans inf infs",
      r"(?i:(?<!no )\b(?:detected|found|encountered)\s+(?:a\s+)?(?:nan|inf)s?\b"
      r"|(?<!no )\b(?:nan|inf)s?(?:\s+or\s+(?:nan|inf)s?)?\s+(?:values?\s+)?(?:detected|found|encountered)\b"
      r"|\breturned (?:nan|inf) values\b)"),
-    ("numerical_mismatch", "accuracy-failed", r"\bfail_accuracy\b|(?i:\baccuracy (?:check )?failed\b)"),
+    ("numerical_mismatch", "accuracy-failed", "fail failed", r"fail_accuracy\b|[Aa]ccuracy (?:check )?failed\b"),
     # --- timeout
-    ("timeout", "timeout-error", r"\bTimeoutError(?::|$)"),
-    ("timeout", "pytest-timeout", r"\bFailed: Timeout \(?>\d|\+{3,} Timeout \+{3,}"),
-    ("timeout", "nccl-watchdog", r"\bWatchdog caught collective operation timeout\b"),
-    ("timeout", "dist-timeout", r"\bDist(?:NetworkError|StoreError|BackendError)\b.*(?i:timed out|timeout)"),
-    ("timeout", "subprocess-timeout", r"\bTimeoutExpired: "),
-    ("timeout", "neuron-timeout", r"\bNRT_TIMEOUT\b"),
-    ("timeout", "slurm-time-limit", r"\bCANCELLED AT \S+ DUE TO TIME LIMIT\b"),
+    ("timeout", "timeout-error", "timeouterror", r"TimeoutError(?::|$)"),
+    ("timeout", "pytest-timeout", "timeout", r"Failed: Timeout \(?>\d|\+\+\+ Timeout \+\+\+"),
+    ("timeout", "nccl-watchdog", "watchdog", r"Watchdog caught collective operation timeout"),
+    ("timeout", "dist-timeout", "distnetworkerror diststoreerror distbackenderror",
+     r"Dist(?:NetworkError|StoreError|BackendError)\b.*(?i:timed out|timeout)"),
+    ("timeout", "subprocess-timeout", "timeoutexpired", r"TimeoutExpired: "),
+    ("timeout", "neuron-timeout", "timeout", r"NRT_TIMEOUT\b"),
+    ("timeout", "slurm-time-limit", "cancelled", r"CANCELLED AT \S+ DUE TO TIME LIMIT"),
     # --- crash
-    ("crash", "segfault", r"\bSegmentation fault\b|\bcore dumped\b|\bFatal Python error:"),
-    ("crash", "cpp-terminate", r"\bterminate called after throwing an instance of\b"),
-    ("crash", "fatal-signal", r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b"),
-    ("crash", "device-error",
-     r"\b(?:CUDA|HIP) error: |\bdevice-side assert triggered\b|\bNRT_EXEC_(?:HW_ERR\w*|UNIT_UNRECOVERABLE)\b"),
-    ("crash", "dataloader-worker", r"\bDataLoader worker \(pids?\(?s?\)? [^)]*\) exited unexpectedly\b"),
+    ("crash", "segfault", "segmentation dumped fatal", r"Segmentation fault|core dumped|Fatal Python error:"),
+    ("crash", "cpp-terminate", "terminate", r"terminate called after throwing an instance of"),
+    ("crash", "fatal-signal", "sigsegv sigabrt sigbus sigill sigfpe", r"SIG(?:SEGV|ABRT|BUS|ILL|FPE)\b"),
+    ("crash", "device-error", "cuda hip assert exec",
+     r"CUDA error: |HIP error: |device-side assert triggered|NRT_EXEC_(?:HW_ERR\w*|UNIT_UNRECOVERABLE)"),
+    ("crash", "dataloader-worker", "dataloader", r"DataLoader worker \(pids?\(?s?\)? [^)]*\) exited unexpectedly"),
     # --- interrupted (torchrun's "Sending process N closing signal SIGTERM" is clean-up after another failure)
-    ("interrupted", "keyboard-interrupt", r"\bKeyboardInterrupt\b"),
-    ("interrupted", "terminated",
+    ("interrupted", "keyboard-interrupt", "keyboardinterrupt", r"KeyboardInterrupt"),
+    ("interrupted", "terminated", "terminated signalexception death",
      r"^Terminated$|^\S+:(?: line \d+:)? +\d+ Terminated(?:\s|$)|^zsh: terminated\b"
-     r"|\bSignalException: Process \d+ got signal: (?:2|15)\b|\bReceived Signals\.SIG(?:TERM|INT) death signal\b"),
+     r"|SignalException: Process \d+ got signal: (?:2|15)\b|Received Signals\.SIG(?:TERM|INT) death signal"),
     # --- cpu_fallback
-    ("cpu_fallback", "fall-back-to-cpu", r"(?i:\bfall(?:s|ing)?[\s-]?back (?:to|on)(?: run on)? (?:the )?cpu\b)"),
-    # torch_xla's metrics report counts each op that ran on the CPU as "Counter: aten::<op>" (lowered ops are xla::).
-    ("cpu_fallback", "xla-aten-counter", r"^Counter: aten::|\bOp\(s\) not lowered: "),
-    ("cpu_fallback", "aten-fallback", r"\baten::[\w.]+.*(?i:\bfall ?back\b)|(?i:\bfall ?back\b).*\baten::"),
-    ("cpu_fallback", "neuron-cpu-placement",
-     r"\bnot compiled by neuron-cc\b|\bNo operator is placed on Neuron runtime\b"
-     r"|\bfalling back to native python function call\b"),
+    ("cpu_fallback", "fall-back-to-cpu", "fall fallback falling falls",
+     r"(?i:\bfall(?:s|ing)?[\s-]?back (?:to|on)(?: run on)? (?:the )?cpu\b)"),
+    # torch_xla's metrics report counts each op run on the CPU as "Counter: aten::<op>" (lowered ones are xla::).
+    ("cpu_fallback", "xla-aten-counter", "counter lowered", r"Counter: aten::|Op\(s\) not lowered: "),
+    ("cpu_fallback", "aten-fallback", "fall fallback",
+     r"aten::[\w.]+.*(?i:\bfall ?back\b)|(?i:\bfall ?back\b).*aten::"),
+    ("cpu_fallback", "neuron-cpu-placement", "compiled placed native",
+     r"not compiled by neuron-cc|No operator is placed on Neuron runtime|falling back to native python function call"),
     # --- recompile
-    ("recompile", "recompile-limit",
-     r"\bhit config\.\w*(?:recompile|cache_size)_limit\b|\bFailOnRecompileLimitHit\b|\brecompile_limit reached\b"
-     r"|(?i:\brecompilation cache limit\b)"),
-    ("recompile", "recompiling", r"\bRecompiling function \S+ in "),
+    ("recompile", "recompile-limit", "hit failonrecompilelimithit recompile recompilation",
+     r"hit config\.\w*(?:recompile|cache_size)_limit\b|FailOnRecompileLimitHit|recompile_limit reached"
+     r"|[Rr]ecompilation cache limit"),
+    ("recompile", "recompiling", "recompiling", r"Recompiling function \S+ in "),
     # --- graph_break
-    ("graph_break", "graph-break",
-     r"\bGraph break in user code at\b|\bGraph break \(user stack suppressed\b|\bGraph Break Reason:"
-     r"|\bBreak Reason \d+:"),
-    ("graph_break", "dynamo-unsupported-graph-break", r"\btorch\._dynamo\.exc\.Unsupported:.*(?i:graph break)"),
+    ("graph_break", "graph-break", "graph break",
+     r"Graph break in user code at|Graph break \(user stack suppressed|Graph Break Reason:|Break Reason \d+:"),
+    ("graph_break", "dynamo-unsupported-graph-break", "unsupported",
+     r"torch\._dynamo\.exc\.Unsupported:.*(?i:graph break)"),
 )
+# fmt: on
 
 _SIGNATURES: tuple[_Signature, ...] = tuple(
-    _Signature(name, failure_class, re.compile(pattern))
-    for failure_class, name, pattern in sorted(_TABLE, key=lambda row: _RANK[row[0]])  # stable: keeps table order
+    _Signature(failure_class, name, frozenset(triggers.split()), re.compile(pattern))
+    for failure_class, name, triggers, pattern in sorted(_TABLE, key=lambda row: _RANK[row[0]])  # stable sort
 )
-# One pass over each line with all signatures at once; only the rare line that matches is looked at closely.
-_ANY = re.compile("|".join(f"(?:{pattern})" for _, _, pattern in _TABLE))
+_TRIGGERS = frozenset().union(*(signature.triggers for signature in _SIGNATURES))
+# For each trigger word, the positions in _SIGNATURES of the signatures it lets through.
+_BY_WORD = {word: tuple(i for i, sig in enumerate(_SIGNATURES) if word in sig.triggers) for word in _TRIGGERS}
 
 
 def scan_lines(lines: Iterable[str]) -> list[Finding]:
@@ -184,9 +199,9 @@ def scan_lines(lines: Iterable[str]) -> list[Finding]:
 
 
 def scan_file(path: Path) -> list[Finding]:
-    """All findings in the file at `path`, like `scan_lines`, read as UTF-8 (bad bytes replaced) in bounded
-    memory: a line longer than a million characters is scanned in pieces, so a message that straddles two
-    pieces can be missed."""
+    """All findings in the file at `path`, as `scan_lines` gives them, read as UTF-8 (bad bytes replaced) in
+    bounded memory: a line of over a million characters is scanned in pieces, so a message that straddles
+    two pieces can be missed."""
     with path.open(encoding="utf-8", errors="replace", newline="\n") as handle:
         return _scan(_pieces(handle))
 
@@ -196,11 +211,11 @@ def propose(findings: list[Finding]) -> Finding | None:
 
     The class is the first in PRECEDENCE that any finding has: oom > compile_timeout > compile_error >
     unsupported_op > environment > numerical_mismatch > timeout > crash > interrupted > cpu_fallback >
-    recompile > graph_break, since warnings (fallbacks, recompiles, graph breaks) are weaker evidence than
-    errors and an OOM or a failed compile usually drags other symptoms after it. Among findings of that
-    class, in the order given (scan order): for an error class the LAST wins, as the final traceback line
-    states the cause; for a warning class the FIRST wins, as that is where the trouble began. Classes
-    outside PRECEDENCE rank below all of it.
+    recompile > graph_break, because warnings (fallbacks, recompiles, graph breaks) are weaker evidence than
+    errors, and an OOM or a failed compile drags other symptoms after it. Among the findings of that class,
+    in the order given (scan order): for an error class the LAST wins, as the final traceback line states
+    the cause; for a warning class the FIRST wins, as that is where the trouble began. A class outside
+    PRECEDENCE ranks below all of it.
     """
     if not findings:
         return None
@@ -225,7 +240,7 @@ def _scan(numbered: Iterable[tuple[int, str]]) -> list[Finding]:
         if found is None:
             continue
         if findings and findings[-1].line == number:
-            # Another piece of the same long line: it keeps its strongest finding.
+            # Another piece of the same long line: the line keeps its strongest finding.
             if _RANK[found.failure_class] < _RANK[findings[-1].failure_class]:
                 findings[-1] = found
         else:
@@ -235,11 +250,12 @@ def _scan(numbered: Iterable[tuple[int, str]]) -> list[Finding]:
 
 def _find(line: str, number: int) -> Finding | None:
     text = line.strip()
-    if _ANY.search(text) is None:
-        return None
-    for signature in _SIGNATURES:
-        match = signature.pattern.search(text)
-        if match is not None:
+    words = _TRIGGERS.intersection(_WORD.findall(text.lower()))
+    if not words:
+        return None  # the common case, decided without any regular expression
+    for index in sorted({index for word in words for index in _BY_WORD[word]}):  # in PRECEDENCE order
+        signature = _SIGNATURES[index]
+        if match := signature.pattern.search(text):
             return Finding(signature.failure_class, number, _excerpt(text, match), signature.name)
     return None
 
