@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import startup
+from bench import instrument, startup
 
 
 def main() -> None:
@@ -12,6 +12,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="few repeats: checks the benchmarks run, not the figures")
     args = parser.parse_args()
     startup.run(repeats=3 if args.quick else 21)
+    instrument.run(repeats=2 if args.quick else 9)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Train a small transformer language model on text it generates, eager or compiled, on any torch device.
 
-Runs on a laptop CPU in under a minute. Under `kb record` it hands its phase timings and metrics to
-the recorder through the run folder (ingest.handover); on its own it just prints them.
+Runs on a laptop CPU in under a minute (eager). Instrumented with `ingest.pytorch.run`: under `kb record`
+it hands its phase timings, compile evidence and metrics to the recorder; on its own it writes its entry
+(or, with no knowledge base around, a run folder for `kb record --from`).
 
     kb record --workload tiny-lm --backend cpu --mode eager -- python examples/train_tiny_lm.py --mode eager
 """
@@ -9,16 +10,14 @@ the recorder through the run folder (ingest.handover); on its own it just prints
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ingest import handover
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable from a checkout without installing kb
+from ingest.pytorch import run
 
 
 class TinyLM(nn.Module):
@@ -27,7 +26,7 @@ class TinyLM(nn.Module):
         self.embed = nn.Embedding(vocab, dim)
         self.position = nn.Parameter(torch.zeros(1, context, dim))
         block = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, batch_first=True, norm_first=True)
-        self.blocks = nn.TransformerEncoder(block, layers)
+        self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
         self.head = nn.Linear(dim, vocab)
         self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(context), persistent=False)
 
@@ -59,42 +58,33 @@ def main() -> None:
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     vocab, dim = 256, 128
-    for key, value in vars(args).items():
-        handover.set_field(f"settings.{key}", value)
-
-    start = time.perf_counter()
-    model = TinyLM(vocab, dim, layers=2, heads=4, context=args.context).to(args.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    data = corpus(200_000, vocab, generator).to(args.device)
-    step_fn = train_step if args.mode == "eager" else torch.compile(train_step)
-    handover.set_field("timings.load_s", round(time.perf_counter() - start, 4))
-
-    tokens_per_step = args.batch * args.context
-    times, losses = [], []
-    for _step in range(args.steps):
-        starts = torch.randint(0, len(data) - args.context - 1, (args.batch,), generator=generator)
-        batch = torch.stack([data[s : s + args.context + 1] for s in starts.tolist()])
-        began = time.perf_counter()
-        loss = step_fn(model, optimizer, batch)
-        synchronize(args.device)
-        times.append(time.perf_counter() - began)
-        losses.append(loss)
-    losses = [value.item() for value in losses]  # read back after timing: .item() inside a step would sync
-
-    steady = times[args.warmup :]
-    median = statistics.median(steady)
-    quantiles = statistics.quantiles(steady, n=10)
-    handover.set_field("timings.first_step_s", round(times[0], 4))
-    handover.set_field("timings.warmup_s", round(sum(times[: args.warmup]), 4))
-    handover.set_field(
-        "timings.step_s", {"median": median, "p10": quantiles[0], "p90": quantiles[-1], "count": len(steady)}
-    )
-    handover.metric("tokens_per_s", round(tokens_per_step / median, 1), "tokens/s", better="higher")
-    handover.metric("loss", round(losses[-1], 4), better="lower", step=args.steps)
-    handover.metric("loss_first", round(losses[0], 4), better="lower", step=0)
+    options = {
+        "workload": "tiny-lm",
+        "mode": args.mode,
+        "device": args.device,
+        "warmup_steps": args.warmup,
+        "tokens_per_step": args.batch * args.context,
+        "samples_per_step": args.batch,
+        "settings": vars(args),
+    }
+    with run(**options) as r:
+        with r.phase("load"):
+            model = TinyLM(vocab, dim, layers=2, heads=4, context=args.context).to(args.device)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+            data = corpus(200_000, vocab, generator).to(args.device)
+        step_fn = train_step if args.mode == "eager" else torch.compile(train_step)
+        for _ in range(args.steps):
+            starts = torch.randint(0, len(data) - args.context - 1, (args.batch,), generator=generator)
+            batch = torch.stack([data[s : s + args.context + 1] for s in starts.tolist()])
+            with r.step():
+                loss = step_fn(model, optimizer, batch)
+            r.log("loss", loss)
+        r.audit(model, model(batch[:1, :-1]))
+    summary = r.summary()
+    timings, losses = summary["timings"], summary["logs"]["loss"]
     print(
-        f"mode={args.mode} first_step={times[0]:.3f}s steady_step={median * 1000:.2f}ms "
-        f"tokens/s={tokens_per_step / median:.0f} loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+        f"mode={args.mode} first_step={timings['first_step_s']:.3f}s "
+        f"steady_step={timings['step_s']['median'] * 1000:.2f}ms loss {losses[0]:.3f} -> {losses[-1]:.3f}"
     )
 
 
@@ -105,13 +95,6 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: torch.
     loss.backward()
     optimizer.step()
     return loss.detach()
-
-
-def synchronize(device: str) -> None:
-    """Wait for queued device work so a step's time is the work's time, not the launch's."""
-    accelerator = getattr(torch, "accelerator", None)
-    if torch.device(device).type != "cpu" and accelerator is not None:
-        accelerator.synchronize()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import signatures
+from ingest.pytorch import ranks
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso
 from kb.store import KnowledgeBase
@@ -59,6 +60,7 @@ def finish(
         del data["timings"]
     folder = kb.attachments_path(entry)
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
+    _ranks_from_files(entry, folder / RUN_FOLDER)
     output = output or folder / OUTPUT_LOG
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
@@ -67,6 +69,16 @@ def finish(
         del entry.data["attachments"]
     kb.save(entry)
     return entry
+
+
+def _ranks_from_files(entry: Entry, run_folder: Path) -> None:
+    """When rank 0 never gathered the ranks (it died, or was stopped), their own files tell."""
+    summaries = ranks.read_summaries(run_folder)
+    if "ranks" in entry.data or not summaries:
+        return
+    world = max(int(s.get("world_size") or 1) for s in summaries)
+    if world > 1:
+        entry.data["ranks"] = ranks.section(summaries, world)
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

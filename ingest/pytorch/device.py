@@ -1,0 +1,161 @@
+"""What a run ran on, as torch sees it: the accelerator, its memory, versions, backend packages, precision.
+
+Every reader is guarded: a backend that lacks a call (or raises) leaves that figure out, never the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import re
+import resource
+import sys
+from typing import Any
+
+import torch
+
+GB = 1024**3
+# Distributions that provide a PyTorch backend, by the name pip knows them under.
+BACKEND_DISTRIBUTIONS = (
+    "torch-neuronx",
+    "torch-xla",
+    "torch_tpu",
+    "torch-tpu",
+    "libtpu",
+    "intel-extension-for-pytorch",
+)
+
+
+def accelerator_type(device: str | torch.device | None = None) -> str:
+    """The device type the run targets: the given one, else torch's current accelerator, else 'cpu'."""
+    if device is not None:
+        return torch.device(device).type
+    current = _call(lambda: torch.accelerator.current_accelerator())
+    return current.type if current is not None else "cpu"
+
+
+def synchronize(device_type: str) -> None:
+    """Wait for queued device work, so a measured window holds the work and not only its launch."""
+    if device_type == "cpu":
+        return
+    accelerator = getattr(torch, "accelerator", None)
+    current = _call(lambda: accelerator.current_accelerator()) if accelerator else None
+    if current is not None and current.type == device_type:
+        accelerator.synchronize()
+        return
+    module = getattr(torch, device_type, None)  # e.g. torch.mps, torch.xpu, or a PrivateUse1 backend's module
+    if module is not None and hasattr(module, "synchronize"):
+        module.synchronize()
+
+
+def identity(device_type: str) -> dict[str, Any]:
+    """Accelerator type, name, count, memory and capability for the entry's hardware.accelerators."""
+    info: dict[str, Any] = {"type": device_type}
+    if device_type == "cpu":
+        return info
+    if device_type == torch._C._get_privateuse1_backend_name():
+        info["privateuse1"] = True
+    accelerator = getattr(torch, "accelerator", None)
+    info["count"] = _call(lambda: accelerator.device_count()) if accelerator else None
+    module = getattr(torch, device_type, None)
+    info["name"] = _call(lambda: module.get_device_name(0)) if module is not None else None
+    capability = _call(lambda: accelerator.get_device_capability())
+    if capability is None and module is not None:
+        capability = _call(lambda: module.get_device_capability(0))
+    if isinstance(capability, tuple):
+        info["capability"] = ".".join(map(str, capability))
+    memory = _call(lambda: accelerator.get_memory_info())
+    if isinstance(memory, tuple) and len(memory) == 2:
+        info["memory_gb"] = round(memory[1] / GB, 2)
+    return {key: value for key, value in info.items() if value is not None}
+
+
+def versions() -> dict[str, str]:
+    """torch and the libraries it was built with or loaded: CUDA, HIP, cuDNN, NCCL, and backend packages."""
+    found: dict[str, str] = {"torch": torch.__version__, "python": sys.version.split()[0]}
+    build = getattr(torch, "version", None)
+    for name in ("cuda", "hip", "xpu"):
+        value = getattr(build, name, None)
+        if value:
+            found[name] = str(value)
+    cudnn = _call(lambda: torch.backends.cudnn.version()) if found.get("cuda") or found.get("hip") else None
+    if cudnn:
+        found["cudnn"] = str(cudnn)
+    if torch.cuda.is_available():
+        nccl = _call(lambda: torch.cuda.nccl.version())
+        if nccl:
+            found["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
+    for name in BACKEND_DISTRIBUTIONS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def neuron_flavour(version: str) -> str:
+    """Which library a torch-neuronx version is: the same distribution name covers two different backends.
+
+    From Neuron 2.33 on it is the native TorchNeuron backend, versioned by the PyTorch it serves
+    (2.13.3.0, 2.14.3.0); before, it was the PyTorch/XLA-based library, versioned torch + SDK
+    (2.9.0.2.15.x).
+    """
+    parts = [int(p) for p in re.findall(r"\d+", version.split("+")[0])]
+    if len(parts) >= 5:
+        return "xla-based (torch-neuronx before Neuron 2.33)"
+    if len(parts) >= 2 and (parts[0], parts[1]) >= (2, 13):
+        return "native TorchNeuron (Neuron 2.33 and later)"
+    return "unknown"
+
+
+def backend_notes() -> dict[str, str]:
+    """Facts that a version string alone hides: which torch-neuronx, which of the packages named torch_tpu."""
+    notes: dict[str, str] = {}
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        notes["torch-neuronx"] = neuron_flavour(importlib.metadata.version("torch-neuronx"))
+    providers = _call(lambda: importlib.metadata.packages_distributions().get("torch_tpu")) or []
+    for name in providers:
+        summary = _call(lambda name=name: importlib.metadata.metadata(name).get("Summary")) or ""
+        notes["torch_tpu"] = f"import torch_tpu comes from the distribution {name}: {summary}".strip().rstrip(":")
+    return notes
+
+
+def precision() -> dict[str, Any]:
+    """The knobs that change numerics without changing code."""
+    knobs: dict[str, Any] = {"float32_matmul_precision": _call(torch.get_float32_matmul_precision)}
+    knobs["cuda_matmul_allow_tf32"] = _call(lambda: torch.backends.cuda.matmul.allow_tf32)
+    knobs["cudnn_allow_tf32"] = _call(lambda: torch.backends.cudnn.allow_tf32)
+    for device_type in ("cuda", "cpu", "xla", "mps"):
+        enabled = _call(lambda d=device_type: torch.is_autocast_enabled(d))
+        if enabled:
+            knobs[f"autocast_{device_type}"] = str(_call(lambda d=device_type: torch.get_autocast_dtype(d)))
+    xla = sys.modules.get("torch_xla._XLAC")
+    if xla is not None:
+        knobs["xla_mat_mul_precision"] = _call(lambda: xla._xla_get_mat_mul_precision())
+    return {key: value for key, value in knobs.items() if value is not None}
+
+
+def reset_peak_memory(device_type: str) -> None:
+    if device_type != "cpu":
+        _call(lambda: torch.accelerator.reset_peak_memory_stats())
+
+
+def peak_memory_gb(device_type: str) -> float | None:
+    """Peak device memory since the last reset; None where the backend does not tell (0 is read as unknown)."""
+    if device_type == "cpu":
+        return None
+    peak = _call(lambda: torch.accelerator.max_memory_allocated())
+    return round(peak / GB, 3) if peak else None
+
+
+def host_peak_rss_gb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return round(peak * scale / GB, 3)
+
+
+def _call(reader: Any) -> Any:
+    try:
+        return reader()
+    except Exception:  # a backend without this call, or one that fails on it: the figure stays unknown
+        return None

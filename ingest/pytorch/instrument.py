@@ -1,0 +1,487 @@
+"""The instrumented run: a few lines in a training or inference script make its entry tell the truth.
+
+    from ingest.pytorch import run
+
+    with run(workload="tiny-lm", backend="cuda", mode="compiled", device="cuda", tokens_per_step=512) as r:
+        with r.phase("load"):
+            model = build().to("cuda")
+        for batch in data:
+            with r.step():
+                loss = step(model, batch)
+            r.log("loss", loss)            # tensors are read back after timing, never inside a step
+
+Preparation is kept apart from steady state (load, the first call with its compile, warm-up steps,
+then the steady steps as median, p10 and p90), completion apart from acceleration (fallback warnings,
+placement), speed next to correctness (`check_numerics`), and a failure is classified before it
+propagates. Under `kb record` everything goes to the recorder through the run folder; elsewhere the
+run writes its own run folder and, when a knowledge base is reachable, its entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ingest import handover
+from ingest.pytorch import device as devices
+from ingest.pytorch import failures, numerics, ranks
+from ingest.pytorch.compile_evidence import CompileWatch
+from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
+
+# Where a run outside `kb record` writes its run folder: this, else the knowledge base's cache (the folder is
+# removed once its entry is written), else ./kb-runs when no knowledge base is reachable.
+ENV_RUN_OUT = "KB_RUN_OUT"
+DEFAULT_OUT = "kb-runs"
+RANK_TIMEOUT_S = 60.0
+SIGNIFICANT = 6
+
+
+class CompileTimeout(Exception):
+    """The first call (where compilation happens) ran past the run's compile budget."""
+
+
+class RunTerminated(BaseException):
+    """SIGTERM reached the run (a scheduler or torchrun stopping it); raised so the entry is still written."""
+
+
+class Step:
+    """The per-step timer. Reused for every step: entering and leaving costs a few microseconds."""
+
+    __slots__ = ("_began", "_run", "samples", "tokens")
+
+    def __init__(self, owner: Run):
+        self._run = owner
+        self._began = 0.0
+        self.tokens: int | None = None
+        self.samples: int | None = None
+
+    def __call__(self, tokens: int | None = None, samples: int | None = None) -> Step:
+        self.tokens, self.samples = tokens, samples
+        return self
+
+    def __enter__(self) -> Step:
+        owner = self._run
+        if owner._sync:
+            devices.synchronize(owner.device_type)
+        if not owner._times and owner.compile_budget_s:
+            owner._arm_budget()
+        owner._in_step = True
+        self._began = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        owner = self._run
+        if owner._sync:
+            devices.synchronize(owner.device_type)
+        elapsed = time.perf_counter() - self._began
+        owner._in_step = False
+        if exc_type is not None:
+            owner._failed_at = (owner._step_phase(), len(owner._times))
+        if not owner._times and owner.compile_budget_s:
+            owner._disarm_budget(elapsed)
+        if exc_type is None:
+            owner._times.append(elapsed)
+            if self.tokens is not None or self.samples is not None:
+                owner._sizes.append((self.tokens, self.samples))
+        self.tokens = self.samples = None
+
+
+class Run:
+    def __init__(
+        self,
+        *,
+        title: str | None = None,
+        workload: str | None = None,
+        backend: str | None = None,
+        mode: str | None = None,
+        device: str | torch.device | None = None,
+        tags: tuple[str, ...] = (),
+        settings: dict[str, Any] | None = None,
+        tokens_per_step: int | None = None,
+        samples_per_step: int | None = None,
+        warmup_steps: int = 1,
+        compile_budget_s: float | None = None,
+        out: str | os.PathLike | None = None,
+        note: str | None = None,
+        synchronize: bool = True,
+    ):
+        if warmup_steps < 1:
+            raise ValueError("warmup_steps counts the first call too, so it is at least 1")
+        self.device_type = devices.accelerator_type(device)
+        self.title, self.workload, self.backend, self.mode = title, workload, backend or self.device_type, mode
+        self.tags, self.settings, self.note_text = tuple(tags), dict(settings or {}), note
+        self.tokens_per_step, self.samples_per_step = tokens_per_step, samples_per_step
+        self.warmup_steps, self.compile_budget_s = warmup_steps, compile_budget_s
+        self._sync = synchronize and self.device_type != "cpu"
+        self._out = out
+        self._times: list[float] = []
+        self._sizes: list[tuple[int | None, int | None]] = []
+        self._logs: dict[str, list[tuple[int, Any]]] = {}
+        self._phases: dict[str, float] = {}
+        self._memory: dict[str, float] = {}
+        self._phase: str | None = None
+        self._in_step = False
+        self._failed_at: tuple[str, int] | None = None
+        self._sections: dict[str, Any] = {}
+        self._notes: list[str] = []
+        self._compile = CompileWatch()
+        self._fallbacks = FallbackWatch()
+        self._placement: dict[str, Any] | None = None
+        self._round_trips: dict[str, Any] | None = None
+        self._previous_term: Any = None
+        self._budget_previous: Any = None
+        self.rank, self.world_size, self.local_rank = ranks.identity()
+        self._kb = None if handover.run_dir() is not None else _reachable_knowledge_base()
+        self.folder = self._folder()
+        self.step = Step(self)
+
+    # -- the context manager -------------------------------------------------------------------------------------
+    def __enter__(self) -> Run:
+        self.started = datetime.now(timezone.utc)
+        self._clock = time.monotonic()
+        devices.reset_peak_memory(self.device_type)
+        self._compile.start()
+        self._fallbacks.start()
+        if threading.current_thread() is threading.main_thread():
+            self._previous_term = signal.signal(signal.SIGTERM, _raise_terminated)
+        ranks.write_summary(self.folder, self._rank_summary("running"))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if self._previous_term is not None:
+            signal.signal(signal.SIGTERM, self._previous_term)
+        status = "completed"
+        if exc is not None:
+            status = "interrupted" if isinstance(exc, (KeyboardInterrupt, RunTerminated)) else "failed"
+            phase, step = self._failed_at or (self._phase, None)
+            self._sections["failure"] = failures.describe(exc, phase=phase, step=step, rank=self.rank)
+            (self.folder / "traceback.txt").write_text("".join(traceback.format_exception(exc)))
+        try:
+            self._finish(status)
+        except Exception as problem:  # the evidence must never replace the run's own outcome
+            print(f"kb: could not write the run's evidence: {problem}", file=sys.stderr)
+
+    # -- what a script calls ---------------------------------------------------------------------------------------
+    @contextmanager
+    def phase(self, name: str):
+        """Time a named stretch (load, data, checkpoint...): timings.<name>_s and its peak device memory."""
+        previous, self._phase = self._phase, name
+        devices.reset_peak_memory(self.device_type)
+        if self._sync:
+            devices.synchronize(self.device_type)
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self._sync:
+                devices.synchronize(self.device_type)
+            self._phases[name] = self._phases.get(name, 0.0) + time.perf_counter() - began
+            peak = devices.peak_memory_gb(self.device_type)
+            if peak is not None:
+                self._memory[name] = peak
+            self._phase = previous
+
+    def log(self, name: str, value: Any, step: int | None = None) -> None:
+        """Keep a value (a float or a 0-d tensor); tensors are read back once, when the run ends."""
+        if step is None:  # the step being run, or the one just finished
+            step = len(self._times) if self._in_step else max(len(self._times) - 1, 0)
+        self._logs.setdefault(name, []).append((step, value.detach() if hasattr(value, "detach") else value))
+
+    def set(self, field: str, value: Any) -> None:
+        """Set any entry field by dotted path, e.g. set('settings.dtype', 'bf16')."""
+        self._sections[field] = value
+
+    def note(self, text: str) -> None:
+        self._notes.append(text)
+
+    def audit(self, module: torch.nn.Module | None, outputs: Any) -> dict[str, Any]:
+        """Where parameters, buffers and outputs live, against the run's device."""
+        self._placement = placement_audit(module, outputs, self.device_type)
+        return self._placement
+
+    def profile_round_trips(self, fn: Any, steps: int = 3) -> dict[str, Any]:
+        """Count host round trips in a short profiled window of `steps` calls of fn (outside the timed steps)."""
+        self._round_trips = count_cpu_round_trips(fn, steps=steps, device=self.device_type)
+        return self._round_trips
+
+    def check_numerics(
+        self,
+        actual: Any,
+        reference: Any,
+        *,
+        rtol: float | None = None,
+        atol: float | None = None,
+        name: str = "outputs",
+    ) -> dict[str, Any]:
+        """Compare outputs with a reference tensor or a saved file (.pt, or text of one number per line)."""
+        source = None
+        if isinstance(reference, (str, os.PathLike)):
+            source = str(reference)
+            reference = numerics.load_reference(Path(reference))
+        result = numerics.compare(actual, reference, rtol=rtol, atol=atol, reference=source, what=name)
+        self._sections["numerics"] = result
+        return result
+
+    def check_loss_curve(self, reference: Any, *, name: str = "loss", rtol: float = 0.05) -> dict[str, Any]:
+        """Compare the logged curve `name` with a reference curve (a list or a file of one value per line)."""
+        source = None
+        if isinstance(reference, (str, os.PathLike)):
+            source = str(reference)
+            reference = numerics.load_reference(Path(reference))
+        curve = [float(value) for _, value in self._read(name)]
+        result = numerics.compare_curves(curve, [float(v) for v in reference], rtol=rtol, reference=source, name=name)
+        self._sections["numerics"] = result
+        return result
+
+    def save_outputs(self, name: str, tensor: torch.Tensor) -> Path:
+        """Keep outputs beside the entry so that later runs can be checked against them."""
+        path = self.folder / f"{name}.pt"
+        torch.save(tensor.detach().to("cpu"), path)
+        return path
+
+    def summary(self) -> dict[str, Any]:
+        """The run's figures so far, for the script's own printing: timings and every logged series."""
+        return {"timings": self._timings(), "logs": {name: [v for _, v in self._read(name)] for name in self._logs}}
+
+    # -- internals ---------------------------------------------------------------------------------------------------
+    def _folder(self) -> Path:
+        named = handover.run_dir()
+        if named is not None:
+            return named
+        if self._out or os.environ.get(ENV_RUN_OUT):
+            base = Path(self._out or os.environ[ENV_RUN_OUT])
+        elif self._kb is not None:
+            base = self._kb.ensure_cache() / "runs"
+        else:
+            base = Path(DEFAULT_OUT)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        # All ranks of one torchrun job must agree on one folder without talking: the job's id and port do.
+        job = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("MASTER_PORT")
+        name = f"run-{job}" if self.world_size > 1 and job else f"run-{stamp}-{os.getpid()}"
+        folder = base / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def _step_phase(self) -> str:
+        """Where the step being run stands: the first call, warm-up, or steady state (or a named phase around it)."""
+        if self._phase is not None:
+            return self._phase
+        count = len(self._times)
+        return "first_step" if count == 0 else "warmup" if count < self.warmup_steps else "steady"
+
+    def _read(self, name: str) -> list[tuple[int, Any]]:
+        return [(step, value.item() if hasattr(value, "item") else value) for step, value in self._logs.get(name, [])]
+
+    def _arm_budget(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        budget = self.compile_budget_s
+
+        def expire(signum: int, frame: Any) -> None:
+            raise CompileTimeout(f"the first call ran past the compile budget of {budget} s")
+
+        self._budget_previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, budget)
+
+    def _disarm_budget(self, elapsed: float) -> None:
+        if self._budget_previous is None:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._budget_previous)
+        self._budget_previous = None
+
+    def _timings(self) -> dict[str, Any]:
+        timings: dict[str, Any] = {f"{name}_s": _round(seconds) for name, seconds in self._phases.items()}
+        if self._times:
+            timings["first_step_s"] = _round(self._times[0])
+            warm = self._times[1 : self.warmup_steps]
+            if warm:
+                timings["warmup_s"] = _round(sum(warm))
+            steady = self._times[self.warmup_steps :]
+            if steady:
+                timings["step_s"] = _spread(steady)
+        return timings
+
+    def _throughput(self) -> dict[str, Any]:
+        steady = self._times[self.warmup_steps :]
+        if not steady:
+            return {}
+        median = statistics.median(steady)
+        out = {}
+        if self.tokens_per_step:
+            out["tokens_per_s"] = {
+                "value": _round(self.tokens_per_step / median),
+                "unit": "tokens/s",
+                "better": "higher",
+                "phase": "steady",
+            }
+        if self.samples_per_step:
+            out["samples_per_s"] = {
+                "value": _round(self.samples_per_step / median),
+                "unit": "samples/s",
+                "better": "higher",
+                "phase": "steady",
+            }
+        return out
+
+    def _rank_summary(self, status: str) -> dict[str, Any]:
+        steady = self._times[self.warmup_steps :]
+        return {
+            "rank": self.rank, "local_rank": self.local_rank, "world_size": self.world_size, "status": status,
+            "host": os.uname().nodename, "pid": os.getpid(), "device": self.device_type, "steps": len(self._times),
+            "first_step_s": _round(self._times[0]) if self._times else None,
+            "step_s_median": _round(statistics.median(steady)) if steady else None,
+        }  # fmt: skip
+
+    def _finish(self, status: str) -> None:
+        ended = datetime.now(timezone.utc)
+        compile_section = self._compile.stop()
+        fallback_watch = self._fallbacks.stop()
+        sections: dict[str, Any] = {}
+        timings = self._timings()
+        if compile_section.get("frame_count"):
+            sections["compile"] = compile_section
+            timings.setdefault("compile_s", compile_section.get("compile_s"))
+        sections["timings"] = timings
+        sections["fallbacks"] = verdict(self.device_type, fallback_watch, self._placement, self._round_trips)
+        memory = {f"device_peak_gb_{phase}": gb for phase, gb in self._memory.items()}
+        peak = devices.peak_memory_gb(self.device_type)
+        if peak is not None:
+            memory["device_peak_gb"] = peak
+        memory["host_peak_rss_gb"] = devices.host_peak_rss_gb()
+        sections["memory"] = memory
+        sections["settings"] = {**self.settings, "device": self.device_type}
+        sections["versions"] = devices.versions()
+        sections["precision"] = devices.precision()
+        sections["hardware.torch_device"] = devices.identity(self.device_type)
+        notes = devices.backend_notes()
+        if notes:
+            sections["hardware.backend_notes"] = notes
+        summaries = ranks.gather(self._rank_summary(status), self.folder, RANK_TIMEOUT_S)
+        if summaries is None:
+            return  # not rank 0: rank 0 writes the entry
+        if self.world_size > 1:
+            sections["ranks"] = ranks.section(summaries, self.world_size)
+        self._write(status, ended, sections)
+
+    def _write(self, status: str, ended: datetime, sections: dict[str, Any]) -> None:
+        folder = self.folder
+        for name in sorted(self._logs):
+            values = self._read(name)
+            with open(folder / f"metric-{name}.txt", "w") as handle:  # the whole curve, one value per line
+                handle.writelines(f"{value}\n" for _, value in values)
+            if values:
+                step, last = values[-1]
+                handover.metric(name, _round(float(last)), step=step, folder=folder)
+        for name, metric in self._throughput().items():
+            handover.metric(name, metric["value"], metric["unit"], better="higher", phase="steady", folder=folder)
+        for field, value in {**sections, **self._sections}.items():
+            if field in ("timings", "settings", "versions") and isinstance(value, dict):
+                for key, item in value.items():
+                    if item is not None:
+                        handover.set_field(f"{field}.{key}", item, folder=folder)
+            else:
+                handover.set_field(field, value, folder=folder)
+        for text in ([self.note_text] if self.note_text else []) + self._notes:
+            handover.note(text, folder=folder)
+        if handover.run_dir() is not None:
+            return  # `kb record` owns the entry: it folds these events in when the command ends
+        self._manifest(status, ended)
+        if self._kb is None:
+            print(
+                f"kb: no knowledge base here; the run is in {folder}: record it with `kb record --from {folder}`",
+                file=sys.stderr,
+            )
+            return
+        from ingest.after import AfterTheFact, record_after
+        from ingest.describe import RunInfo
+
+        entry = record_after(self._kb, RunInfo(), AfterTheFact(from_dir=folder))
+        shutil.rmtree(folder)  # copied into the entry's attachments: the cache copy has done its job
+        print(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", file=sys.stderr)
+
+    def _manifest(self, status: str, ended: datetime) -> None:
+        """run.json: what this run knows about itself, for `kb record --from` (here or on another machine)."""
+        from ingest import environment
+
+        argv = [sys.executable, *sys.argv]
+        captured = environment.capture(Path.cwd(), argv)
+        manifest = {
+            "title": self.title or " ".join(p for p in (self.workload, self.backend, self.mode) if p) or sys.argv[0],
+            "status": status,
+            "tags": list(self.tags) or None,
+            "workload": {"name": self.workload} if self.workload else None,
+            "backend": self.backend,
+            "mode": self.mode,
+            "command": {"argv": argv, "line": " ".join(argv), "cwd": str(Path.cwd()), "python": sys.executable},
+            "versions": captured.get("versions"),
+            "hardware": captured.get("hardware"),
+            "environment": captured.get("environment"),
+            "git": {k: v for k, v in (captured.get("git") or {}).items() if k != "diff"} or None,
+            "timings": {
+                "started": _iso(self.started),
+                "ended": _iso(ended),
+                "wall_s": _round(time.monotonic() - self._clock),
+            },
+        }
+        path = self.folder / "run.json"
+        path.write_text(json.dumps({k: v for k, v in manifest.items() if v is not None}, indent=2, default=str))
+
+
+def run(**options: Any) -> Run:
+    """Start an instrumented run; use it as a context manager. See the module docstring."""
+    return Run(**options)
+
+
+def _reachable_knowledge_base() -> Any:
+    """The knowledge base this run can write its entry to ($KB_HOME, or upward from here), or None."""
+    from kb.errors import KbError
+    from kb.store import KnowledgeBase
+
+    try:
+        return KnowledgeBase.find()
+    except KbError:
+        return None
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise RunTerminated("SIGTERM")
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    if len(ordered) >= 2:
+        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
+        p10, p90 = deciles[0], deciles[-1]
+    else:
+        p10 = p90 = ordered[0]
+    return {
+        "median": _round(statistics.median(ordered)),
+        "p10": _round(p10),
+        "p90": _round(p90),
+        "mean": _round(statistics.fmean(ordered)),
+        "min": _round(ordered[0]),
+        "max": _round(ordered[-1]),
+        "count": len(ordered),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.{SIGNIFICANT}g}")
+
+
+def _iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,190 @@
+"""The instrumented-run API on real CPU runs: eager and compiled, failures of every kind, many ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_kb
+
+from kb.entry import Entry
+from kb.store import KnowledgeBase
+
+SCRIPT = REPO / "tests" / "scripts" / "instrumented.py"
+
+
+def run_script(
+    scenario: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), scenario, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def only_entry(kb: KnowledgeBase) -> Entry:
+    problems: list = []
+    entries = list(kb.iter_entries(problems))
+    assert problems == []
+    assert len(entries) == 1, [e.id for e in entries]
+    return entries[0]
+
+
+def test_an_eager_run_writes_its_own_entry(kb: KnowledgeBase) -> None:
+    result = run_script("eager", "14")
+    assert result.returncode == 0, result.stderr
+    assert "kb: recorded" in result.stderr
+    entry = only_entry(kb)
+    data = entry.data
+    assert entry.status == "completed" and data["mode"] == "eager" and data["backend"] == "cpu"
+    assert data["provenance"]["environment"] == "run_time"
+    timings = data["timings"]
+    assert timings["load_s"] > 0 and timings["first_step_s"] > 0 and timings["warmup_s"] > 0
+    assert timings["step_s"]["count"] == 12  # 14 steps, 2 left out as warm-up (the first call among them)
+    assert timings["step_s"]["p10"] <= timings["step_s"]["median"] <= timings["step_s"]["p90"]
+    metrics = data["metrics"]
+    assert metrics["samples_per_s"]["unit"] == "samples/s" and metrics["samples_per_s"]["value"] > 0
+    assert metrics["tokens_per_s"]["value"] == pytest.approx(metrics["samples_per_s"]["value"] * 32, rel=1e-3)
+    assert metrics["loss"]["step"] == 13 and metrics["loss"]["value"] > 0
+    assert data["settings"]["batch"] == 16 and data["settings"]["device"] == "cpu"
+    assert data["versions"]["torch"].startswith("2.")
+    assert data["precision"]["float32_matmul_precision"] == "highest"
+    assert data["memory"]["host_peak_rss_gb"] > 0
+    assert data["fallbacks"]["stayed_on_device"] is None  # the target is the CPU: fallback does not apply
+    assert "compile" not in data
+    attached = {a["path"].split("/", 1)[1] for a in data["attachments"]}
+    assert {"run/run.json", "run/events.jsonl", "run/metric-loss.txt", "run/ranks/rank-0.json"} <= attached
+    curve = (kb.attachments_path(entry) / "run" / "metric-loss.txt").read_text().split()
+    assert len(curve) == 14
+    assert not (kb.cache_path / "runs").exists() or not any((kb.cache_path / "runs").iterdir())
+
+
+def test_under_kb_record_the_recorder_gets_everything(kb: KnowledgeBase) -> None:
+    result = run_kb("record", "--tag", "wrapped", "--", sys.executable, str(SCRIPT), "eager", "8")
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert entry.data["tags"] == ["wrapped"] and entry.data["provenance"]["tool"] == "kb record"
+    assert entry.data["timings"]["step_s"]["count"] == 6 and entry.data["metrics"]["loss"]["step"] == 7
+    assert entry.data["command"]["exit_code"] == 0
+
+
+def test_without_a_knowledge_base_the_run_folder_waits_for_kb_record_from(kb: KnowledgeBase, tmp_path: Path) -> None:
+    away = tmp_path / "node"
+    away.mkdir()
+    result = run_script("eager", "6", env={"KB_HOME": ""}, cwd=away)
+    assert result.returncode == 0, result.stderr
+    (folder,) = (away / "kb-runs").iterdir()
+    assert f"record it with `kb record --from kb-runs/{folder.name}`" in result.stderr
+    manifest = json.loads((folder / "run.json").read_text())
+    assert manifest["status"] == "completed" and manifest["versions"]["torch"].startswith("2.")
+    assert list(kb.iter_entries()) == []
+    imported = run_kb("record", "--from", str(folder), "--no-edit")
+    assert imported.returncode == 0, imported.stderr
+    entry = only_entry(kb)
+    assert entry.data["timings"]["step_s"]["count"] == 4 and entry.data["provenance"]["environment"] == "run_time"
+
+
+def test_a_compiled_run_records_compile_evidence(kb: KnowledgeBase, tmp_path: Path) -> None:
+    result = run_script("graph_break", "6", env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
+    assert result.returncode == 0, result.stderr
+    data = only_entry(kb).data
+    compiled = data["compile"]
+    assert compiled["frame_count"] >= 2 and compiled["cache"] == "fresh"
+    assert compiled["graph_breaks"]["count"] >= 1 and compiled["recompiles"]["count"] >= 1
+    assert data["timings"]["compile_s"] > 0
+    assert data["timings"]["first_step_s"] > data["timings"]["step_s"]["median"]  # preparation apart from speed
+
+
+def test_a_real_out_of_memory_is_classified(kb: KnowledgeBase) -> None:
+    result = run_script("oom")
+    assert result.returncode == 1
+    entry = only_entry(kb)
+    assert entry.status == "failed"
+    failure = entry.data["failure"]
+    assert failure["class"] == "oom"
+    assert "can't allocate memory" in failure["message"]
+    assert failure["phase"] == "steady" and failure["step"] == 3
+    assert (kb.attachments_path(entry) / "run" / "traceback.txt").read_text().startswith("Traceback")
+
+
+def test_a_backend_that_rejects_an_operator_is_a_compile_error(kb: KnowledgeBase) -> None:
+    result = run_script("reject")
+    assert result.returncode == 1
+    failure = only_entry(kb).data["failure"]
+    assert failure["class"] == "compile_error"
+    assert failure["phase"] == "first_step" and failure["step"] == 0
+    assert "no lowering for" in failure["evidence"] or "no lowering for" in failure["message"]
+
+
+def test_a_compile_budget_marks_compile_timeout(kb: KnowledgeBase, tmp_path: Path) -> None:
+    result = run_script("budget", env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cold")})
+    assert result.returncode == 1
+    failure = only_entry(kb).data["failure"]
+    assert failure["class"] == "compile_timeout"
+    assert "compile budget of 0.05 s" in failure["message"] + failure.get("evidence", "")
+
+
+def test_sigterm_mid_run_still_writes_an_interrupted_entry(kb: KnowledgeBase) -> None:
+    result = run_script("sigterm")
+    assert result.returncode != 0
+    entry = only_entry(kb)
+    assert entry.status == "interrupted" and entry.data["failure"]["class"] == "interrupted"
+    assert entry.data["timings"]["step_s"]["count"] == 3  # the steps before the signal are kept
+
+
+def test_a_numerics_mismatch_is_stated(kb: KnowledgeBase) -> None:
+    assert run_script("numerics", "4").returncode == 0
+    numerics = only_entry(kb).data["numerics"]
+    assert numerics["verdict"] == "fail"
+    assert numerics["rtol"] == 1.3e-06 and numerics["atol"] == 1e-05  # PyTorch's float32 defaults
+    assert 0 < numerics["fraction_out_of_tolerance"] <= 1
+    assert numerics["max_abs_err"] == pytest.approx(0.127, rel=1e-3)
+
+
+def torchrun(scenario: str, kb: KnowledgeBase, timeout: float = 240) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(SCRIPT),
+        scenario,
+        "8",
+    ]
+    return run_kb("record", "--", *command, timeout=timeout)
+
+
+def test_two_ranks_make_one_entry(kb: KnowledgeBase) -> None:
+    result = torchrun("ranks", kb)
+    assert result.returncode == 0, result.stderr
+    ranks = only_entry(kb).data["ranks"]
+    assert ranks["world_size"] == 2 and ranks["reported"] == 2 and ranks["missing"] == []
+    assert ranks["slowest_rank"] in (0, 1) and ranks["spread"] >= 1
+    assert [r["rank"] for r in ranks["per_rank"]] == [0, 1]
+
+
+def test_a_dead_rank_still_leaves_one_entry_with_what_each_rank_knew(kb: KnowledgeBase) -> None:
+    result = torchrun("rank_dies", kb)
+    assert result.returncode != 0
+    entry = only_entry(kb)
+    assert entry.status in ("failed", "interrupted")
+    ranks = entry.data["ranks"]
+    assert ranks["world_size"] == 2
+    assert 1 in ranks.get("unfinished", []) or 1 in ranks["missing"]
+
+
+def test_importing_the_api_imports_nothing_heavy_beyond_torch() -> None:
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "from ingest.pytorch import run; run"],
+                         capture_output=True, text=True, check=True)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
+    assert "torch" in imported
+    assert not imported & {"whoosh", "sqlite_utils", "markdown", "jsonschema", "typer", "rich", "pydantic"}
