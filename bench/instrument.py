@@ -8,6 +8,8 @@ Two figures, each against a baseline measured in the same run:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import statistics
 import tempfile
@@ -77,22 +79,26 @@ def run(repeats: int) -> dict[str, float]:
     import torch
 
     os.environ.pop("KB_RUN_DIR", None)
-    os.environ["KB_HOME"] = ""  # the runs write run folders only: no knowledge base is touched
+    os.environ["KB_HOME"] = ""
+    os.chdir(tempfile.mkdtemp(prefix="kb-bench-"))  # no knowledge base around: the runs leave run folders only
     torch.set_num_threads(1)
     empty = {"bare": [], "kb": []}
     train = {"bare": [], "kb": []}
-    for _ in range(repeats):
-        for name in ("bare", "kb"):
-            empty[name].append(_empty_loop(20_000, name == "kb"))
-            train[name].append(_training(60, name == "kb"))
+    with contextlib.redirect_stderr(io.StringIO()):  # each run says where its run folder is: not news here
+        for _ in range(repeats):
+            for name in ("bare", "kb"):
+                empty[name].append(_empty_loop(20_000, name == "kb"))
+                train[name].append(_training(60, name == "kb"))
     cost_us = (spread(empty["kb"])[0] - spread(empty["bare"])[0]) * 1e6
     bare_step, kb_step = spread(train["bare"])[0], spread(train["kb"])[0]
     print(f"\ninstrumentation cost per step, {repeats} alternated rounds; {machine()}, torch on 1 thread")
     print(f"{'loop':<34}{'median':>12}{'p10':>12}{'p90':>12}")
-    for label, data, scale, unit in (("empty step, bare", empty["bare"], 1e6, "us"),
-                                     ("empty step, instrumented", empty["kb"], 1e6, "us"),
-                                     ("MLP training step, bare", train["bare"], 1e3, "ms"),
-                                     ("MLP training step, instrumented", train["kb"], 1e3, "ms")):
+    for label, data, scale, unit in (
+        ("empty step, bare", empty["bare"], 1e6, "us"),
+        ("empty step, instrumented", empty["kb"], 1e6, "us"),
+        ("MLP training step, bare", train["bare"], 1e3, "ms"),
+        ("MLP training step, instrumented", train["kb"], 1e3, "ms"),
+    ):
         median, low, high = spread(data)
         print(f"{label:<34}{median * scale:>10.3f}{unit}{low * scale:>10.3f}{unit}{high * scale:>10.3f}{unit}")
     print(f"API cost: {cost_us:.2f} us per step = {cost_us / 5000 * 100:.3f}% of a 5 ms step (target < 1%)")

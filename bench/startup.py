@@ -7,12 +7,11 @@ floor for any Python command line tool).
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.timing import alternate, machine, spread, wall
+from bench.timing import alternate, machine, spread, user_env, wall
 
 KB = [sys.executable, "-m", "kb"]
 
@@ -20,7 +19,7 @@ KB = [sys.executable, "-m", "kb"]
 def run(repeats: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
         root = Path(folder) / "kb"
-        env = {**os.environ, "KB_HOME": str(root)}
+        env = user_env(KB_HOME=str(root))
         wall([*KB, "init", str(root)], env)
         samples = alternate(
             {

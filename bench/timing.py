@@ -10,6 +10,12 @@ import time
 from collections.abc import Callable, Sequence
 
 
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: Python may cache compiled modules (some CI images forbid it)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
+
+
 def wall(command: Sequence[str], env: dict[str, str] | None = None) -> float:
     """Seconds one run of a command takes, start to exit, as a user would wait for it."""
     started = time.perf_counter()

@@ -10,13 +10,15 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ingest import signatures
 from ingest.pytorch import ranks
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso
 from kb.store import KnowledgeBase
+
+if TYPE_CHECKING:
+    from ingest.signatures import Finding
 
 OUTPUT_LOG = "output.log"
 GIT_DIFF = "git.diff"
@@ -106,9 +108,11 @@ def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> N
     data["failure"] = failure
 
 
-def _propose(logs: tuple[Path, ...]) -> tuple[Path, signatures.Finding] | None:
+def _propose(logs: tuple[Path, ...]) -> tuple[Path, Finding] | None:
     """The most telling finding across all logs, with the log it came from."""
-    origin: dict[int, tuple[Path, signatures.Finding]] = {}
+    from ingest import signatures  # compiling its patterns costs a completed run's recording for nothing
+
+    origin: dict[int, tuple[Path, Finding]] = {}
     for path in logs:
         if path.is_file():
             origin.update((id(finding), (path, finding)) for finding in signatures.scan_file(path))

@@ -52,15 +52,8 @@ def record_command(
     stderr: BinaryIO | None = None,
 ) -> Recorded:
     cwd = (cwd or Path.cwd()).resolve()
-    entry = kb.create(_running_entry(argv, info, cwd, utc_now()))
-    folder = kb.attachments_path(entry)
-    run_folder = folder / RUN_FOLDER
-    run_folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, ENV_RUN_DIR: str(run_folder), ENV_ENTRY_ID: entry.id}
-    env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe, as in a terminal
-
-    captured: dict[str, Any] = {}
     record = kb.config.record
+    captured: dict[str, Any] = {}
     capture = threading.Thread(
         target=lambda: captured.update(
             environment.capture(
@@ -68,25 +61,31 @@ def record_command(
                 argv,
                 packages=(*environment.DEFAULT_PACKAGES, *record.packages),
                 env_prefixes=(*environment.DEFAULT_ENV_PREFIXES, *record.env_prefixes),
-                env=env,
                 probe_timeout_s=record.probe_timeout_s,
             )
         ),
         name="kb-capture",
         daemon=True,
     )
-
-    tee = Tee(folder / OUTPUT_LOG)
     with SignalForwarder() as forwarder:
+        forwarder.start_shielded(capture)  # the capture runs while the entry is written and the command runs
+        entry = kb.create(_running_entry(argv, info, cwd, utc_now()))
+        folder = kb.attachments_path(entry)
+        run_folder = folder / RUN_FOLDER
+        run_folder.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, ENV_RUN_DIR: str(run_folder), ENV_ENTRY_ID: entry.id}
+        env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe, as in a terminal
+        tee = Tee(folder / OUTPUT_LOG)
         entry.data["timings"]["started"] = iso(utc_now())
         clock = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
             tee.close()
+            capture.join(timeout=record.probe_timeout_s + 5)
+            _apply_capture(kb, entry, captured)
             return _not_started(kb, entry, argv, exc)
         forwarder.attach(proc)
-        capture.start()
         tee.follow(proc.stdout, stdout or sys.stdout.buffer)
         tee.follow(proc.stderr, stderr or sys.stderr.buffer)
         returncode = proc.wait()

@@ -43,6 +43,17 @@ class SignalForwarder:
                 self._previous[signum] = signal.signal(signum, self._on_signal)
         return self
 
+    def start_shielded(self, thread: threading.Thread) -> None:
+        """Start a helper thread that never takes the forwarded signals (a thread keeps the mask it starts with)."""
+        if not self._blocking:
+            thread.start()
+            return
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
+        try:
+            thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
     def attach(self, proc: subprocess.Popen) -> None:
         """Call right after the command started: from here on signals go to it."""
         self._proc = proc

@@ -107,9 +107,7 @@ class _Builder:
                 key = str(key_node.value)
                 if key in out:
                     message = f"the field '{key}' appears twice; keep one"
-                    raise EntryError(
-                        [Problem(self.path, key_node.start_mark.line + 2, dotted((*where, key)), message)]
-                    )
+                    raise EntryError([Problem(self.path, key_node.start_mark.line + 2, dotted((*where, key)), message)])
                 self.lines[(*where, key)] = key_node.start_mark.line + 2
                 out[key] = self.build(value_node, (*where, key))
             return out

@@ -9,8 +9,11 @@ fields of mixed or unknown type it does so only if writing the value back gives 
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import math
+import os
 import re
 from functools import cache
 from importlib import resources
@@ -163,11 +166,31 @@ def coerce_entry(data: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def _fast_validator() -> Any:
-    # fastjsonschema turns the schema into Python code: about ten times faster per entry than jsonschema and
-    # far quicker to import, which matters for every `kb record` and for indexing large knowledge bases.
+    """fastjsonschema turns the schema into Python code: about ten times faster per entry than jsonschema and
+    far quicker to import, which matters for every `kb record` and for indexing large knowledge bases. Making the
+    code takes longer than a short command, so it is kept in the user's cache folder and imported from there."""
     import fastjsonschema
 
-    return fastjsonschema.compile(entry_schema())
+    schema = entry_schema()
+    digest = hashlib.sha256((json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION).encode()).hexdigest()[:16]
+    path = _cache_folder() / f"entry_v{SCHEMA_VERSION}_{digest}.py"
+    try:
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(fastjsonschema.compile_to_code(schema), "utf-8")
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(f"kb_entry_validator_{digest}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.validate
+    except (OSError, SyntaxError, AttributeError):  # no writable cache, or a damaged file: build it in memory
+        return fastjsonschema.compile(schema)
+
+
+def _cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kb" / "validators"
 
 
 @cache

@@ -181,15 +181,19 @@ class KnowledgeBase:
         """Validate and write an existing entry atomically; returns False (and writes nothing) when unchanged."""
         entry.validate()
         path = entry.path or self.entry_path(entry.id)
+        text = entry.serialise()
         if path.is_file():
             try:
-                existing = Entry.parse(path.read_text("utf-8"), path)
+                current = path.read_text("utf-8")
+                if current == text:
+                    return False
+                existing = Entry.parse(current, path)  # the same data written another way (by hand) stays as is
                 if existing.data == entry.data and existing.body == entry.body:
                     return False
             except (EntryError, UnicodeDecodeError):
                 pass  # the file on disk is broken: replacing it is the repair
         try:
-            atomic.write_text(path, entry.serialise())
+            atomic.write_text(path, text)
         except OSError as exc:
             raise KbError(f"cannot write {path}: {exc.strerror}; check the entries folder is writable") from None
         entry.path = path

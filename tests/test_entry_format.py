@@ -109,3 +109,16 @@ def test_parser_only_ever_raises_entry_errors(text: str) -> None:
         Entry.parse(text, Path("fuzz.md"))
     except EntryError as exc:
         assert exc.problems and all(str(p).startswith("fuzz.md") for p in exc.problems)
+
+
+def test_saving_an_unchanged_entry_changes_no_byte(kb) -> None:
+    source = GOOD[0].read_text()  # written by hand: not kb's canonical layout
+    path = kb.entries_path / GOOD[0].name
+    path.write_text(source)
+    before = path.stat().st_mtime_ns
+    entry = Entry.read(path)
+    assert kb.save(entry) is False
+    assert path.read_text() == source and path.stat().st_mtime_ns == before
+    entry.data["tags"].append("edited")
+    assert kb.save(entry) is True
+    assert Entry.read(path).data["tags"][-1] == "edited"

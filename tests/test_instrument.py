@@ -183,8 +183,12 @@ def test_a_dead_rank_still_leaves_one_entry_with_what_each_rank_knew(kb: Knowled
 
 
 def test_importing_the_api_imports_nothing_heavy_beyond_torch() -> None:
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "from ingest.pytorch import run; run"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from ingest.pytorch import run; run"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
     assert "torch" in imported
     assert not imported & {"whoosh", "sqlite_utils", "markdown", "jsonschema", "typer", "rich", "pydantic"}

@@ -212,7 +212,8 @@ def test_the_command_hands_results_over_through_the_run_folder(kb: KnowledgeBase
     shell = """echo '{"event": "metric", "name": "loss", "value": 1.9}' >> "$KB_RUN_DIR/events.jsonl" """
     assert run_kb("record", "--", PY, "-c", script).returncode == 0
     assert run_kb("record", "--", "bash", "-c", shell).returncode == 0
-    first, second = sorted(kb.iter_entries(), key=lambda e: e.data["timings"]["started"])
+    by_program = {e.data["command"]["argv"][0]: e for e in kb.iter_entries()}
+    first, second = by_program[PY], by_program["bash"]
     assert first.data["metrics"]["tokens_per_s"] == {"value": 123.5, "unit": "tokens/s", "better": "higher"}
     assert first.data["timings"]["compile_s"] == 8.8
     assert "Padded every batch to 64 tokens." in first.body

@@ -129,7 +129,9 @@ class Run:
         self._out = out
         self._times: list[float] = []
         self._sizes: list[tuple[int | None, int | None]] = []
-        self._logs: dict[str, list[tuple[int, Any]]] = {}
+        # Per name, the steps and the values in two flat lists: a list of (step, value) tuples makes the garbage
+        # collector walk a million small objects in a long run, which costs more than the step timer itself.
+        self._logs: dict[str, tuple[list[int], list[Any]]] = {}
         self._phases: dict[str, float] = {}
         self._memory: dict[str, float] = {}
         self._phase: str | None = None
@@ -198,7 +200,11 @@ class Run:
         """Keep a value (a float or a 0-d tensor); tensors are read back once, when the run ends."""
         if step is None:  # the step being run, or the one just finished
             step = len(self._times) if self._in_step else max(len(self._times) - 1, 0)
-        self._logs.setdefault(name, []).append((step, value.detach() if hasattr(value, "detach") else value))
+        if getattr(value, "requires_grad", False):
+            value = value.detach()  # keeps no autograd graph alive; the value itself is read when the run ends
+        steps, values = self._logs.get(name) or self._logs.setdefault(name, ([], []))
+        steps.append(step)
+        values.append(value)
 
     def set(self, field: str, value: Any) -> None:
         """Set any entry field by dotted path, e.g. set('settings.dtype', 'bf16')."""
@@ -283,7 +289,10 @@ class Run:
         return "first_step" if count == 0 else "warmup" if count < self.warmup_steps else "steady"
 
     def _read(self, name: str) -> list[tuple[int, Any]]:
-        return [(step, value.item() if hasattr(value, "item") else value) for step, value in self._logs.get(name, [])]
+        steps, values = self._logs.get(name, ([], []))
+        return [
+            (step, value.item() if hasattr(value, "item") else value) for step, value in zip(steps, values, strict=True)
+        ]
 
     def _arm_budget(self) -> None:
         if threading.current_thread() is not threading.main_thread():

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from kb.store import KnowledgeBase
-
 
 def register(app: typer.Typer) -> None:
     @app.command("init")
@@ -15,6 +13,8 @@ def register(app: typer.Typer) -> None:
         path: Path = typer.Argument(Path("."), help="Folder for the knowledge base (made if missing)."),
     ) -> None:
         """Make a knowledge base: kb.toml, entries/ and an ignored .kb/ cache folder."""
+        from kb.store import KnowledgeBase
+
         kb, created = KnowledgeBase.init(path)
         if created:
             typer.echo(f"Knowledge base ready at {kb.root}")
