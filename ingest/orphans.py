@@ -55,6 +55,24 @@ def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
     return [settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
 
 
+def settle_indexed(kb: KnowledgeBase) -> int:
+    """Settle the orphans among the entries the index knows as running; returns how many were settled."""
+    from kb.index.db import connect, index_path
+
+    db = connect(index_path(kb.ensure_cache()))
+    try:
+        paths = [row[0] for row in db.execute("SELECT path FROM entries WHERE status = 'running'")]
+    finally:
+        db.close()
+    entries = []
+    for path in paths:
+        try:
+            entries.append(Entry.read(kb.entries_path / path))
+        except (KbError, OSError):
+            continue  # changed or gone since it was indexed: the next sync sees it as it is now
+    return sum(1 for entry in entries if is_orphan(entry) and settle(kb, entry))
+
+
 def _last_sign_of_life(kb: KnowledgeBase, entry: Entry) -> datetime:
     """When the run last wrote output (or the entry was last written): the best estimate of its end."""
     candidates = [path for path in (kb.attachments_path(entry) / OUTPUT_LOG, entry.path) if path and path.exists()]

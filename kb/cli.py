@@ -49,9 +49,9 @@ def main_options(
 
 
 def _register() -> None:
-    from kb.commands import init, ls, record, schema, show
+    from kb.commands import check, index, init, ls, record, schema, search, show
 
-    for module in (init, record, show, ls, schema):
+    for module in (init, record, show, ls, search, check, index, schema):
         module.register(app)
 
 

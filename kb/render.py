@@ -93,22 +93,51 @@ def _metric(metric: dict[str, Any]) -> str:
     return " ".join([text, *map(str, extras)])
 
 
-def entries_table(entries: list[Entry]) -> Table:
+def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None) -> Table:
+    """Index rows as a table; a metric or timing the rows are sorted by gets a column of its own."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "status", "kind", "backend", "mode", "wall s", "title"):
-        table.add_column(column, no_wrap=column != "title", justify="right" if column == "wall s" else "left")
-    for entry in entries:
-        wall = entry.get("timings.wall_s")
-        table.add_row(
-            entry.id,
-            status_text(entry.status),
-            entry.kind,
-            entry.data.get("backend") or "",
-            entry.data.get("mode") or "",
-            "" if wall is None else f"{wall:.2f}",
-            entry.title,
-        )
+    columns = ["id", "status", "kind", "backend", "mode", "wall s", *([sorted_by] if sorted_by else []), "title"]
+    for column in columns:
+        table.add_column(column, no_wrap=column != "title")
+    for row in rows:
+        cells = [
+            row["id"],
+            status_text(row["status"]),
+            row["kind"],
+            row["backend"] or "",
+            row["mode"] or "",
+            _number(row["wall_s"]),
+        ]
+        if sorted_by:
+            cells.append(_number(row.get("sort_value")))
+        table.add_row(*cells, row["title"])
     return table
+
+
+def search_results(results: list[tuple[Any, dict[str, Any]]]) -> Group:
+    parts: list[Any] = []
+    for hit, row in results:
+        where = " ".join(v for v in (row["backend"], row["workload"], row["mode"]) if v)
+        head = Text.assemble(
+            (row["id"], "bold"), "  ", status_text(row["status"]), "  ", where, (f"  score {hit.score:.2f}", "dim")
+        )
+        parts += [head, Text(row["title"]), Markdown(hit.snippet) if hit.snippet else Text(""), Text("")]
+    return Group(*parts)
+
+
+def write_csv(rows: list[dict[str, Any]]) -> None:
+    import csv
+    import sys
+
+    if not rows:
+        return
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def _number(value: Any) -> str:
+    return "" if value is None else f"{value:.4g}"
 
 
 def console() -> Console:

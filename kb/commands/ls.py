@@ -1,4 +1,4 @@
-"""`kb ls`: entries newest first, read straight from the files."""
+"""`kb ls`: entries by filters, newest first or sorted by any metric or timing, from the index."""
 
 from __future__ import annotations
 
@@ -6,33 +6,51 @@ from typing import Optional
 
 import typer
 
+from kb.commands import filters as opt
+
 
 def register(app: typer.Typer) -> None:
     @app.command("ls")
     def ls_command(
         ctx: typer.Context,
-        kind: Optional[str] = typer.Option(
-            None, "--kind", help="Only entries of this kind (run, report, decision, ...)."
-        ),
-        status: Optional[str] = typer.Option(None, "--status", help="Only entries with this status."),
+        backend: Optional[str] = opt.BACKEND,
+        workload: Optional[str] = opt.WORKLOAD,
+        status: Optional[str] = opt.STATUS,
+        kind: Optional[str] = opt.KIND,
+        mode: Optional[str] = opt.MODE,
+        failure: Optional[str] = opt.FAILURE,
+        tag: list[str] = opt.TAG,
+        since: Optional[str] = opt.SINCE,
+        until: Optional[str] = opt.UNTIL,
+        package: list[str] = opt.PACKAGE,
+        sort: str = typer.Option("recorded", "--sort", help="recorded, wall_s, ..., metric.NAME or timings.NAME."),
+        ascending: bool = typer.Option(False, "--asc", help="Smallest first (default: largest or newest first)."),
         limit: int = typer.Option(50, "--limit", min=0, help="At most this many (0: all)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON: one object per entry."),
+        csv_: bool = typer.Option(False, "--csv", help="Print CSV with a header row."),
     ) -> None:
         """List entries, newest first. Broken entry files are reported on stderr and skipped."""
-        from ingest.orphans import settle_orphans
-        from kb.commands.common import knowledge_base, print_json
-        from kb.listing import list_entries
+        from kb.commands.common import print_json, report_problems, synced
+        from kb.index.query import list_entries
+        from kb.index.sync import stored_problems
 
-        kb = knowledge_base(ctx)
-        listed = list_entries(kb, kind=kind, status=status, limit=limit or None, settle=settle_orphans)
-        for problem in listed.problems:
-            typer.echo(f"kb: skipped {problem}", err=True)
+        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
+        kb, db = synced(ctx)
+        report_problems(stored_problems(kb))
+        rows = list_entries(db, chosen, sort=sort, ascending=ascending, limit=limit or None)
         if json_:
-            print_json([row.summary() for row in listed.entries])
+            print_json(rows)
             return
-        from kb.render import console, entries_table
+        if csv_:
+            from kb.render import write_csv
 
-        if not listed.entries:
-            typer.echo("No entries match." if (kind or status) else "No entries yet: kb record -- <command> makes one.")
+            write_csv(rows)
             return
-        console().print(entries_table(listed.entries))
+        from kb.render import console, rows_table
+
+        if not rows:
+            typer.echo(
+                "No entries match." if not chosen.empty() else "No entries yet: kb record -- <command> makes one."
+            )
+            return
+        console().print(rows_table(rows, sort if "." in sort else None))

@@ -1,0 +1,123 @@
+"""Index and search at scale: build, one-entry pick-up, search and ls, against grep and SQLite FTS5.
+
+On a generated knowledge base (bench.generate, seeded) of each size:
+- full build of both indexes (`kb index --rebuild`, in process);
+- the time until one edited entry is reflected (one sync after the edit, in process);
+- `kb search` and `kb ls` as whole processes, and the search inside the process (warm);
+- baselines on the same files: `grep -rl` over the entries folder (what a user without kb does) and a SQLite
+  FTS5 table of the same text (close to the floor for this job).
+Targets at 100,000 entries: one edit reflected in under 0.5 s, a warm query under 50 ms, `kb search` as a
+process under 0.3 s and at least 3x faster than grep, the in-process query within 5x of FTS5.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.timing import machine, user_env
+
+QUERIES = ("compile timeout", "out of memory", '"flex attention"', "backend:neuron failure:compile_timeout")
+GREP_WORDS = ("timeout", "memory", "attention", "compile_timeout")
+
+
+def run(sizes: tuple[int, ...], repeats: int) -> dict[str, float]:
+    from bench.generate import generate
+
+    figures: dict[str, float] = {}
+    print(f"\nindex and search; {machine()}")
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="kb-bench-index-") as folder:
+            root = Path(folder) / "kb"
+            began = time.perf_counter()
+            kb = generate(root, size, seed=1)
+            generated = time.perf_counter() - began
+            figures |= _measure(kb, size, repeats, generated)
+    return figures
+
+
+def _median_process(command: list[str], env: dict[str, str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+def _measure(kb, size: int, repeats: int, generated: float) -> dict[str, float]:
+    from kb.index.db import connect, index_path
+    from kb.index.query import Filters, search
+    from kb.index.sync import fulltext, sync
+
+    env = user_env(KB_HOME=str(kb.root))
+    began = time.perf_counter()
+    report = sync(kb, rebuild=True)
+    build = time.perf_counter() - began
+
+    victim = next(kb.iter_entry_paths())
+    text = victim.read_text()
+    picks = []
+    for round_ in range(repeats):
+        victim.write_text(text.replace("\n---\n", f"\n---\nedited {round_} zyzzyva\n", 1))
+        began = time.perf_counter()
+        sync(kb)
+        picks.append(time.perf_counter() - began)
+    victim.write_text(text)
+    sync(kb)
+
+    db = connect(index_path(kb.cache_path))
+    full = fulltext(kb)
+    search(db, full, QUERIES[0], Filters())  # warm: the searcher is opened once per process
+    in_process = []
+    for query in QUERIES * repeats:
+        began = time.perf_counter()
+        search(db, full, query, Filters(), limit=20)
+        in_process.append(time.perf_counter() - began)
+    kb_cmd = [sys.executable, "-m", "kb"]
+    search_process = statistics.median(
+        _median_process([*kb_cmd, "search", q, "--json"], env, repeats) for q in QUERIES)
+    ls_process = _median_process([*kb_cmd, "ls", "--backend", "neuron", "--status", "failed", "--package",
+                                  "torch>=2.9", "--json"], env, repeats)
+    grep = statistics.median(_median_process(["grep", "-rli", word, str(kb.entries_path)], env, repeats)
+                             for word in GREP_WORDS)
+    fts = _fts5(kb, repeats)
+
+    query_ms = statistics.median(in_process) * 1000
+    print(f"\n{size:,} entries (generated in {generated:.1f} s; {report.added:,} indexed)")
+    print(f"  full build (SQLite + Whoosh)      {build:9.2f} s   {size / build:8.0f} entries/s")
+    print(f"  one edited entry reflected        {statistics.median(picks):9.3f} s   (target < 0.5 s)")
+    print(f"  query in process (warm, median)   {query_ms:9.2f} ms  (target < 50 ms); "
+          f"FTS5 {fts['query_ms']:.2f} ms: ratio {query_ms / fts['query_ms']:.1f}x (target <= 5x)")
+    print(f"  kb search, whole process          {search_process:9.3f} s   (target < 0.3 s); "
+          f"grep -rli {grep:.3f} s: kb is {grep / search_process:.1f}x faster (target >= 3x)")
+    print(f"  kb ls with 3 filters, process     {ls_process:9.3f} s")
+    print(f"  FTS5 build of the same text       {fts['build_s']:9.2f} s")
+    key = f"{size // 1000}k"
+    return {f"build_s_{key}": build, f"pick_s_{key}": statistics.median(picks), f"query_ms_{key}": query_ms,
+            f"search_process_s_{key}": search_process, f"grep_s_{key}": grep, f"fts_ms_{key}": fts["query_ms"]}
+
+
+def _fts5(kb, repeats: int) -> dict[str, float]:
+    """The floor: every entry file's text in one FTS5 table, queried for the same words."""
+    with tempfile.TemporaryDirectory() as folder:
+        db = sqlite3.connect(os.path.join(folder, "fts.db"))
+        began = time.perf_counter()
+        db.execute("CREATE VIRTUAL TABLE docs USING fts5(path UNINDEXED, body, tokenize='porter')")
+        db.executemany("INSERT INTO docs VALUES (?, ?)",
+                       ((str(p), p.read_text("utf-8", errors="replace")) for p in kb.iter_entry_paths()))
+        db.commit()
+        build = time.perf_counter() - began
+        times = []
+        for query in ('"compile" "timeout"', '"out of memory"', '"flex attention"', "neuron compile_timeout") * repeats:
+            began = time.perf_counter()
+            db.execute("SELECT path FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT 20", [query]).fetchall()
+            times.append(time.perf_counter() - began)
+        db.close()
+    return {"build_s": build, "query_ms": statistics.median(times) * 1000}

@@ -1,0 +1,21 @@
+"""`kb check`: every entry valid, every link pointing at an entry; exit 1 otherwise (for hooks and CI)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check")
+    def check_command(ctx: typer.Context) -> None:
+        """Validate every entry and every link; print each problem as file:line: field: message."""
+        from kb.commands.common import synced
+        from kb.index.check import problems
+
+        kb, db = synced(ctx)
+        found, checked = problems(kb, db)
+        for problem in found:
+            typer.echo(str(problem))
+        typer.echo(f"{checked} entries checked, {len(found)} problem{'s' if len(found) != 1 else ''}", err=True)
+        if found:
+            raise typer.Exit(1)

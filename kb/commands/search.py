@@ -1,0 +1,53 @@
+"""`kb search QUERY`: ranked full-text search with snippets, narrowed by the same filters as `kb ls`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from kb.commands import filters as opt
+
+HELP = """Search every entry's text: titles, failure messages and explanations, notes, adaptations, tags,
+versions (torch=2.9.0) and output tails.
+
+The query language is Whoosh's: words (stemmed: compile finds compiled), "phrases", OR, NOT, AND,
+wildcards (flex*), and fields: backend:neuron status:failed failure:compile_timeout tag:trn3
+workload:qwen3-32b versions:torch=2.9.0 title:... notes:... output:...
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("search", help=HELP)
+    def search_command(
+        ctx: typer.Context,
+        query: str = typer.Argument(..., help="What to look for, e.g. 'backend:neuron \"flex attention\" timeout'."),
+        backend: Optional[str] = opt.BACKEND,
+        workload: Optional[str] = opt.WORKLOAD,
+        status: Optional[str] = opt.STATUS,
+        kind: Optional[str] = opt.KIND,
+        mode: Optional[str] = opt.MODE,
+        failure: Optional[str] = opt.FAILURE,
+        tag: list[str] = opt.TAG,
+        since: Optional[str] = opt.SINCE,
+        until: Optional[str] = opt.UNTIL,
+        package: list[str] = opt.PACKAGE,
+        limit: int = typer.Option(20, "--limit", min=1, help="At most this many results."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON: one object per result, best first."),
+    ) -> None:
+        from kb.commands.common import print_json, synced
+        from kb.index.query import search
+        from kb.index.sync import fulltext
+
+        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
+        kb, db = synced(ctx)
+        results = search(db, fulltext(kb), query, chosen, limit=limit)
+        if json_:
+            print_json([{**row, "score": round(hit.score, 4), "snippet": hit.snippet} for hit, row in results])
+            return
+        if not results:
+            typer.echo("No entries match.")
+            return
+        from kb.render import console, search_results
+
+        console().print(search_results(results))

@@ -1,0 +1,1 @@
+"""The derived indexes: SQLite for structured questions, full text for words. Rebuilt from the entries."""

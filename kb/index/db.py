@@ -1,0 +1,161 @@
+"""The SQLite index: a derived cache of the entries, for structured questions. Schema in docs/index.md.
+
+One row per entry in `entries` with the fields people filter and sort on, plus normalised tables for
+tags, settings, versions, metrics, timings, failures, links and accelerators, and views for the common
+questions. The schema changes through an ordered list of migrations, applied whenever the database is
+opened. WAL mode and a busy timeout let readers and the (single) writer work at the same time.
+A database that cannot be opened is deleted and rebuilt: it holds nothing the entries do not.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+DB_NAME = "index.db"
+BUSY_TIMEOUT_MS = 30_000
+
+migrations = Migrations("kb.index")
+
+
+def _script(db: Database, sql: str) -> None:
+    """Run several statements inside the migration's transaction (executescript would commit it early)."""
+    for statement in sql.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE entries (
+            id TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            title TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            status TEXT,
+            recorded TEXT NOT NULL,
+            author TEXT,
+            backend TEXT,
+            mode TEXT,
+            workload TEXT,
+            task TEXT,
+            model TEXT,
+            source TEXT,
+            host TEXT,
+            failure_class TEXT,
+            wall_s REAL,
+            compile_s REAL,
+            first_step_s REAL,
+            step_s_median REAL,
+            git_commit TEXT,
+            front_matter TEXT NOT NULL
+        );
+        CREATE INDEX entries_recorded ON entries(recorded);
+        CREATE INDEX entries_workload_backend ON entries(workload, backend, mode, recorded);
+        CREATE INDEX entries_status ON entries(status);
+        CREATE INDEX entries_failure ON entries(failure_class);
+        CREATE TABLE files (
+            path TEXT PRIMARY KEY,
+            entry_id TEXT,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            sha256 TEXT NOT NULL
+        );
+        CREATE INDEX files_entry ON files(entry_id);
+        CREATE TABLE problems (path TEXT NOT NULL, line INTEGER, field TEXT, message TEXT NOT NULL);
+        CREATE INDEX problems_path ON problems(path);
+        CREATE TABLE tags (entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE, tag TEXT NOT NULL);
+        CREATE INDEX tags_tag ON tags(tag, entry_id);
+        CREATE TABLE settings (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            name TEXT NOT NULL, value TEXT, number REAL
+        );
+        CREATE INDEX settings_name ON settings(name, number);
+        CREATE TABLE versions (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            package TEXT NOT NULL, version TEXT NOT NULL
+        );
+        CREATE INDEX versions_package ON versions(package, version, entry_id);
+        CREATE TABLE metrics (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT
+        );
+        CREATE INDEX metrics_name ON metrics(name, value);
+        CREATE TABLE timings (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            name TEXT NOT NULL, seconds REAL
+        );
+        CREATE INDEX timings_name ON timings(name, seconds);
+        CREATE TABLE failures (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            class TEXT, message TEXT, explanation TEXT, phase TEXT, assigned TEXT
+        );
+        CREATE INDEX failures_class ON failures(class);
+        CREATE TABLE links (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            role TEXT NOT NULL, target TEXT NOT NULL
+        );
+        CREATE INDEX links_target ON links(target);
+        CREATE TABLE accelerators (
+            entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            vendor TEXT, name TEXT, count INTEGER, memory_gb REAL
+        );
+        CREATE INDEX tags_entry ON tags(entry_id);
+        CREATE INDEX settings_entry ON settings(entry_id);
+        CREATE INDEX versions_entry ON versions(entry_id);
+        CREATE INDEX metrics_entry ON metrics(entry_id);
+        CREATE INDEX timings_entry ON timings(entry_id);
+        CREATE INDEX failures_entry ON failures(entry_id);
+        CREATE INDEX links_entry ON links(entry_id);
+        CREATE INDEX accelerators_entry ON accelerators(entry_id);
+        -- The newest run of each workload on each backend and mode: what a comparison starts from.
+        CREATE VIEW latest_runs AS
+            SELECT * FROM entries e
+            WHERE kind = 'run' AND recorded = (
+                SELECT MAX(recorded) FROM entries x
+                WHERE x.kind = 'run' AND x.workload IS e.workload AND x.backend IS e.backend AND x.mode IS e.mode
+            );
+        -- Runs that did not complete, with what went wrong.
+        CREATE VIEW failed_runs AS
+            SELECT e.id, e.recorded, e.workload, e.backend, e.mode, e.status, f.class, f.message, f.explanation
+            FROM entries e JOIN failures f ON f.entry_id = e.id
+            WHERE e.status IN ('failed', 'killed', 'interrupted');
+        -- One row per run and metric, for charts and pivots.
+        CREATE VIEW run_metrics AS
+            SELECT e.id, e.recorded, e.workload, e.backend, e.mode, m.name AS metric, m.value, m.unit, m.better
+            FROM entries e JOIN metrics m ON m.entry_id = e.id;
+        """,
+    )
+
+
+def index_path(cache: Path) -> Path:
+    return cache / DB_NAME
+
+
+def connect(path: Path) -> Database:
+    """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one."""
+    try:
+        return _open(path)
+    except sqlite3.DatabaseError:
+        for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            stale.unlink(missing_ok=True)
+        return _open(path)
+
+
+def _open(path: Path) -> Database:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    db = Database(conn)
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    db.execute("PRAGMA foreign_keys = ON")
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
+    if migrations.pending(db):
+        migrations.apply(db)
+    return db

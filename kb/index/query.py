@@ -1,0 +1,172 @@
+"""Questions to the index: structured filters and sorting in SQLite, text through the full-text index."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from sqlite_utils import Database
+
+from kb.errors import KbError
+from kb.fulltext import FullText, Hit
+from kb.index.rows import normalise_package
+
+COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
+           "compile_s", "step_s_median", "path")  # fmt: skip
+_SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
+_ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
+                "step_s_median", "kind", "mode"}  # fmt: skip
+
+
+@dataclass
+class Filters:
+    backend: str | None = None
+    workload: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    mode: str | None = None
+    failure: str | None = None
+    tags: list[str] = field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+    packages: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not any(
+            (
+                self.backend,
+                self.workload,
+                self.status,
+                self.kind,
+                self.mode,
+                self.failure,
+                self.tags,
+                self.since,
+                self.until,
+                self.packages,
+            )
+        )
+
+    def where(self, db: Database) -> tuple[str, list[Any]]:
+        """A WHERE clause over `entries e` and its parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("backend", self.backend),
+            ("workload", self.workload),
+            ("status", self.status),
+            ("kind", self.kind),
+            ("mode", self.mode),
+            ("failure_class", self.failure),
+        ):
+            if value is not None:
+                clauses.append(f"e.{column} = ?")
+                params.append(value)
+        for tag in self.tags:
+            clauses.append("e.id IN (SELECT entry_id FROM tags WHERE tag = ?)")
+            params.append(tag)
+        if self.since:
+            clauses.append("e.recorded >= ?")
+            params.append(_day(self.since, "--since").isoformat())
+        if self.until:
+            clauses.append("e.recorded < ?")
+            params.append((_day(self.until, "--until") + timedelta(days=1)).isoformat())
+        for spec in self.packages:
+            clause, values = package_clause(db, spec)
+            clauses.append(clause)
+            params.extend(values)
+        return (" AND ".join(clauses) or "1"), params
+
+
+def package_clause(db: Database, spec: str) -> tuple[str, list[Any]]:
+    """`torch>=2.9` as a condition: the versions recorded for the package that satisfy the PEP 440 specifier."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        requirement = Requirement(spec)
+    except InvalidRequirement:
+        raise KbError(
+            f"--package {spec!r}: expected a name with an optional version range, "
+            "e.g. --package 'torch>=2.9' or --package 'torch-neuronx==2.13.*'"
+        ) from None
+    name = normalise_package(requirement.name)
+    recorded = [row[0] for row in db.execute("SELECT DISTINCT version FROM versions WHERE package = ?", [name])]
+    matching = []
+    for version in recorded:
+        try:
+            if requirement.specifier.contains(Version(version), prereleases=True):
+                matching.append(version)
+        except InvalidVersion:
+            continue  # not a PEP 440 version ("unknown", a git hash): it satisfies no range
+    if not matching:
+        return "0", []
+    marks = ", ".join("?" * len(matching))
+    return f"e.id IN (SELECT entry_id FROM versions WHERE package = ? AND version IN ({marks}))", [name, *matching]
+
+
+def list_entries(
+    db: Database, filters: Filters, *, sort: str = "recorded", ascending: bool = False, limit: int | None = 50
+) -> list[dict[str, Any]]:
+    """Entries matching the filters, sorted by an entry column, a metric (metric.NAME) or a timing (timings.NAME)."""
+    where, params = filters.where(db)
+    order, join, extra = _order(sort)
+    direction = "ASC" if ascending else "DESC"
+    columns = ", ".join(f"e.{c}" for c in COLUMNS)
+    sql = (
+        f"SELECT {columns}{extra} FROM entries e {join} WHERE {where} "
+        f"ORDER BY {order} IS NULL, {order} {direction}, e.recorded DESC, e.id DESC"
+    )
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    cursor = db.execute(sql, [*_join_params(sort), *params])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _order(sort: str) -> tuple[str, str, str]:
+    if sort in _ENTRY_SORTS:
+        return f"e.{sort}", "", ""
+    match = _SORT.match(sort)
+    if match is None:
+        choices = ", ".join(sorted(_ENTRY_SORTS))
+        raise KbError(
+            f"--sort {sort!r}: sort by one of {choices}, or metric.NAME or timings.NAME "
+            "(e.g. --sort metric.tokens_per_s)"
+        )
+    if match["table"].startswith("metric"):
+        return "s.value", "LEFT JOIN metrics s ON s.entry_id = e.id AND s.name = ?", ", s.value AS sort_value"
+    return "s.seconds", "LEFT JOIN timings s ON s.entry_id = e.id AND s.name = ?", ", s.seconds AS sort_value"
+
+
+def _join_params(sort: str) -> list[Any]:
+    match = _SORT.match(sort)
+    return [match["name"]] if match else []
+
+
+def search(
+    db: Database, text: FullText, query: str, filters: Filters, *, limit: int = 20
+) -> list[tuple[Hit, dict[str, Any]]]:
+    """Ranked full-text hits, restricted by the structured filters, each with its index row."""
+    only = None
+    if not filters.empty():
+        where, params = filters.where(db)
+        only = {row[0] for row in db.execute(f"SELECT e.id FROM entries e WHERE {where}", params)}
+        if not only:
+            return []
+    hits = text.search(query, limit=limit, only_ids=only)
+    if not hits:
+        return []
+    marks = ", ".join("?" * len(hits))
+    cursor = db.execute(f"SELECT {', '.join(COLUMNS)} FROM entries WHERE id IN ({marks})", [h.id for h in hits])
+    rows = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in cursor}
+    return [(hit, rows[hit.id]) for hit in hits if hit.id in rows]
+
+
+def _day(text: str, option: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise KbError(f"{option} {text!r}: expected a date like 2026-11-30") from None

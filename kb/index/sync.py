@@ -1,0 +1,201 @@
+"""Bring both indexes up to date with the entries folder, cheaply and safely.
+
+A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and
+mtime match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when
+its content changed (a git checkout resets mtimes without changing content). Added, edited, deleted
+and renamed files are all picked up, so an entry edited by hand or pulled from git is searchable at
+once. One writer at a time (a lock file in the cache); readers never wait for it. The full-text index
+is written before the SQLite commit, so a crash between the two only means the next sync redoes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from kb.entry import Entry
+from kb.errors import EntryError, KbError, Problem
+from kb.fulltext import FullText
+from kb.index.db import connect, index_path
+from kb.index.rows import child_rows, entry_row
+from kb.store import KnowledgeBase
+
+LOCK_NAME = "index.lock"
+FULLTEXT_FOLDER = "whoosh"
+LOCK_TIMEOUT_S = 120.0
+LOCK_POLL_S = 0.05
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        broken = f", {len(self.problems)} problems" if self.problems else ""
+        return (
+            f"{self.added} added, {self.updated} updated, {self.removed} removed, {self.unchanged} unchanged"
+            f"{broken} in {self.seconds:.2f} s"
+        )
+
+
+@dataclass
+class _Indexed:
+    size: int
+    mtime_ns: int
+    sha256: str
+    entry_id: str | None
+
+
+def fulltext(kb: KnowledgeBase) -> FullText:
+    return FullText(kb.cache_path / FULLTEXT_FOLDER)
+
+
+def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
+    """Update the SQLite and full-text indexes from the entries folder; `rebuild` starts from nothing."""
+    started = time.perf_counter()
+    cache = kb.ensure_cache()
+    report = SyncReport()
+    with _exclusive(cache / LOCK_NAME):
+        text = fulltext(kb)
+        if rebuild:
+            index_path(cache).unlink(missing_ok=True)
+            shutil.rmtree(text.folder, ignore_errors=True)
+        db = connect(index_path(cache))
+        try:
+            if not text.exists():  # the full-text half is gone: every entry must be indexed again
+                db.execute("DELETE FROM files")
+            _sync(kb, db, text, report)
+        finally:
+            db.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _sync(kb: KnowledgeBase, db: Database, text: FullText, report: SyncReport) -> None:
+    rows = db.execute("SELECT path, size, mtime_ns, sha256, entry_id FROM files").fetchall()
+    known = {row[0]: _Indexed(*row[1:]) for row in rows}
+    path_of = {indexed.entry_id: path for path, indexed in known.items() if indexed.entry_id}
+    seen: set[str] = set()
+    candidates: list[tuple[str, Path]] = []
+    for path in kb.iter_entry_paths():
+        relative = path.relative_to(kb.entries_path).as_posix()
+        seen.add(relative)
+        stat = path.stat()
+        indexed = known.get(relative)
+        if indexed is not None and indexed.size == stat.st_size and indexed.mtime_ns == stat.st_mtime_ns:
+            report.unchanged += 1
+        else:
+            candidates.append((relative, path))
+    gone = [relative for relative in known if relative not in seen]
+    moving = {relative for relative, _ in candidates}
+
+    files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
+    upserts: dict[str, tuple[str, Entry]] = {}  # entry id -> (path, entry)
+    problems: dict[str, list[Problem]] = {}
+    for relative, path in candidates:
+        raw = path.read_bytes()
+        stat = path.stat()
+        digest = hashlib.sha256(raw).hexdigest()
+        indexed = known.get(relative)
+        if indexed is not None and indexed.sha256 == digest:  # touched, not changed
+            files.append((relative, stat.st_size, stat.st_mtime_ns, digest, indexed.entry_id))
+            report.unchanged += 1
+            continue
+        entry, found = _parse(raw, path)
+        if entry is not None:
+            other = upserts[entry.id][0] if entry.id in upserts else path_of.get(entry.id)
+            if (
+                other is not None
+                and other != relative
+                and other in seen
+                and (other not in moving or entry.id in upserts)
+            ):
+                found = [Problem(path, 1, "id", f"the id {entry.id} is also used by {other}; give this one a new id")]
+                entry = None
+        if found:
+            problems[relative] = found
+        files.append((relative, stat.st_size, stat.st_mtime_ns, digest, entry.id if entry else None))
+        if entry is not None:
+            upserts[entry.id] = (relative, entry)
+
+    before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
+    deletes = before - set(upserts)
+    report.added = len([entry_id for entry_id in upserts if entry_id not in path_of])
+    report.updated = len(upserts) - report.added
+    report.removed = len(deletes)
+    report.problems = [p for found in problems.values() for p in found]
+
+    text.update((entry for _, entry in upserts.values()), deletes)
+    with db.atomic():
+        db.conn.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes | set(upserts)])
+        db["entries"].insert_all(entry_row(entry, relative) for relative, entry in upserts.values())
+        children: dict[str, list[dict]] = {}
+        for _, entry in upserts.values():
+            for table, table_rows in child_rows(entry).items():
+                children.setdefault(table, []).extend(table_rows)
+        for table, table_rows in children.items():
+            if table_rows:
+                db[table].insert_all(table_rows)
+        db.conn.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
+        db.conn.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, entry_id) VALUES (?, ?, ?, ?, ?)", files
+        )
+        db.conn.executemany(
+            "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
+            [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
+        )
+
+
+def _parse(raw: bytes, path: Path) -> tuple[Entry | None, list[Problem]]:
+    try:
+        return Entry.parse(raw.decode("utf-8"), path), []
+    except UnicodeDecodeError as exc:
+        return None, [Problem(path, None, None, f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
+    except EntryError as exc:
+        return None, exc.problems
+
+
+def stored_problems(kb: KnowledgeBase) -> list[Problem]:
+    """The problems the last sync found, for reporting without parsing again."""
+    db = connect(index_path(kb.ensure_cache()))
+    try:
+        rows = db.execute("SELECT path, line, field, message FROM problems ORDER BY path, line").fetchall()
+    finally:
+        db.close()
+    return [Problem(kb.entries_path / path, line, field, message) for path, line, field, message in rows]
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """One indexer at a time; a second waits (it will then find little left to do)."""
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KbError(
+                        f"another kb process has been updating the index for {LOCK_TIMEOUT_S:.0f} s "
+                        f"({path}); retry when it is done"
+                    ) from None
+                time.sleep(LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

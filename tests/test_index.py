@@ -1,0 +1,300 @@
+"""The indexes on real files: search, filters, sorting, incremental sync, broken entries, concurrency, rebuilds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import run_kb
+
+from kb.entry import new_entry
+from kb.index.db import connect, index_path
+from kb.index.sync import fulltext, sync
+from kb.store import KnowledgeBase
+
+
+def write(kb: KnowledgeBase, entry_id: str, title: str, body: str = "", **fields) -> Path:
+    entry = new_entry(entry_id, title, fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields)
+    entry.body = body
+    path = kb.entries_path / f"{entry_id}.md"
+    path.write_text(entry.serialise())
+    return path
+
+
+@pytest.fixture
+def sample(kb: KnowledgeBase) -> KnowledgeBase:
+    write(
+        kb,
+        "2026-03-01-flex-trn3-000001",
+        "FlexAttention on Trainium3",
+        recorded="2026-03-01T10:00:00Z",
+        status="failed",
+        backend="neuron",
+        mode="compiled",
+        workload={"name": "flex-attention"},
+        tags=["trn3"],
+        versions={"torch": "2.9.0", "torch-neuronx": "2.9.0.2.15.1"},
+        failure={
+            "class": "compile_timeout",
+            "message": "neuronx-cc exceeded 1800 s on the flex attention kernel",
+            "explanation": "the mask function made the compiler unroll every block",
+        },
+        metrics={"tokens_per_s": {"value": 900.0, "unit": "tokens/s"}},
+    )
+    write(
+        kb,
+        "2026-06-01-flex-trn3-000002",
+        "FlexAttention on Trainium3 again",
+        recorded="2026-06-01T10:00:00Z",
+        status="completed",
+        backend="neuron",
+        mode="compiled",
+        workload={"name": "flex-attention"},
+        versions={"torch": "2.13.0", "torch-neuronx": "2.13.3.0"},
+        tags=["trn3", "rerun"],
+        metrics={"tokens_per_s": {"value": 2400.0, "unit": "tokens/s"}},
+        timings={"compile_s": 410.0},
+    )
+    write(
+        kb,
+        "2026-05-01-llama-h100-000003",
+        "Llama 3 8B pretraining on H100",
+        recorded="2026-05-01T10:00:00Z",
+        status="completed",
+        backend="cuda",
+        mode="compiled",
+        workload={"name": "llama3-8b"},
+        versions={"torch": "2.10.0"},
+        metrics={"tokens_per_s": {"value": 12000.0, "unit": "tokens/s"}},
+        timings={"compile_s": 95.0},
+        body="Compiling took 95 s; steady state matched eager numerics.",
+    )
+    write(
+        kb,
+        "2026-05-02-llama-mi300-000004",
+        "Llama 3 8B pretraining on MI300X",
+        recorded="2026-05-02T10:00:00Z",
+        status="failed",
+        backend="rocm",
+        mode="eager",
+        workload={"name": "llama3-8b"},
+        versions={"torch": "2.1.0"},
+        failure={"class": "oom", "message": "HIP out of memory"},
+        body="## Output\n\n```text\ntorch.OutOfMemoryError: HIP out of memory. FlexAttention was not used.\n```\n",
+    )
+    write(
+        kb,
+        "2026-04-01-semianalysis-000005",
+        "Qwen3-32B on 16 Trainium2 chips",
+        kind="report",
+        recorded="2026-04-01T10:00:00Z",
+        backend="neuron",
+        provenance={"source": "reported", "publisher": "SemiAnalysis"},
+        metrics={"tokens_per_s": {"value": 14156.0, "unit": "tokens/s"}},
+    )
+    return kb
+
+
+def search(*args: str) -> list[str]:
+    result = run_kb("search", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return [row["id"] for row in json.loads(result.stdout)]
+
+
+def ls(*args: str) -> list[str]:
+    result = run_kb("ls", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return [row["id"] for row in json.loads(result.stdout)]
+
+
+def test_a_word_only_in_a_failure_explanation_is_found(sample: KnowledgeBase) -> None:
+    assert search("unroll") == ["2026-03-01-flex-trn3-000001"]
+
+
+def test_fielded_queries_phrases_or_not_and_stemming(sample: KnowledgeBase) -> None:
+    assert search('backend:neuron failure:compile_timeout "flex attention"') == ["2026-03-01-flex-trn3-000001"]
+    assert set(search("backend:rocm OR backend:cuda")) == {
+        "2026-05-01-llama-h100-000003",
+        "2026-05-02-llama-mi300-000004",
+    }
+    assert "2026-05-02-llama-mi300-000004" not in search("llama NOT oom")
+    assert search("compile")[0] in {"2026-05-01-llama-h100-000003", "2026-03-01-flex-trn3-000001"}
+    assert "2026-05-01-llama-h100-000003" in search("compiles")  # "Compiling" in its notes, by stem
+    assert search("versions:torch=2.9.0") == ["2026-03-01-flex-trn3-000001"]
+    assert search("tag:rerun") == ["2026-06-01-flex-trn3-000002"]
+
+
+def test_title_matches_rank_above_log_tail_matches(sample: KnowledgeBase) -> None:
+    found = search("flexattention")
+    assert found.index("2026-03-01-flex-trn3-000001") < found.index("2026-05-02-llama-mi300-000004")
+
+
+def test_search_results_carry_snippets(sample: KnowledgeBase) -> None:
+    rows = json.loads(run_kb("search", "unroll", "--json").stdout)
+    assert "**unroll**" in rows[0]["snippet"]
+    assert rows[0]["status"] == "failed" and rows[0]["backend"] == "neuron"
+
+
+def test_filters_narrow_search_and_ls_with_pep440_version_ranges(sample: KnowledgeBase) -> None:
+    assert search("flexattention", "--status", "completed") == ["2026-06-01-flex-trn3-000002"]
+    # 2.10.0 is newer than 2.9.0, which is newer than 2.1.0: version order, not text order.
+    assert set(ls("--package", "torch>=2.9")) == {
+        "2026-03-01-flex-trn3-000001",
+        "2026-06-01-flex-trn3-000002",
+        "2026-05-01-llama-h100-000003",
+    }
+    assert ls("--package", "torch>=2.9", "--backend", "neuron", "--failure", "compile_timeout") == [
+        "2026-03-01-flex-trn3-000001"
+    ]
+    assert ls("--package", "torch-neuronx>=2.13") == ["2026-06-01-flex-trn3-000002"]
+    assert ls("--kind", "report") == ["2026-04-01-semianalysis-000005"]
+    assert ls("--since", "2026-05-01", "--until", "2026-05-31") == [
+        "2026-05-02-llama-mi300-000004",
+        "2026-05-01-llama-h100-000003",
+    ]
+    assert ls("--tag", "trn3", "--tag", "rerun") == ["2026-06-01-flex-trn3-000002"]
+
+
+def test_ls_sorts_by_metrics_and_timings_and_writes_csv(sample: KnowledgeBase) -> None:
+    assert ls("--sort", "metric.tokens_per_s", "--limit", "2") == [
+        "2026-04-01-semianalysis-000005",
+        "2026-05-01-llama-h100-000003",
+    ]
+    assert ls("--sort", "timings.compile_s", "--asc", "--limit", "1") == ["2026-05-01-llama-h100-000003"]
+    csv_text = run_kb("ls", "--sort", "metric.tokens_per_s", "--limit", "1", "--csv").stdout
+    header, first = csv_text.splitlines()[:2]
+    assert header.startswith("id,title,kind,status") and first.startswith("2026-04-01-semianalysis-000005,")
+    table = run_kb("ls", "--sort", "metric.tokens_per_s").stdout
+    assert "metric.tokens_per_s" in table and "1.416e+04" in table
+
+
+def test_edits_additions_deletions_and_renames_are_picked_up(sample: KnowledgeBase) -> None:
+    assert search("cosmic") == []
+    path = sample.entries_path / "2026-05-01-llama-h100-000003.md"
+    path.write_text(path.read_text().replace("steady state matched", "cosmic rays matched"))
+    assert search("cosmic") == ["2026-05-01-llama-h100-000003"]  # edited by hand: found at once
+    moved = sample.entries_path / "2026" / path.name
+    moved.parent.mkdir()
+    path.rename(moved)
+    assert search("cosmic") == ["2026-05-01-llama-h100-000003"]
+    assert ls("--workload", "llama3-8b") == ["2026-05-02-llama-mi300-000004", "2026-05-01-llama-h100-000003"]
+    moved.unlink()
+    assert search("cosmic") == [] and ls("--workload", "llama3-8b") == ["2026-05-02-llama-mi300-000004"]
+    write(sample, "2026-07-01-new-000006", "A cosmic newcomer", recorded="2026-07-01T10:00:00Z", status="completed")
+    assert search("cosmic") == ["2026-07-01-new-000006"]
+
+
+def test_same_content_with_a_new_mtime_is_not_parsed_again(sample: KnowledgeBase) -> None:
+    assert sync(sample).added == 5
+    first = sync(sample)
+    path = sample.entries_path / "2026-05-01-llama-h100-000003.md"
+    os.utime(path, (time.time() + 100, time.time() + 100))  # what a git checkout does
+    again = sync(sample)
+    assert (first.unchanged, again.updated, again.added, again.unchanged) == (5, 0, 0, 5)
+
+
+def test_a_broken_entry_is_reported_and_the_rest_indexed(sample: KnowledgeBase) -> None:
+    broken = sample.entries_path / "2026-01-01-broken-000009.md"
+    broken.write_text(
+        "---\nschema: 1\nid: 2026-01-01-broken-000009\ntitle: broken\nkind: wrong\n"
+        "recorded: '2026-01-01T00:00:00Z'\n---\nunroll\n"
+    )
+    result = run_kb("ls", "--json")
+    assert len(json.loads(result.stdout)) == 5
+    assert f"kb: skipped {broken}:5: kind: 'wrong' is not one of" in result.stderr
+    check = run_kb("check")
+    assert check.returncode == 1
+    assert check.stdout.startswith(f"{broken}:5: kind: 'wrong' is not one of")
+    assert check.stderr == "6 entries checked, 1 problem\n"
+    broken.write_text(broken.read_text().replace("kind: wrong", "kind: note"))
+    assert run_kb("check").returncode == 0  # fixed: found by the next command
+    assert "2026-01-01-broken-000009" in search("unroll")
+
+
+def test_check_finds_links_to_nothing_and_duplicate_ids(sample: KnowledgeBase) -> None:
+    linking = write(
+        sample,
+        "2026-08-01-rerun-000007",
+        "Rerun",
+        recorded="2026-08-01T10:00:00Z",
+        status="completed",
+        links={"rerun_of": "2026-01-01-nothing-000000"},
+    )
+    copy = sample.entries_path / "copy-of-flex.md"
+    shutil.copy(sample.entries_path / "2026-03-01-flex-trn3-000001.md", copy)
+    check = run_kb("check")
+    assert check.returncode == 1
+    lines = check.stdout.splitlines()
+    assert f"{linking}:9: links.rerun_of: no entry '2026-01-01-nothing-000000' in this knowledge base" in lines
+    assert any(line.startswith(f"{copy}:1: id: the id 2026-03-01-flex-trn3-000001 is also used by") for line in lines)
+
+
+def test_deleting_the_cache_loses_nothing_and_damage_is_repaired(sample: KnowledgeBase) -> None:
+    before = ls()
+    shutil.rmtree(sample.cache_path)
+    assert ls() == before and search("unroll") == ["2026-03-01-flex-trn3-000001"]
+    index_path(sample.cache_path).write_bytes(b"this is not a database" * 100)
+    assert ls() == before
+    shutil.rmtree(fulltext(sample).folder)
+    assert search("unroll") == ["2026-03-01-flex-trn3-000001"]
+    assert run_kb("index", "--rebuild").stdout.startswith("Indexed: 5 added, 0 updated, 0 removed, 0 unchanged")
+
+
+def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None:
+    sync(sample)
+    db = sqlite3.connect(index_path(sample.cache_path))
+    latest = db.execute("SELECT id FROM latest_runs WHERE workload = 'flex-attention'").fetchall()
+    assert latest == [("2026-06-01-flex-trn3-000002",)]
+    failed = db.execute("SELECT id, class FROM failed_runs ORDER BY id").fetchall()
+    assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
+    assert applied == [("m001_initial",)]
+
+
+def test_concurrent_indexers_and_searchers_with_recordings(sample: KnowledgeBase) -> None:
+    def record(index: int) -> int:
+        return run_kb(
+            "record", "--title", f"parallel {index}", "--", sys.executable, "-c", "print('quasar')"
+        ).returncode
+
+    def query(_: int) -> int:
+        return run_kb("search", "quasar OR unroll", "--json").returncode
+
+    def index(_: int) -> int:
+        return run_kb("index").returncode
+
+    with ThreadPoolExecutor(12) as pool:
+        futures = [pool.submit(record, i) for i in range(6)] + [pool.submit(query, i) for i in range(4)]
+        futures += [pool.submit(index, i) for i in range(3)]
+        assert [f.result() for f in futures] == [0] * 13
+    assert len(search("quasar", "--limit", "50")) == 6
+    db = connect(index_path(sample.cache_path))
+    assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 11
+    assert fulltext(sample).count() == 11
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_bad_query_or_filter_is_a_clear_error(sample: KnowledgeBase) -> None:
+    bad_spec = run_kb("ls", "--package", "torch>>2")
+    assert bad_spec.returncode == 1 and bad_spec.stderr.startswith("kb: error: --package 'torch>>2': expected")
+    bad_sort = run_kb("ls", "--sort", "speed")
+    assert bad_sort.returncode == 1 and "metric.NAME" in bad_sort.stderr
+    bad_date = run_kb("ls", "--since", "last week")
+    assert bad_date.stderr == "kb: error: --since 'last week': expected a date like 2026-11-30\n"
+
+
+def test_queries_do_not_import_heavy_modules_before_they_need_them() -> None:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kb", "search", "--help"], capture_output=True, text=True, check=True
+    )
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
+    assert not imported & {"whoosh", "sqlite_utils", "torch", "markdown"}
