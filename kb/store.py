@@ -119,12 +119,31 @@ class KnowledgeBase:
 
     def iter_entry_paths(self) -> Iterator[Path]:
         """Every entry file, in path order; attachment folders (a folder beside a same-named .md) are skipped."""
-        for folder, subfolders, files in os.walk(self.entries_path):
-            names = set(files)
-            subfolders[:] = sorted(d for d in subfolders if f"{d}.md" not in names and not d.startswith("."))
-            for name in sorted(files):
-                if name.endswith(".md") and not name.startswith("."):
-                    yield Path(folder, name)
+        root = self.entries_path
+        for relative, _ in self.scan():
+            yield root / relative
+
+    def scan(self) -> Iterator[tuple[str, os.DirEntry]]:
+        """(path relative to entries/, directory entry) for every entry file: the cheap walk the index syncs by."""
+        stack = [("", str(self.entries_path))]
+        while stack:
+            prefix, folder = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    items = sorted(listing, key=lambda item: item.name)
+            except FileNotFoundError:
+                continue
+            files = {item.name for item in items if item.is_file()}
+            folders = []
+            for item in items:
+                if item.name.startswith("."):
+                    continue
+                if item.is_dir():
+                    if f"{item.name}.md" not in files:
+                        folders.append((f"{prefix}{item.name}/", item.path))
+                elif item.name.endswith(".md"):
+                    yield f"{prefix}{item.name}", item
+            stack.extend(reversed(folders))
 
     def iter_entries(self, problems: list[Problem] | None = None) -> Iterator[Entry]:
         """Every entry that parses; each one that does not is added to `problems` and the scan goes on."""

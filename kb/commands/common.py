@@ -13,14 +13,14 @@ from kb.errors import Problem
 from kb.store import KnowledgeBase
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    import sqlite3
 
 
 def knowledge_base(ctx: typer.Context) -> KnowledgeBase:
     return KnowledgeBase.find((ctx.find_root().obj or {}).get("kb"))
 
 
-def synced(ctx: typer.Context) -> tuple[KnowledgeBase, Database]:
+def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     """The knowledge base with its indexes brought up to date (and dead recordings settled), and the index."""
     from ingest.orphans import settle_indexed
     from kb.index.db import connect, index_path

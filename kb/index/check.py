@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlite_utils import Database
+import sqlite3
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
@@ -10,7 +10,7 @@ from kb.index.sync import stored_problems
 from kb.store import KnowledgeBase
 
 
-def problems(kb: KnowledgeBase, db: Database) -> tuple[list[Problem], int]:
+def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], int]:
     """(problems in file order, number of entry files checked); the index must be in sync."""
     found = stored_problems(kb)
     dangling = db.execute(

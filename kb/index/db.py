@@ -10,15 +10,16 @@ A database that cannot be opened is deleted and rebuilt: it holds nothing the en
 from __future__ import annotations
 
 import sqlite3
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DB_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
-
-migrations = Migrations("kb.index")
+MIGRATION_SET = "kb.index"
 
 
 def _script(db: Database, sql: str) -> None:
@@ -28,7 +29,6 @@ def _script(db: Database, sql: str) -> None:
             db.execute(statement)
 
 
-@migrations()
 def m001_initial(db: Database) -> None:
     _script(
         db,
@@ -134,11 +134,25 @@ def m001_initial(db: Database) -> None:
     )
 
 
+# The schema's history, oldest first: each function runs once, in order, in its own transaction.
+MIGRATIONS = (m001_initial,)
+
+
+@cache
+def _migrations() -> Any:
+    from sqlite_utils.migrations import Migrations  # only when the schema changes: sqlite-utils is slow to import
+
+    registry = Migrations(MIGRATION_SET)
+    for step in MIGRATIONS:
+        registry()(step)
+    return registry
+
+
 def index_path(cache: Path) -> Path:
     return cache / DB_NAME
 
 
-def connect(path: Path) -> Database:
+def connect(path: Path) -> sqlite3.Connection:
     """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one."""
     try:
         return _open(path)
@@ -148,14 +162,23 @@ def connect(path: Path) -> Database:
         return _open(path)
 
 
-def _open(path: Path) -> Database:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-    db = Database(conn)
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA foreign_keys = ON")
-    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
-    if migrations.pending(db):
-        migrations.apply(db)
-    return db
+def _open(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
+    if _pending(conn):
+        from sqlite_utils import Database
+
+        _migrations().apply(Database(conn))
+    return conn
+
+
+def _pending(conn: sqlite3.Connection) -> bool:
+    try:
+        rows = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET])
+    except sqlite3.OperationalError:  # no migrations table: a new database
+        return True
+    return {row[0] for row in rows} != {step.__name__ for step in MIGRATIONS}

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
-
-from sqlite_utils import Database
 
 from kb.errors import KbError
 from kb.fulltext import FullText, Hit
@@ -49,7 +48,7 @@ class Filters:
             )
         )
 
-    def where(self, db: Database) -> tuple[str, list[Any]]:
+    def where(self, db: sqlite3.Connection) -> tuple[str, list[Any]]:
         """A WHERE clause over `entries e` and its parameters."""
         clauses: list[str] = []
         params: list[Any] = []
@@ -80,7 +79,7 @@ class Filters:
         return (" AND ".join(clauses) or "1"), params
 
 
-def package_clause(db: Database, spec: str) -> tuple[str, list[Any]]:
+def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
     """`torch>=2.9` as a condition: the versions recorded for the package that satisfy the PEP 440 specifier."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion, Version
@@ -108,7 +107,7 @@ def package_clause(db: Database, spec: str) -> tuple[str, list[Any]]:
 
 
 def list_entries(
-    db: Database, filters: Filters, *, sort: str = "recorded", ascending: bool = False, limit: int | None = 50
+    db: sqlite3.Connection, filters: Filters, *, sort: str = "recorded", ascending: bool = False, limit: int | None = 50
 ) -> list[dict[str, Any]]:
     """Entries matching the filters, sorted by an entry column, a metric (metric.NAME) or a timing (timings.NAME)."""
     where, params = filters.where(db)
@@ -147,7 +146,7 @@ def _join_params(sort: str) -> list[Any]:
 
 
 def search(
-    db: Database, text: FullText, query: str, filters: Filters, *, limit: int = 20
+    db: sqlite3.Connection, text: FullText, query: str, filters: Filters, *, limit: int = 20
 ) -> list[tuple[Hit, dict[str, Any]]]:
     """Ranked full-text hits, restricted by the structured filters, each with its index row."""
     only = None

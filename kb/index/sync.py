@@ -14,12 +14,11 @@ import contextlib
 import fcntl
 import hashlib
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from sqlite_utils import Database
 
 from kb.entry import Entry
 from kb.errors import EntryError, KbError, Problem
@@ -84,21 +83,20 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
     return report
 
 
-def _sync(kb: KnowledgeBase, db: Database, text: FullText, report: SyncReport) -> None:
+def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: SyncReport) -> None:
     rows = db.execute("SELECT path, size, mtime_ns, sha256, entry_id FROM files").fetchall()
     known = {row[0]: _Indexed(*row[1:]) for row in rows}
     path_of = {indexed.entry_id: path for path, indexed in known.items() if indexed.entry_id}
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
-    for path in kb.iter_entry_paths():
-        relative = path.relative_to(kb.entries_path).as_posix()
+    for relative, item in kb.scan():
         seen.add(relative)
-        stat = path.stat()
+        stat = item.stat()
         indexed = known.get(relative)
         if indexed is not None and indexed.size == stat.st_size and indexed.mtime_ns == stat.st_mtime_ns:
             report.unchanged += 1
         else:
-            candidates.append((relative, path))
+            candidates.append((relative, Path(item.path)))
     gone = [relative for relative in known if relative not in seen]
     moving = {relative for relative, _ in candidates}
 
@@ -139,25 +137,36 @@ def _sync(kb: KnowledgeBase, db: Database, text: FullText, report: SyncReport) -
     report.problems = [p for found in problems.values() for p in found]
 
     text.update((entry for _, entry in upserts.values()), deletes)
-    with db.atomic():
-        db.conn.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes | set(upserts)])
-        db["entries"].insert_all(entry_row(entry, relative) for relative, entry in upserts.values())
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes | set(upserts)])
+        _insert(db, "entries", [entry_row(entry, relative) for relative, entry in upserts.values()])
         children: dict[str, list[dict]] = {}
         for _, entry in upserts.values():
             for table, table_rows in child_rows(entry).items():
                 children.setdefault(table, []).extend(table_rows)
         for table, table_rows in children.items():
-            if table_rows:
-                db[table].insert_all(table_rows)
-        db.conn.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
-        db.conn.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
-        db.conn.executemany(
+            _insert(db, table, table_rows)
+        db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
+        db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
+        db.executemany(
             "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, entry_id) VALUES (?, ?, ?, ?, ?)", files
         )
-        db.conn.executemany(
+        db.executemany(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _insert(db: sqlite3.Connection, table: str, rows: list[dict]) -> None:
+    if rows:
+        columns = list(rows[0])
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        db.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
 
 
 def _parse(raw: bytes, path: Path) -> tuple[Entry | None, list[Problem]]:
