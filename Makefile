@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench docs
+.PHONY: install demo test lint bench bench-quick
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -23,3 +23,6 @@ test: install lint
 
 bench: install
 	$(BIN)/python -m bench
+
+bench-quick: install
+	$(BIN)/python -m bench --quick

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: record a real PyTorch training run, eager and compiled, into this repository's knowledge
-# base (kb.toml at the root, entries/), then list the entries and show the newest one.
+# base (kb.toml at the root, entries/), then compare the two, search, and show the compiled run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-80}
@@ -11,6 +11,8 @@ for mode in eager compiled; do
     -- python examples/train_tiny_lm.py --mode "$mode" --steps "$steps"
 done
 
-kb ls --limit 10
-newest=$(kb ls --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+# The two runs side by side, fastest first, then the compiled one in full (compile evidence included).
+kb ls --workload tiny-lm --tag demo --sort metric.tokens_per_s --limit 2
+kb search 'workload:tiny-lm mode:compiled' --limit 1
+newest=$(kb ls --workload tiny-lm --mode compiled --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
 kb show "$newest"
