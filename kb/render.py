@@ -79,6 +79,14 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(value, list):
         if all(not isinstance(item, (dict, list)) for item in value):
             return [(prefix, " ".join(map(str, value)))]
+        if all(
+            isinstance(item, dict) and not any(isinstance(v, (dict, list)) for v in item.values()) for item in value
+        ):
+            # A list of records (compile frames, per-rank figures): one line each, unknown values left out.
+            return [
+                (f"{prefix}[{index}]", "  ".join(f"{k} {v}" for k, v in item.items() if v is not None))
+                for index, item in enumerate(value)
+            ]
         rows = []
         for index, item in enumerate(value):
             rows += _flatten(item, f"{prefix}[{index}]")
