@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kb.entry import Entry
 from kb.store import ENV_HOME, KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,3 +41,12 @@ def run_kb(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def only_entry(kb: KnowledgeBase) -> Entry:
+    """The one entry a test made; every entry file must read cleanly."""
+    problems: list = []
+    entries = list(kb.iter_entries(problems))
+    assert problems == []
+    assert len(entries) == 1, [e.id for e in entries]
+    return entries[0]

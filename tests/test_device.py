@@ -37,8 +37,9 @@ def install_fake_distribution(site: Path, name: str, version: str, summary: str,
     (site / module / "__init__.py").write_text("")
 
 
-def test_backend_notes_say_which_package_provides_torch_tpu_and_which_neuronx(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_backend_notes_say_which_package_provides_torch_tpu_and_which_neuronx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install_fake_distribution(tmp_path, "torch_tpu", "0.1.1", "PyTorch on Cloud TPUs", "torch_tpu")
     install_fake_distribution(tmp_path, "torch_neuronx", "2.9.0.2.15.1", "Neuron for PyTorch (XLA)", "torch_neuronx")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO, only_entry, run_kb
 
-from kb.entry import Entry
 from kb.store import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "instrumented.py"
@@ -28,14 +27,6 @@ def run_script(
         cwd=cwd,
         timeout=timeout,
     )
-
-
-def only_entry(kb: KnowledgeBase) -> Entry:
-    problems: list = []
-    entries = list(kb.iter_entries(problems))
-    assert problems == []
-    assert len(entries) == 1, [e.id for e in entries]
-    return entries[0]
 
 
 def test_an_eager_run_writes_its_own_entry(kb: KnowledgeBase) -> None:

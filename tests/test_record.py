@@ -12,20 +12,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import run_kb
+from conftest import only_entry, run_kb
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
 
 PY = sys.executable
-
-
-def only_entry(kb: KnowledgeBase) -> Entry:
-    problems: list = []
-    entries = list(kb.iter_entries(problems))
-    assert problems == []
-    assert len(entries) == 1, [e.id for e in entries]
-    return entries[0]
 
 
 def test_completed_run_captures_what_ran_and_on_what(kb: KnowledgeBase, tmp_path: Path) -> None:

@@ -9,15 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, run_kb
+from conftest import REPO, only_entry, run_kb
 
-from kb.entry import Entry
 from kb.store import KnowledgeBase
-
-
-def only_entry(kb: KnowledgeBase) -> Entry:
-    (entry,) = list(kb.iter_entries())
-    return entry
 
 
 def test_options_alone_record_a_run_with_the_environment_of_now(kb: KnowledgeBase) -> None:

@@ -329,22 +329,15 @@ class Run:
         if not steady:
             return {}
         median = statistics.median(steady)
-        out = {}
-        if self.tokens_per_step:
-            out["tokens_per_s"] = {
-                "value": _round(self.tokens_per_step / median),
-                "unit": "tokens/s",
-                "better": "higher",
-                "phase": "steady",
-            }
-        if self.samples_per_step:
-            out["samples_per_s"] = {
-                "value": _round(self.samples_per_step / median),
-                "unit": "samples/s",
-                "better": "higher",
-                "phase": "steady",
-            }
-        return out
+        rates = (
+            ("tokens_per_s", self.tokens_per_step, "tokens/s"),
+            ("samples_per_s", self.samples_per_step, "samples/s"),
+        )
+        return {
+            name: {"value": _round(per_step / median), "unit": unit, "better": "higher", "phase": "steady"}
+            for name, per_step, unit in rates
+            if per_step
+        }
 
     def _rank_summary(self, status: str) -> dict[str, Any]:
         steady = self._times[self.warmup_steps :]
