@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: record a real PyTorch training run, eager and compiled, into this repository's knowledge
-# base (kb.toml at the root, entries/), then compare the two, search, and show the compiled run.
+# base (kb.toml at the root, entries/), then compare the two, list, search, and show the compiled run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-80}
@@ -11,7 +11,8 @@ for mode in eager compiled; do
     -- python examples/train_tiny_lm.py --mode "$mode" --steps "$steps"
 done
 
-# The two runs side by side, fastest first, then the compiled one in full (compile evidence included).
+# The two runs side by side: what differs, timings by phase, throughput with ratios, compile evidence.
+kb compare --workload tiny-lm --by mode
 kb ls --workload tiny-lm --tag demo --sort metric.tokens_per_s --limit 2
 kb search 'workload:tiny-lm mode:compiled' --limit 1
 newest=$(kb ls --workload tiny-lm --mode compiled --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')

@@ -148,6 +148,51 @@ def _number(value: Any) -> str:
     return "" if value is None else f"{value:.4g}"
 
 
+def _cell(row: Any, index: int) -> str:
+    value = row.values[index]
+    if value is None:
+        return "-"
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    if row.unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+        text += f" {row.unit}"
+    ratio = row.ratios[index] if index < len(row.ratios) else None
+    if index and ratio is not None:
+        text += f"  ×{ratio:.3g}"
+    verdict = row.verdicts[index] if index < len(row.verdicts) else ""
+    if index and verdict:
+        text += f" {verdict}"
+    return text
+
+
+def comparison_view(comparison: Any) -> Group:
+    parts: list[Any] = [Text("What differs", style="bold")]
+    parts += [Text(f"  {line}") for line in comparison.differences] or [Text("  nothing recorded differs")]
+    table = Table(box=None, header_style="bold", pad_edge=False, title_justify="left")
+    table.add_column("")
+    for index, entry in enumerate(comparison.entries):
+        table.add_column(f"{entry.id}\n{'baseline' if index == 0 else entry.status or entry.kind}")
+    section = None
+    for row in comparison.rows:
+        if row.section != section:
+            section = row.section
+            table.add_row(Text(section, style="bold"), *[""] * len(comparison.entries))
+        table.add_row(f"  {row.name}", *[_cell(row, i) for i in range(len(comparison.entries))])
+    parts += [Text(""), table, Text(f"Noise: {comparison.noise_method}.", style="dim")]
+    return Group(*parts)
+
+
+def comparison_markdown(comparison: Any) -> str:
+    lines = ["**What differs**", ""]
+    lines += [f"- {line}" for line in comparison.differences] or ["- nothing recorded differs"]
+    header = ["", *(f"`{e.id}`" for e in comparison.entries)]
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in comparison.rows:
+        cells = [f"{row.section}.{row.name}", *(_cell(row, i) for i in range(len(comparison.entries)))]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    lines += ["", f"Noise: {comparison.noise_method}."]
+    return "\n".join(lines)
+
+
 def console() -> Console:
     """A console that, when writing to a pipe or file, is wide enough that tables are not folded."""
     plain = Console(highlight=False)

@@ -169,3 +169,40 @@ def _day(text: str, option: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise KbError(f"{option} {text!r}: expected a date like 2026-11-30") from None
+
+
+def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tuple[str, str]]:
+    """(group value, entry path) of the newest run or report of a workload in each group, groups in order.
+
+    `by` is an entry column (backend, mode) or `version:PACKAGE`; versions are ordered by PEP 440.
+    """
+    if by in ("backend", "mode"):
+        rows = db.execute(
+            f"SELECT {by}, path FROM entries e WHERE workload = ? AND kind IN ('run', 'report') AND {by} IS NOT NULL "
+            f"AND recorded = (SELECT MAX(recorded) FROM entries x WHERE x.workload = e.workload "
+            f"AND x.kind IN ('run', 'report') AND x.{by} = e.{by}) ORDER BY {by}",
+            [workload],
+        ).fetchall()
+    elif by.startswith("version:") and len(by) > len("version:"):
+        package = normalise_package(by.split(":", 1)[1])
+        rows = db.execute(
+            "SELECT v.version, e.path, e.recorded FROM entries e JOIN versions v ON v.entry_id = e.id "
+            "WHERE e.workload = ? AND e.kind IN ('run', 'report') AND v.package = ? ORDER BY e.recorded",
+            [workload, package],
+        ).fetchall()
+        newest = {version: path for version, path, _ in rows}  # later rows are newer: they win
+        rows = sorted(newest.items(), key=lambda item: _version_key(item[0]))
+    else:
+        raise KbError(f"--by {by!r}: group by backend, mode, or version:PACKAGE (e.g. --by version:torch)")
+    if not rows:
+        raise KbError(f"no runs of workload {workload!r} to compare; 'kb ls --kind run' lists the workloads")
+    return [(str(value), path) for value, path in rows]
+
+
+def _version_key(text: str) -> tuple:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
