@@ -22,8 +22,21 @@ HANDOVER = (
 
 def record(batch: int, median: float, p10: float, p90: float, rate: float) -> str:
     script = HANDOVER.format(median=median, p10=p10, p90=p90, rate=rate)
-    result = run_kb("record", "--workload", "mlp", "--backend", "cpu", "--mode", "eager", "--setting", f"batch={batch}",
-                    "--", sys.executable, "-c", script)
+    result = run_kb(
+        "record",
+        "--workload",
+        "mlp",
+        "--backend",
+        "cpu",
+        "--mode",
+        "eager",
+        "--setting",
+        f"batch={batch}",
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
     assert result.returncode == 0, result.stderr
     return result.stderr.split("recorded ")[1].split(" ")[0]
 
@@ -37,7 +50,9 @@ def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:
     assert comparison["differences"] == ["batch 8 → 16"]
     rows = {(row["section"], row["name"]): row for row in comparison["rows"]}
     step = rows[("timings", "step_s")]
-    assert step["values"] == [0.02, 0.012] and step["ratios"] == [1.0, 0.6] and step["verdicts"] == ["baseline", "better"]
+    assert (
+        step["values"] == [0.02, 0.012] and step["ratios"] == [1.0, 0.6] and step["verdicts"] == ["baseline", "better"]
+    )
     rate = rows[("metrics", "tokens_per_s")]
     assert rate["better"] == "higher" and rate["verdicts"] == ["baseline", "better"]
     assert rate["ratios"][1] == pytest.approx(3.3333, rel=1e-3)
@@ -53,8 +68,9 @@ def test_overlapping_spreads_are_within_noise(kb: KnowledgeBase) -> None:
 
 
 def write(kb: KnowledgeBase, entry_id: str, **fields) -> str:
-    entry = new_entry(entry_id, fields.pop("title", entry_id), fields.pop("kind", "run"),
-                      recorded=fields.pop("recorded"), **fields)
+    entry = new_entry(
+        entry_id, fields.pop("title", entry_id), fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields
+    )
     (kb.entries_path / f"{entry_id}.md").write_text(entry.serialise())
     return entry_id
 
@@ -62,16 +78,37 @@ def write(kb: KnowledgeBase, entry_id: str, **fields) -> str:
 @pytest.fixture
 def releases(kb: KnowledgeBase) -> KnowledgeBase:
     base = {"status": "completed", "workload": {"name": "qwen3-32b"}, "mode": "compiled"}
-    write(kb, "2026-01-01-qwen-neuron-000001", recorded="2026-01-01T00:00:00Z", backend="neuron",
-          versions={"torch": "2.9.0", "torch-neuronx": "2.9.0.2.15.1"},
-          hardware={"accelerators": [{"vendor": "aws", "name": "trainium2", "count": 16}]},
-          timings={"compile_s": 1637.0}, metrics={"tokens_per_s": {"value": 11099.0, "unit": "tokens/s"}}, **base)
-    write(kb, "2026-06-01-qwen-neuron-000002", recorded="2026-06-01T00:00:00Z", backend="neuron",
-          versions={"torch": "2.10.0", "torch-neuronx": "2.13.3.0"},
-          hardware={"accelerators": [{"vendor": "aws", "name": "trainium2", "count": 32}]},
-          timings={"compile_s": 540.0}, metrics={"tokens_per_s": {"value": 14156.0, "unit": "tokens/s"}}, **base)
-    write(kb, "2026-03-01-qwen-cuda-000003", recorded="2026-03-01T00:00:00Z", backend="cuda",
-          versions={"torch": "2.9.1"}, metrics={"tokens_per_s": {"value": 20000.0, "unit": "tokens/s"}}, **base)
+    write(
+        kb,
+        "2026-01-01-qwen-neuron-000001",
+        recorded="2026-01-01T00:00:00Z",
+        backend="neuron",
+        versions={"torch": "2.9.0", "torch-neuronx": "2.9.0.2.15.1"},
+        hardware={"accelerators": [{"vendor": "aws", "name": "trainium2", "count": 16}]},
+        timings={"compile_s": 1637.0},
+        metrics={"tokens_per_s": {"value": 11099.0, "unit": "tokens/s"}},
+        **base,
+    )
+    write(
+        kb,
+        "2026-06-01-qwen-neuron-000002",
+        recorded="2026-06-01T00:00:00Z",
+        backend="neuron",
+        versions={"torch": "2.10.0", "torch-neuronx": "2.13.3.0"},
+        hardware={"accelerators": [{"vendor": "aws", "name": "trainium2", "count": 32}]},
+        timings={"compile_s": 540.0},
+        metrics={"tokens_per_s": {"value": 14156.0, "unit": "tokens/s"}},
+        **base,
+    )
+    write(
+        kb,
+        "2026-03-01-qwen-cuda-000003",
+        recorded="2026-03-01T00:00:00Z",
+        backend="cuda",
+        versions={"torch": "2.9.1"},
+        metrics={"tokens_per_s": {"value": 20000.0, "unit": "tokens/s"}},
+        **base,
+    )
     write(kb, "2026-02-01-decision-000004", kind="decision", recorded="2026-02-01T00:00:00Z")
     return kb
 
@@ -92,8 +129,11 @@ def test_grouped_compare_takes_the_newest_of_each_group(releases: KnowledgeBase)
     assert [e["id"] for e in by_backend["entries"]] == ["2026-03-01-qwen-cuda-000003", "2026-06-01-qwen-neuron-000002"]
     by_torch = json.loads(run_kb("compare", "--workload", "qwen3-32b", "--by", "version:torch", "--json").stdout)
     # Version order, not text order: 2.9.0 < 2.9.1 < 2.10.0.
-    assert [e["id"] for e in by_torch["entries"]] == ["2026-01-01-qwen-neuron-000001", "2026-03-01-qwen-cuda-000003",
-                                                       "2026-06-01-qwen-neuron-000002"]
+    assert [e["id"] for e in by_torch["entries"]] == [
+        "2026-01-01-qwen-neuron-000001",
+        "2026-03-01-qwen-cuda-000003",
+        "2026-06-01-qwen-neuron-000002",
+    ]
 
 
 def test_bad_comparisons_say_what_is_wrong(releases: KnowledgeBase) -> None:
@@ -102,6 +142,8 @@ def test_bad_comparisons_say_what_is_wrong(releases: KnowledgeBase) -> None:
     unknown = run_kb("compare", "2026-01-01-qwen-neuron-000001", "2026-06-01-qwen-neuron-000009")
     assert unknown.stderr.startswith("kb: error: no entry '2026-06-01-qwen-neuron-000009'")
     assert "did you mean 2026-06-01-qwen-neuron-000002" in unknown.stderr
-    assert run_kb("compare", "2026-01-01-qwen-neuron-000001").stderr == "kb: error: compare needs at least two entries\n"
+    assert (
+        run_kb("compare", "2026-01-01-qwen-neuron-000001").stderr == "kb: error: compare needs at least two entries\n"
+    )
     assert "no runs of workload 'nope'" in run_kb("compare", "--workload", "nope", "--by", "backend").stderr
     assert "group by backend, mode, or version:PACKAGE" in run_kb("compare", "--workload", "x", "--by", "date").stderr
