@@ -49,9 +49,9 @@ def main_options(
 
 
 def _register() -> None:
-    from kb.commands import check, compare, index, init, ls, record, schema, search, show
+    from kb.commands import check, compare, decide, index, init, ls, record, release, revisit, schema, search, show
 
-    for module in (init, record, show, ls, search, compare, check, index, schema):
+    for module in (init, record, show, ls, search, compare, decide, release, revisit, check, index, schema):
         module.register(app)
 
 

@@ -16,7 +16,7 @@ FIELD_ORDER = (
     "schema", "id", "title", "kind", "status", "recorded", "author", "tags", "links", "provenance",
     "workload", "backend", "mode", "settings", "command", "recorder", "git", "versions", "hardware",
     "environment", "precision", "timings", "metrics", "compile", "fallbacks", "memory", "numerics", "ranks", "failure",
-    "adaptations", "attachments",
+    "adaptations", "decision", "release", "attachments",
 )  # fmt: skip
 
 

@@ -1,0 +1,73 @@
+"""`kb decide`: record a decision with its evidence and its revisit triggers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+HELP = """Record a decision: the question, the choice, the alternatives, why, the evidence (entry ids,
+checked to exist) and when to look at it again. Triggers (repeatable --trigger):
+
+  release: PACKAGE                                   a newer release of PACKAGE is recorded (kb release)
+  when: NAME OP NUMBER [for key=value ...]           new evidence meets a condition, e.g.
+                                                     'when: compile_s < 600 for workload=gpt-oss backend=neuron'
+  after: YYYY-MM-DD                                  the date has passed
+  newer-evidence                                     a newer run of the same workload and backend exists
+
+In a terminal, missing title, question and choice are asked for; in scripts, give them as options.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("decide", help=HELP)
+    def decide_command(
+        ctx: typer.Context,
+        title: Optional[str] = typer.Option(None, "--title", help="One line: what was decided."),
+        question: Optional[str] = typer.Option(None, "--question", help="The question the decision answers."),
+        choice: Optional[str] = typer.Option(None, "--choice", help="What was chosen."),
+        alternative: list[str] = typer.Option([], "--alternative", help="An option considered; repeatable."),
+        rationale: Optional[str] = typer.Option(None, "--rationale", help="Why."),
+        evidence: list[str] = typer.Option([], "--evidence", help="An entry id the decision rests on; repeatable."),
+        status: str = typer.Option("accepted", "--status", help="proposed, accepted, rejected or superseded."),
+        owner: Optional[str] = typer.Option(None, "--owner", help="Who owns the decision."),
+        trigger: list[str] = typer.Option([], "--trigger", help="When to revisit (see above); repeatable."),
+        supersedes: Optional[str] = typer.Option(
+            None, "--supersedes", help="The decision this one replaces.", metavar="ID"
+        ),
+        date_: Optional[str] = typer.Option(
+            None, "--date", help="When it was decided (default: today).", metavar="YYYY-MM-DD"
+        ),
+    ) -> None:
+        from datetime import date
+
+        from kb.commands.common import knowledge_base
+        from kb.decisions import new_decision
+        from kb.errors import KbError
+
+        asked = {"--title": title, "--question": question, "--choice": choice}
+        if sys.stdin.isatty():
+            asked = {flag: value or typer.prompt(flag.lstrip("-").capitalize()) for flag, value in asked.items()}
+        missing = [flag for flag, value in asked.items() if not value]
+        if missing:
+            raise KbError(f"a decision needs {', '.join(missing)}")
+        try:
+            when = date.fromisoformat(date_) if date_ else date.today()
+        except ValueError:
+            raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
+        entry = new_decision(
+            knowledge_base(ctx),
+            title=asked["--title"],
+            question=asked["--question"],
+            choice=asked["--choice"],
+            alternatives=alternative,
+            rationale=rationale,
+            evidence=evidence,
+            status=status,
+            owner=owner,
+            triggers=trigger,
+            supersedes=supersedes,
+            when=when,
+        )
+        typer.echo(f"kb: recorded decision {entry.id} in {entry.path}", err=True)
