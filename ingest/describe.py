@@ -30,6 +30,7 @@ class RunInfo:
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     note: str | None = None
     reference: str | None = None
+    rerun_of: str | None = None
     author: str | None = None
 
     def fields(self) -> dict[str, Any]:
@@ -37,7 +38,10 @@ class RunInfo:
         out: dict[str, Any] = {
             "author": self.author,
             "tags": sorted(set(self.tags)) or None,
-            "links": {"reference": self.reference} if self.reference else None,
+            "links": {
+                role: target for role, target in (("reference", self.reference), ("rerun_of", self.rerun_of)) if target
+            }
+            or None,
             "workload": {"name": self.workload} if self.workload else None,
             "backend": self.backend,
             "mode": self.mode,

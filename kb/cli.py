@@ -49,9 +49,12 @@ def main_options(
 
 
 def _register() -> None:
-    from kb.commands import check, compare, decide, index, init, ls, record, release, revisit, schema, search, show
+    from kb.commands import (
+        check, compare, decide, index, init, ls, record, release, rerun, revisit, schema, search, show, trend,
+    )  # fmt: skip
 
-    for module in (init, record, show, ls, search, compare, decide, release, revisit, check, index, schema):
+    modules = (init, record, rerun, show, ls, search, compare, trend, decide, release, revisit, check, index, schema)
+    for module in modules:
         module.register(app)
 
 

@@ -147,3 +147,27 @@ def test_bad_comparisons_say_what_is_wrong(releases: KnowledgeBase) -> None:
     )
     assert "no runs of workload 'nope'" in run_kb("compare", "--workload", "nope", "--by", "backend").stderr
     assert "group by backend, mode, or version:PACKAGE" in run_kb("compare", "--workload", "x", "--by", "date").stderr
+
+
+def test_rerun_repeats_the_command_links_and_compares(kb: KnowledgeBase) -> None:
+    first = record(8, 0.020, 0.019, 0.022, 25600.0)
+    result = run_kb("rerun", first[:20])
+    assert result.returncode == 0, result.stderr
+    assert f"a rerun of {first}" in result.stderr
+    assert "tokens_per_s" in result.stdout and "baseline" in result.stdout
+    entries = {e.id: e for e in kb.iter_entries()}
+    (again,) = [e for e in entries.values() if e.id != first]
+    assert again.data["links"] == {"rerun_of": first}
+    assert again.data["command"]["argv"] == entries[first].data["command"]["argv"]
+    assert again.data["settings"]["batch"] == 8 and again.data["workload"] == {"name": "mlp"}
+
+
+def test_rerun_refuses_what_it_cannot_repeat(kb: KnowledgeBase) -> None:
+    run_kb("record", "--title", "after the fact", "--no-edit")
+    (entry,) = list(kb.iter_entries())
+    refused = run_kb("rerun", entry.id)
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        f"kb: error: {entry.id} holds no recorded command to run again (it was recorded after "
+        "the fact, or is not a run)\n"
+    )

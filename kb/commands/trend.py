@@ -1,0 +1,53 @@
+"""`kb trend METRIC --workload W`: a metric or timing across versions, with regressions flagged."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+HELP = """Follow a metric (tokens_per_s) or a timing (compile_s, step_s) of a workload across versions of a
+package (torch by default), in PEP 440 order, with a sparkline. Each version's median is held against
+the best of all earlier versions: worse by more than the threshold is flagged as a regression, better
+by more than it as an improvement.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("trend", help=HELP)
+    def trend_command(
+        ctx: typer.Context,
+        metric: str = typer.Argument(..., help="A metric or timing name, e.g. tokens_per_s or compile_s."),
+        workload: str = typer.Option(..., "--workload", help="The workload to follow."),
+        package: str = typer.Option("torch", "--package", help="Whose versions order the points."),
+        by: Optional[str] = typer.Option(None, "--by", help="One series per backend or mode."),
+        threshold: float = typer.Option(0.05, "--threshold", min=0.0, help="The noise band, as a fraction."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        from dataclasses import asdict
+
+        from kb.commands.common import print_json, synced
+        from kb.trend import trend
+
+        _, db = synced(ctx)
+        result = trend(db, metric, workload, package=package, by=by, threshold=threshold)
+        if json_:
+            print_json(asdict(result))
+            return
+        typer.echo(
+            f"{metric} of {workload} across {package} versions ({result.better} is better; "
+            f"flagged beyond {threshold:.0%} of the best earlier version)"
+        )
+        for series in result.series:
+            typer.echo(f"\n{series.group or 'all'}  {series.sparkline()}")
+            for point in series.points:
+                change = "" if point.change is None else f"{point.change:+.1%} vs best before"
+                flag = f"  {point.flag.upper()}" if point.flag else ""
+                typer.echo(
+                    f"  {package} {point.version:<14} {point.value:>12.5g}  n={point.count:<3} "
+                    f"{point.first}..{point.last}  {change}{flag}"
+                )
+        if result.skipped:
+            typer.echo(
+                f"\n({result.skipped} entr{'ies' if result.skipped > 1 else 'y'} without a {package} version left out)"
+            )

@@ -1,0 +1,59 @@
+"""`kb trend`: values ordered by version, not date or text, with a regression flagged by the documented rule."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_kb
+
+from kb.entry import new_entry
+from kb.store import KnowledgeBase
+
+POINTS = [  # (recorded, backend, torch, tokens/s): 2.13.0 was recorded before 2.10.0 on purpose
+    ("2026-01-01", "cuda", "2.9.0", 10000.0),
+    ("2026-03-01", "cuda", "2.13.0", 8000.0),
+    ("2026-02-01", "cuda", "2.10.0", 10300.0),
+    ("2026-02-02", "cuda", "2.10.0", 10500.0),
+    ("2026-01-05", "neuron", "2.9.0", 6000.0),
+    ("2026-03-05", "neuron", "2.13.0", 9000.0),
+]
+
+
+def fill(kb: KnowledgeBase) -> None:
+    for index, (day, backend, torch, rate) in enumerate(POINTS):
+        entry_id = f"{day}-llama-{backend}-{index:06d}"
+        entry = new_entry(
+            entry_id,
+            entry_id,
+            "run",
+            recorded=f"{day}T00:00:00Z",
+            status="completed",
+            backend=backend,
+            workload={"name": "llama3-8b"},
+            versions={"torch": torch},
+            metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s", "better": "higher"}},
+            timings={"compile_s": 100.0 + index},
+        )
+        (kb.entries_path / f"{entry_id}.md").write_text(entry.serialise())
+
+
+def test_versions_in_pep440_order_with_a_flagged_regression(kb: KnowledgeBase) -> None:
+    fill(kb)
+    result = json.loads(run_kb("trend", "tokens_per_s", "--workload", "llama3-8b", "--by", "backend", "--json").stdout)
+    cuda, neuron = result["series"]
+    assert cuda["group"] == "cuda" and [p["version"] for p in cuda["points"]] == ["2.9.0", "2.10.0", "2.13.0"]
+    assert [p["value"] for p in cuda["points"]] == [10000.0, 10400.0, 8000.0]  # median of the two 2.10.0 runs
+    assert [p["flag"] for p in cuda["points"]] == ["", "", "regression"]  # +4% is noise; -23% against the best is not
+    assert [p["flag"] for p in neuron["points"]] == ["", "improvement"]
+    text = run_kb("trend", "tokens_per_s", "--workload", "llama3-8b", "--by", "backend").stdout
+    assert "REGRESSION" in text and "▁" in text and "█" in text
+
+
+def test_timings_are_better_lower_and_unknown_names_get_suggestions(kb: KnowledgeBase) -> None:
+    fill(kb)
+    result = json.loads(run_kb("trend", "compile_s", "--workload", "llama3-8b", "--json").stdout)
+    assert result["better"] == "lower" and len(result["series"]) == 1
+    missing = run_kb("trend", "tokens_per_sec", "--workload", "llama3-8b")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("kb: error: no run of 'llama3-8b' has 'tokens_per_sec'; did you mean tokens_per_s")
+    assert "no runs of workload 'gpt'" in run_kb("trend", "x", "--workload", "gpt").stderr
