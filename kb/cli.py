@@ -48,14 +48,16 @@ def main_options(
     ctx.obj = {"kb": kb}
 
 
-def _register() -> None:
-    from kb.commands import (
-        check, compare, decide, index, init, ls, record, release, rerun, revisit, schema, search, show, trend,
-    )  # fmt: skip
+# One module per command in kb/commands/, listed in the order `kb --help` shows them.
+COMMANDS = ("init", "record", "rerun", "show", "ls", "search", "compare", "trend", "decide", "release", "revisit",
+            "check", "index", "schema")  # fmt: skip
 
-    modules = (init, record, rerun, show, ls, search, compare, trend, decide, release, revisit, check, index, schema)
-    for module in modules:
-        module.register(app)
+
+def _register() -> None:
+    from importlib import import_module
+
+    for name in COMMANDS:
+        import_module(f"kb.commands.{name}").register(app)
 
 
 _register()
