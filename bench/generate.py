@@ -726,9 +726,9 @@ KERNELS = {
 }
 TRACEBACK = (
     "Traceback (most recent call last):",
-    '  File "/home/{user}/work/bench/{script}", line 212, in <module>',
+    '  File "/home/{user}/project/bench/{script}", line 212, in <module>',
     "    main()",
-    '  File "/home/{user}/work/bench/{script}", line 171, in main',
+    '  File "/home/{user}/project/bench/{script}", line 171, in main',
     "    loss = step(model, batch)",
 )
 
@@ -1163,8 +1163,8 @@ class _Generator:
         exit_code, signal = {"completed": (0, None), "failed": (1, None), "interrupted": (130, "SIGINT")}.get(
             status, (None, rng.choice(("SIGKILL", "SIGTERM")))
         )
-        command = {"argv": argv, "line": shlex.join(argv), "cwd": f"/home/{user}/work/bench", "exit_code": exit_code}
-        command |= {"signal": signal, "python": f"/home/{user}/work/bench/.venv/bin/python"}
+        command = {"argv": argv, "line": shlex.join(argv), "cwd": f"/home/{user}/project/bench", "exit_code": exit_code}
+        command |= {"signal": signal, "python": f"/home/{user}/project/bench/.venv/bin/python"}
         measured = rng.random() < 0.9
         provenance = (
             {"source": "measured", "tool": "kb record", "environment": "run_time"}
