@@ -165,7 +165,7 @@ REAL_LINES = [
     # cpu_fallback
     ("UserWarning: The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to "
      "run on the CPU. This may have performance implications. (Triggered internally at "
-     "/Users/runner/work/pytorch/pytorch/pytorch/aten/src/ATen/mps/MPSFallback.mm:13.)", "cpu_fallback"),
+     "/Users/runner/pytorch/aten/src/ATen/mps/MPSFallback.mm:13.)", "cpu_fallback"),
     ("[W compiler_depend.ts:51] Warning: CAUTION: The operator 'aten::_linalg_eigh.eigenvalues' is not currently "
      "supported on the NPU backend and will fall back to run on the CPU. This may have performance implications. "
      "(function npu_cpu_fallback)", "cpu_fallback"),
@@ -323,7 +323,7 @@ def test_many_graph_breaks_then_a_cuda_oom_is_oom() -> None:
 
 
 MPS_FALLBACK_ONLY = log("""
-    /Users/me/proj/train.py:88: UserWarning: The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to run on the CPU. This may have performance implications. (Triggered internally at /Users/runner/work/pytorch/pytorch/pytorch/aten/src/ATen/mps/MPSFallback.mm:13.)
+    /Users/me/proj/train.py:88: UserWarning: The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to run on the CPU. This may have performance implications. (Triggered internally at /Users/runner/pytorch/aten/src/ATen/mps/MPSFallback.mm:13.)
       idx = torch.nonzero(mask)
     step 100 loss=0.4312
     step 200 loss=0.3977
