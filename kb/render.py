@@ -16,7 +16,8 @@ STATUS_STYLE = {"completed": "green", "failed": "red", "killed": "red", "interru
 SECTIONS = (
     ("workload", "Workload"), ("settings", "Settings"), ("command", "Command"), ("timings", "Timings"),
     ("metrics", "Metrics"), ("failure", "Failure"), ("compile", "Compile"), ("fallbacks", "Fallbacks"),
-    ("memory", "Memory"), ("numerics", "Numerics"), ("versions", "Versions"), ("hardware", "Hardware"),
+    ("memory", "Memory"), ("numerics", "Numerics"), ("ranks", "Ranks"), ("decision", "Decision"),
+    ("release", "Release"), ("precision", "Precision"), ("versions", "Versions"), ("hardware", "Hardware"),
     ("git", "Git"), ("environment", "Environment"), ("links", "Links"), ("provenance", "Provenance"),
     ("attachments", "Attachments"),
 )  # fmt: skip

@@ -192,3 +192,12 @@ def test_bad_decisions_write_nothing(evidence: KnowledgeBase) -> None:
     assert run_kb("decide", "--title", "t").stderr == "kb: error: a decision needs --question, --choice\n"
     assert run_kb("release", "torch", "two.ten").stderr.startswith("kb: error: 'two.ten' is not a version")
     assert len(sorted(evidence.entries_path.iterdir())) == len(before) + 1  # only the one good decision
+
+
+def test_show_reads_a_decision_for_people(evidence: KnowledgeBase) -> None:
+    decision_id = decide("after: 2099-01-01")
+    shown = run_kb("show", decision_id)
+    assert shown.returncode == 0, shown.stderr
+    for text in ("Decision", "question", "Where does gpt-oss training run?", "choice", "CUDA", "after: 2099-01-01",
+                 "evidence", "2025-10-23-gpt-oss-neuron-000001"):
+        assert text in shown.stdout, text
