@@ -88,21 +88,6 @@ class Entry:
     def recorded(self) -> str:
         return self.data.get("recorded", "")
 
-    def summary(self) -> dict[str, Any]:
-        """The fields a listing shows, for JSON output."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "kind": self.kind,
-            "status": self.status,
-            "recorded": self.recorded,
-            "backend": self.data.get("backend"),
-            "mode": self.data.get("mode"),
-            "workload": self.get("workload.name"),
-            "wall_s": self.get("timings.wall_s"),
-            "path": str(self.path) if self.path else None,
-        }
-
     def get(self, dotted: str, default: Any = None) -> Any:
         """A nested field by dotted path: entry.get('metrics.tokens_per_s.value')."""
         value: Any = self.data
