@@ -18,7 +18,7 @@ from ingest import editor, environment, signatures
 from ingest.describe import RunInfo
 from ingest.finish import OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.runfolder import PROTECTED, check_folder, read_manifest
-from kb.entry import Entry, iso, new_entry, utc_now
+from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
 from kb.store import KnowledgeBase
@@ -47,7 +47,7 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
             raise KbError(f"{path}: no such file to attach; check the path")
     manifest = _manifest_fields(check_folder(after.from_dir)) if after.from_dir else {}
     title = info.title or manifest.get("title") or _title(info, manifest)
-    started = _started(manifest) or utc_now()
+    started = _manifest_time(manifest, "started") or utc_now()
     written = editor.edit(title, info.note or "") if after.edit else None
     status, proposed = _status(after, manifest)
 
@@ -75,7 +75,7 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
     if explanation:
         stated["explanation"] = explanation
     observed = {"evidence": proposed} if proposed else None
-    ended = _ended(manifest)
+    ended = _manifest_time(manifest, "ended")
     output = attached_logs[0] if attached_logs else kb.attachments_path(entry) / RUN_FOLDER / OUTPUT_LOG
     return finish(
         kb, entry, Outcome(status, ended, observed=observed, stated=stated), logs=attached_logs, output=output
@@ -96,14 +96,9 @@ def _title(info: RunInfo, manifest: dict[str, Any]) -> str:
     raise KbError("name the run: give --title, or --workload (with --backend and --mode if you like)")
 
 
-def _started(manifest: dict[str, Any]) -> datetime | None:
-    started = (manifest.get("timings") or {}).get("started")
-    return datetime.fromisoformat(started.replace("Z", "+00:00")) if isinstance(started, str) else None
-
-
-def _ended(manifest: dict[str, Any]) -> datetime | None:
-    ended = (manifest.get("timings") or {}).get("ended")
-    return datetime.fromisoformat(ended.replace("Z", "+00:00")) if isinstance(ended, str) else None
+def _manifest_time(manifest: dict[str, Any], name: str) -> datetime | None:
+    value = (manifest.get("timings") or {}).get(name)
+    return parse_time(value) if isinstance(value, str) else None
 
 
 def _status(after: AfterTheFact, manifest: dict[str, Any]) -> tuple[str, str | None]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ingest.pytorch import ranks
 from ingest.runfolder import Folded, fold_events
-from kb.entry import Entry, iso
+from kb.entry import Entry, iso, parse_time
 from kb.store import KnowledgeBase
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def finish(
         if outcome.wall_s is not None:
             timings["wall_s"] = round(outcome.wall_s, 3)
         elif started:
-            wall = outcome.ended - datetime.fromisoformat(started.replace("Z", "+00:00"))
+            wall = outcome.ended - parse_time(started)
             timings["wall_s"] = round(max(wall.total_seconds(), 0.0), 3)
     if not timings:
         del data["timings"]

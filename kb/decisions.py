@@ -223,9 +223,6 @@ def new_decision(
     when: date,
 ) -> Entry:
     """Write a decision entry (and mark the one it supersedes); everything is checked before anything is written."""
-    from kb.entry import iso, new_entry, utc_now
-    from kb.ids import new_id
-
     if status not in DECISION_STATUSES:
         raise KbError(f"--status {status!r} is not one of: {', '.join(DECISION_STATUSES)}")
     for text in triggers:
@@ -249,16 +246,7 @@ def new_decision(
         links["evidence"] = evidence_ids
     if previous is not None:
         links["supersedes"] = previous.id
-    now = utc_now()
-    entry = new_entry(
-        new_id(title, now),
-        title,
-        "decision",
-        recorded=iso(now),
-        links=links or None,
-        decision={key: value for key, value in section.items() if value is not None},
-    )
-    entry = kb.create(entry)
+    entry = _create(kb, title, "decision", links=links or None, decision=section)
     if previous is not None:
         previous.data.setdefault("decision", {})["status"] = "superseded"
         previous.data.setdefault("links", {})["superseded_by"] = entry.id
@@ -267,17 +255,18 @@ def new_decision(
 
 
 def new_release(kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None) -> Entry:
+    release = {"package": package, "version": version, "date": when.isoformat(), "url": url, "notes": notes}
+    return _create(kb, f"{package} {version}", "release", release=release)
+
+
+def _create(kb: Any, title: str, kind: str, **sections: dict[str, Any] | None) -> Entry:
+    """A new entry recorded now; unset values inside each section are left out."""
     from kb.entry import iso, new_entry, utc_now
     from kb.ids import new_id
 
-    title = f"{package} {version}"
-    release = {"package": package, "version": version, "date": when.isoformat(), "url": url, "notes": notes}
     now = utc_now()
-    entry = new_entry(
-        new_id(title, now),
-        title,
-        "release",
-        recorded=iso(now),
-        release={key: value for key, value in release.items() if value is not None},
-    )
-    return kb.create(entry)
+    fields = {
+        name: {k: v for k, v in section.items() if v is not None} if section else None
+        for name, section in sections.items()
+    }
+    return kb.create(new_entry(new_id(title, now), title, kind, recorded=iso(now), **fields))

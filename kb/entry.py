@@ -29,6 +29,11 @@ def iso(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(text: str) -> datetime:
+    """The inverse of iso(): an entry's time as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def ordered(data: dict[str, Any]) -> dict[str, Any]:
     known = {key: data[key] for key in FIELD_ORDER if key in data}
     return known | {key: value for key, value in data.items() if key not in known}

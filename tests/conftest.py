@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.entry import Entry
+from kb.entry import Entry, new_entry
 from kb.store import ENV_HOME, KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,3 +50,12 @@ def only_entry(kb: KnowledgeBase) -> Entry:
     assert problems == []
     assert len(entries) == 1, [e.id for e in entries]
     return entries[0]
+
+
+def write_entry(kb: KnowledgeBase, entry_id: str, title: str | None = None, body: str = "", **fields) -> Path:
+    """A hand-written entry file (for what no run here can produce): `recorded` is required, kind defaults to run."""
+    entry = new_entry(entry_id, title or entry_id, fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields)
+    entry.body = body
+    path = kb.entries_path / f"{entry_id}.md"
+    path.write_text(entry.serialise())
+    return path

@@ -6,9 +6,8 @@ import json
 import sys
 
 import pytest
-from conftest import run_kb
+from conftest import run_kb, write_entry
 
-from kb.entry import new_entry
 from kb.store import KnowledgeBase
 
 HANDOVER = (
@@ -67,18 +66,10 @@ def test_overlapping_spreads_are_within_noise(kb: KnowledgeBase) -> None:
     assert step["verdicts"] == ["baseline", "within noise"]
 
 
-def write(kb: KnowledgeBase, entry_id: str, **fields) -> str:
-    entry = new_entry(
-        entry_id, fields.pop("title", entry_id), fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields
-    )
-    (kb.entries_path / f"{entry_id}.md").write_text(entry.serialise())
-    return entry_id
-
-
 @pytest.fixture
 def releases(kb: KnowledgeBase) -> KnowledgeBase:
     base = {"status": "completed", "workload": {"name": "qwen3-32b"}, "mode": "compiled"}
-    write(
+    write_entry(
         kb,
         "2026-01-01-qwen-neuron-000001",
         recorded="2026-01-01T00:00:00Z",
@@ -89,7 +80,7 @@ def releases(kb: KnowledgeBase) -> KnowledgeBase:
         metrics={"tokens_per_s": {"value": 11099.0, "unit": "tokens/s"}},
         **base,
     )
-    write(
+    write_entry(
         kb,
         "2026-06-01-qwen-neuron-000002",
         recorded="2026-06-01T00:00:00Z",
@@ -100,7 +91,7 @@ def releases(kb: KnowledgeBase) -> KnowledgeBase:
         metrics={"tokens_per_s": {"value": 14156.0, "unit": "tokens/s"}},
         **base,
     )
-    write(
+    write_entry(
         kb,
         "2026-03-01-qwen-cuda-000003",
         recorded="2026-03-01T00:00:00Z",
@@ -109,7 +100,7 @@ def releases(kb: KnowledgeBase) -> KnowledgeBase:
         metrics={"tokens_per_s": {"value": 20000.0, "unit": "tokens/s"}},
         **base,
     )
-    write(kb, "2026-02-01-decision-000004", kind="decision", recorded="2026-02-01T00:00:00Z")
+    write_entry(kb, "2026-02-01-decision-000004", kind="decision", recorded="2026-02-01T00:00:00Z")
     return kb
 
 

@@ -5,21 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_kb
+from conftest import run_kb, write_entry
 
-from kb.entry import Entry, new_entry
+from kb.entry import Entry
 from kb.store import KnowledgeBase
-
-
-def write(kb: KnowledgeBase, entry_id: str, **fields) -> str:
-    entry = new_entry(entry_id, entry_id, fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields)
-    (kb.entries_path / f"{entry_id}.md").write_text(entry.serialise())
-    return entry_id
 
 
 @pytest.fixture
 def evidence(kb: KnowledgeBase) -> KnowledgeBase:
-    write(
+    write_entry(
         kb,
         "2025-10-23-gpt-oss-neuron-000001",
         recorded="2025-10-23T00:00:00Z",
@@ -89,7 +83,7 @@ def test_a_newer_release_makes_a_decision_due(evidence: KnowledgeBase) -> None:
 
 def test_a_metric_condition_fires_on_new_evidence_only(evidence: KnowledgeBase) -> None:
     decide("when: compile_s < 600 for workload=gpt-oss backend=neuron")
-    write(
+    write_entry(
         evidence,
         "2099-01-01-gpt-oss-cuda-000002",
         recorded="2099-01-01T00:00:00Z",
@@ -98,7 +92,7 @@ def test_a_metric_condition_fires_on_new_evidence_only(evidence: KnowledgeBase) 
         workload={"name": "gpt-oss"},
         timings={"compile_s": 90.0},
     )
-    write(
+    write_entry(
         evidence,
         "2099-01-02-gpt-oss-neuron-000003",
         recorded="2099-01-02T00:00:00Z",
@@ -108,7 +102,7 @@ def test_a_metric_condition_fires_on_new_evidence_only(evidence: KnowledgeBase) 
         timings={"compile_s": 900.0},
     )
     assert revisit() == []  # the fast one is on another backend; the neuron one is still slow
-    write(
+    write_entry(
         evidence,
         "2099-02-01-gpt-oss-neuron-000004",
         recorded="2099-02-01T00:00:00Z",
@@ -130,7 +124,7 @@ def test_dates_and_newer_evidence(evidence: KnowledgeBase) -> None:
 
 def test_newer_evidence_for_the_same_workload_and_backend(evidence: KnowledgeBase) -> None:
     decide("newer-evidence")
-    write(
+    write_entry(
         evidence,
         "2099-01-01-gpt-oss-cuda-000002",
         recorded="2099-01-01T00:00:00Z",
@@ -139,7 +133,7 @@ def test_newer_evidence_for_the_same_workload_and_backend(evidence: KnowledgeBas
         workload={"name": "gpt-oss"},
     )
     assert revisit() == []
-    write(
+    write_entry(
         evidence,
         "2099-01-02-gpt-oss-neuron-000003",
         recorded="2099-01-02T00:00:00Z",
@@ -198,6 +192,14 @@ def test_show_reads_a_decision_for_people(evidence: KnowledgeBase) -> None:
     decision_id = decide("after: 2099-01-01")
     shown = run_kb("show", decision_id)
     assert shown.returncode == 0, shown.stderr
-    for text in ("Decision", "question", "Where does gpt-oss training run?", "choice", "CUDA", "after: 2099-01-01",
-                 "evidence", "2025-10-23-gpt-oss-neuron-000001"):
+    for text in (
+        "Decision",
+        "question",
+        "Where does gpt-oss training run?",
+        "choice",
+        "CUDA",
+        "after: 2099-01-01",
+        "evidence",
+        "2025-10-23-gpt-oss-neuron-000001",
+    ):
         assert text in shown.stdout, text

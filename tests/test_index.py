@@ -10,28 +10,18 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-from conftest import run_kb
+from conftest import run_kb, write_entry
 
-from kb.entry import new_entry
 from kb.index.db import connect, index_path
 from kb.index.sync import fulltext, sync
 from kb.store import KnowledgeBase
 
 
-def write(kb: KnowledgeBase, entry_id: str, title: str, body: str = "", **fields) -> Path:
-    entry = new_entry(entry_id, title, fields.pop("kind", "run"), recorded=fields.pop("recorded"), **fields)
-    entry.body = body
-    path = kb.entries_path / f"{entry_id}.md"
-    path.write_text(entry.serialise())
-    return path
-
-
 @pytest.fixture
 def sample(kb: KnowledgeBase) -> KnowledgeBase:
-    write(
+    write_entry(
         kb,
         "2026-03-01-flex-trn3-000001",
         "FlexAttention on Trainium3",
@@ -49,7 +39,7 @@ def sample(kb: KnowledgeBase) -> KnowledgeBase:
         },
         metrics={"tokens_per_s": {"value": 900.0, "unit": "tokens/s"}},
     )
-    write(
+    write_entry(
         kb,
         "2026-06-01-flex-trn3-000002",
         "FlexAttention on Trainium3 again",
@@ -63,7 +53,7 @@ def sample(kb: KnowledgeBase) -> KnowledgeBase:
         metrics={"tokens_per_s": {"value": 2400.0, "unit": "tokens/s"}},
         timings={"compile_s": 410.0},
     )
-    write(
+    write_entry(
         kb,
         "2026-05-01-llama-h100-000003",
         "Llama 3 8B pretraining on H100",
@@ -77,7 +67,7 @@ def sample(kb: KnowledgeBase) -> KnowledgeBase:
         timings={"compile_s": 95.0},
         body="Compiling took 95 s; steady state matched eager numerics.",
     )
-    write(
+    write_entry(
         kb,
         "2026-05-02-llama-mi300-000004",
         "Llama 3 8B pretraining on MI300X",
@@ -90,7 +80,7 @@ def sample(kb: KnowledgeBase) -> KnowledgeBase:
         failure={"class": "oom", "message": "HIP out of memory"},
         body="## Output\n\n```text\ntorch.OutOfMemoryError: HIP out of memory. FlexAttention was not used.\n```\n",
     )
-    write(
+    write_entry(
         kb,
         "2026-04-01-semianalysis-000005",
         "Qwen3-32B on 16 Trainium2 chips",
@@ -188,7 +178,9 @@ def test_edits_additions_deletions_and_renames_are_picked_up(sample: KnowledgeBa
     assert ls("--workload", "llama3-8b") == ["2026-05-02-llama-mi300-000004", "2026-05-01-llama-h100-000003"]
     moved.unlink()
     assert search("cosmic") == [] and ls("--workload", "llama3-8b") == ["2026-05-02-llama-mi300-000004"]
-    write(sample, "2026-07-01-new-000006", "A cosmic newcomer", recorded="2026-07-01T10:00:00Z", status="completed")
+    write_entry(
+        sample, "2026-07-01-new-000006", "A cosmic newcomer", recorded="2026-07-01T10:00:00Z", status="completed"
+    )
     assert search("cosmic") == ["2026-07-01-new-000006"]
 
 
@@ -220,7 +212,7 @@ def test_a_broken_entry_is_reported_and_the_rest_indexed(sample: KnowledgeBase) 
 
 
 def test_check_finds_links_to_nothing_and_duplicate_ids(sample: KnowledgeBase) -> None:
-    linking = write(
+    linking = write_entry(
         sample,
         "2026-08-01-rerun-000007",
         "Rerun",

@@ -40,6 +40,7 @@ from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks
 from ingest.pytorch.compile_evidence import CompileWatch
 from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
+from kb.entry import iso
 
 # Where a run outside `kb record` writes its run folder: this, else the knowledge base's cache (the folder is
 # removed once its entry is written), else ./kb-runs when no knowledge base is reachable.
@@ -434,8 +435,8 @@ class Run:
             "environment": captured.get("environment"),
             "git": {k: v for k, v in (captured.get("git") or {}).items() if k != "diff"} or None,
             "timings": {
-                "started": _iso(self.started),
-                "ended": _iso(ended),
+                "started": iso(self.started),
+                "ended": iso(ended),
                 "wall_s": _round(time.monotonic() - self._clock),
             },
         }
@@ -483,7 +484,3 @@ def _spread(values: list[float]) -> dict[str, Any]:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.{SIGNIFICANT}g}")
-
-
-def _iso(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
