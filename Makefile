@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench bench-quick
+.PHONY: install browser demo test lint bench bench-quick
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -12,13 +12,19 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[torch,test]'
 	touch $@
 
+# The browser tests drive Debian's Chromium; install it once (as root, or through sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
 demo: install
 	PATH="$(abspath $(BIN)):$$PATH" bash examples/demo.sh
 
 lint: install
 	$(BIN)/ruff check .
 
-test: install lint
+test: install browser lint
 	$(BIN)/python -m pytest
 
 bench: install

@@ -13,9 +13,12 @@ def reference() -> str:
     runner = CliRunner()
     group = typer.main.get_command(app)
     parts = [_block("kb --help", runner.invoke(app, ["--help"], prog_name="kb", env={"COLUMNS": "100"}).output)]
-    for name in group.commands:
-        result = runner.invoke(app, [name, "--help"], prog_name="kb", env={"COLUMNS": "100"})
-        parts.append(f"## kb {name}\n\n" + _block(f"kb {name} --help", result.output))
+    for name, command in group.commands.items():
+        # A group (kb site) is documented with each of its commands.
+        for words in [[name], *([name, sub] for sub in getattr(command, "commands", {}))]:
+            result = runner.invoke(app, [*words, "--help"], prog_name="kb", env={"COLUMNS": "100"})
+            title = " ".join(words)
+            parts.append(f"## kb {title}\n\n" + _block(f"kb {title} --help", result.output))
     return "\n".join(parts)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kb.compare import guess_better
 from kb.errors import KbError
+from kb.index.query import version_key
 from kb.index.rows import normalise_package
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -94,20 +95,12 @@ def trend(
 
 
 def _series(group: Any, rows: list[tuple], better: str, threshold: float) -> Series:
-    from packaging.version import InvalidVersion, Version
-
-    def key(version: str) -> tuple:
-        try:
-            return (0, Version(version))
-        except InvalidVersion:
-            return (1, version)
-
     by_version: dict[str, list[tuple]] = {}
     for row in rows:
         by_version.setdefault(row[4], []).append(row)
     series = Series(group)
     best: float | None = None
-    for version in sorted(by_version, key=key):
+    for version in sorted(by_version, key=version_key):
         found = by_version[version]
         value = statistics.median(row[3] for row in found)
         point = Point(version, value, len(found), found[0][1][:10], found[-1][1][:10], [row[0] for row in found])

@@ -13,7 +13,7 @@ from kb.fulltext import FullText, Hit
 from kb.index.rows import normalise_package
 
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
-           "compile_s", "step_s_median", "path")  # fmt: skip
+           "compile_s", "step_s_median", "source", "path")  # fmt: skip
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
 _ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
                 "step_s_median", "kind", "mode"}  # fmt: skip
@@ -191,7 +191,7 @@ def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tup
             [workload, package],
         ).fetchall()
         newest = {version: path for version, path, _ in rows}  # later rows are newer: they win
-        rows = sorted(newest.items(), key=lambda item: _version_key(item[0]))
+        rows = sorted(newest.items(), key=lambda item: version_key(item[0]))
     else:
         raise KbError(f"--by {by!r}: group by backend, mode, or version:PACKAGE (e.g. --by version:torch)")
     if not rows:
@@ -199,7 +199,8 @@ def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tup
     return [(str(value), path) for value, path in rows]
 
 
-def _version_key(text: str) -> tuple:
+def version_key(text: str) -> tuple:
+    """PEP 440 order, with versions that are not PEP 440 after all the others, by text."""
     from packaging.version import InvalidVersion, Version
 
     try:

@@ -1,0 +1,443 @@
+"""What the site shows: every page as a path, a template, and the data it is rendered from.
+
+Entry pages depend only on their entry file (and its attachments), so their key is known without
+reading the entry: unchanged ones are not rendered again. Every other page gathers its data from the
+SQLite index; its key is a hash of that data, so a page is rendered only when what it shows changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kb.entry import Entry
+from kb.errors import KbError
+from kb.index.query import COLUMNS, Filters, list_entries, version_key
+from kb.sections import IDENTITY, SECTIONS, flatten
+from kb.store import KnowledgeBase
+from kb.website.markup import inside_site, markdown_html
+
+PAGE_SIZE = 100
+RECENT = 20
+# Packages whose versions get facet pages: PyTorch and the backend stacks people compare across releases.
+FACET_PACKAGES = ("torch", "torch-xla", "torch-neuronx", "neuronx-cc", "torch-tpu", "libtpu", "jax", "triton")
+FACETS = (
+    ("kind", "Kind", "e.kind"), ("status", "Status", "e.status"), ("backend", "Backend", "e.backend"),
+    ("workload", "Workload", "e.workload"), ("mode", "Mode", "e.mode"), ("failure", "Failure class", "e.failure_class"),
+)  # fmt: skip
+PHASES = (("load_s", "load"), ("compile_s", "compile"), ("first_step_s", "first step"), ("warmup_s", "warm-up"))
+PHASE_KEYS = {key for key, _ in PHASES} | {"step_s", "wall_s"}
+SPECIAL = {"timings", "failure", "attachments", "links", "decision"}  # sections with a layout of their own
+_OUTPUT = re.compile(r"^## Output[ \t]*$", re.MULTILINE)
+_SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+@dataclass
+class Page:
+    path: str  # relative to the site folder, with '/'
+    template: str
+    key: str  # a hash of everything the page shows: unchanged key, unchanged page
+    context: Callable[[], dict[str, Any]]
+    search: bool = False  # indexed for full-text search (entry pages)
+
+    @property
+    def depth(self) -> int:
+        return self.path.count("/")
+
+
+def digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def slug(value: str) -> str:
+    """A file name for a facet value; values that had to change get a short hash so two never collide."""
+    clean = _SLUG.sub("-", value).strip("-.") or "value"
+    return clean if clean == value else f"{clean[:60]}-{hashlib.sha256(value.encode()).hexdigest()[:6]}"
+
+
+def entry_page_path(entries_relative: str) -> str:
+    return "entries/" + str(PurePosixPath(entries_relative).with_suffix(".html"))
+
+
+class Site:
+    """The pages of one knowledge base, read from its index."""
+
+    def __init__(self, kb: KnowledgeBase, db: sqlite3.Connection, today: date):
+        self.kb = kb
+        self.db = db
+        self.today = today
+        rows = db.execute("SELECT id, path FROM entries").fetchall()
+        self.paths = {entry_id: entry_page_path(path) for entry_id, path in rows}
+
+    # -- entry pages ------------------------------------------------------------------------------
+    def entry_pages(self, due: dict[str, Any]) -> Iterator[Page]:
+        rows = self.db.execute(
+            "SELECT e.id, e.path, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id ORDER BY e.path"
+        ).fetchall()
+        for entry_id, path, sha in rows:
+            files = _attachment_files(self.kb.entries_path, path)
+            state = due.get(entry_id)
+            yield Page(
+                path=entry_page_path(path),
+                template="entry.html",
+                key=digest("entry", sha, files, state and (state.reasons, state.entries)),
+                context=lambda path=path, state=state: self.entry_context(path, state),
+                search=True,
+            )
+
+    def entry_context(self, path: str, due_state: Any) -> dict[str, Any]:
+        entry = Entry.read(self.kb.entries_path / path)
+        data = entry.data
+        page_path = entry_page_path(path)
+        depth = page_path.count("/")
+        body, output = _split_output(entry.body)
+        failure = data.get("failure") or {}
+        timings = data.get("timings") or {}
+        sections = [
+            (label, flatten(data[key]))
+            for key, label in SECTIONS
+            if key not in SPECIAL and data.get(key) not in (None, {}, [])
+        ]
+        shown = IDENTITY | {key for key, _ in SECTIONS}
+        rest = {key: value for key, value in data.items() if key not in shown and value not in (None, {}, [])}
+        if rest:
+            sections.append(("More", flatten(rest)))
+        return {
+            "entry": entry,
+            "data": data,
+            "facts": self._facts(entry),
+            "reported": (data.get("provenance") or {}).get("source") == "reported",
+            "phases": _phases(timings),
+            "timing_rows": flatten({k: v for k, v in timings.items() if k not in PHASE_KEYS}),
+            "failure": failure or None,
+            "failure_rows": flatten({k: v for k, v in failure.items() if k not in ("class", "message", "explanation")}),
+            "decision_rows": flatten(data["decision"]) if data.get("decision") else [],
+            "due": due_state,
+            "sections": sections,
+            "links": self._links(data.get("links") or {}, depth),
+            "attachments": _attachments(data.get("attachments") or [], path),
+            "body": markdown_html(body, depth=depth) if body.strip() else None,
+            "output": markdown_html(output, depth=depth) if output else None,
+            "filters": _search_filters(data),
+        }
+
+    def _facts(self, entry: Entry) -> list[tuple[str, str, str | None]]:
+        """(label, value, facet page or None) for the line under an entry's title."""
+        data = entry.data
+        facts = [("recorded", entry.recorded, None)]
+        workload = (data.get("workload") or {}).get("name")
+        for label, value, dim in (
+            ("kind", entry.kind, "kind"),
+            ("status", entry.status, "status"),
+            ("backend", data.get("backend"), "backend"),
+            ("mode", data.get("mode"), "mode"),
+            ("workload", workload, "workload"),
+            ("author", data.get("author"), None),
+        ):
+            if value:
+                facts.append((label, str(value), facet_path(dim, str(value)) if dim else None))
+        for tag in data.get("tags") or []:
+            facts.append(("tag", tag, facet_path("tag", tag)))
+        return facts
+
+    def _links(self, links: dict[str, Any], depth: int) -> list[tuple[str, list[tuple[str, str | None]]]]:
+        found = []
+        for role, targets in links.items():
+            targets = [targets] if isinstance(targets, str) else list(targets or [])
+            found.append((role, [(t, self.href(self.paths[t], depth) if t in self.paths else None) for t in targets]))
+        return found
+
+    @staticmethod
+    def href(target: str, depth: int) -> str:
+        return "../" * depth + target
+
+    # -- listing pages ----------------------------------------------------------------------------
+    def facets(self) -> list[tuple[str, str, list[tuple[str, int]]]]:
+        """(dimension, label, [(value, count)]) for every facet, values by count then name."""
+        found = []
+        for dim, label, column in FACETS:
+            rows = self.db.execute(
+                f"SELECT {column}, COUNT(*) FROM entries e WHERE {column} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1"
+            ).fetchall()
+            found.append((dim, label, rows))
+        found.append(
+            ("tag", "Tag", self.db.execute("SELECT tag, COUNT(*) FROM tags GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
+        )
+        for package in FACET_PACKAGES:
+            rows = self.db.execute(
+                "SELECT version, COUNT(*) FROM versions WHERE package = ? GROUP BY 1", [package]
+            ).fetchall()
+            if rows:
+                rows.sort(key=lambda row: version_key(row[0]), reverse=True)
+                found.append((f"package:{package}", package, rows))
+        return found
+
+    def listing_pages(self, facets: list[tuple[str, str, list[tuple[str, int]]]]) -> Iterator[Page]:
+        yield from self._paged("list/index", "All entries", Filters(), facets, None)
+        for dim, label, values in facets:
+            for value, _ in values:
+                title = f"{label}: {value}"
+                yield from self._paged(facet_path(dim, value)[:-5], title, facet_filters(dim, value), facets, dim)
+
+    def _paged(self, stem: str, title: str, filters: Filters, facets: list, dim: str | None) -> Iterator[Page]:
+        rows = [_row(row) for row in list_entries(self.db, filters, limit=None)]
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        for number in range(1, pages + 1):
+            path = f"{stem}.html" if number == 1 else f"{stem}-{number}.html"
+            depth = path.count("/")
+            chunk = [
+                dict(row, href=self.href(self.paths[row["id"]], depth))
+                for row in rows[(number - 1) * PAGE_SIZE :][:PAGE_SIZE]
+            ]
+            context = {
+                "title": title,
+                "rows": chunk,
+                "total": len(rows),
+                "facets": facets,
+                "active": dim,
+                "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
+                "first": (number - 1) * PAGE_SIZE + 1,
+            }
+            yield Page(path, "listing.html", digest("listing", path, context), lambda c=context: c)
+
+    # -- home, comparisons, trends, decisions ----------------------------------------------------------
+    def home_page(self, facets: list, due: dict[str, Any], problems: list[Any]) -> Page:
+        recent = [
+            dict(_row(row), href=self.href(self.paths[row["id"]], 0))
+            for row in list_entries(self.db, Filters(), limit=RECENT)
+        ]
+        (total,) = self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
+        shown = {"kind", "status", "backend", "workload", "failure"}
+        context = {
+            "total": total,
+            "recent": recent,
+            "facets": [facet for facet in facets if facet[0] in shown],
+            "due": [
+                {
+                    "id": d.decision.id,
+                    "title": d.decision.title,
+                    "reasons": d.reasons,
+                    "href": self.href(self.paths[d.decision.id], 0),
+                }
+                for d in due.values()
+                if d.decision.id in self.paths
+            ],
+            "problems": [str(problem) for problem in problems],
+            "workloads": self.compared_workloads(),
+        }
+        return Page("index.html", "home.html", digest("home", context), lambda: context)
+
+    def compared_workloads(self) -> list[str]:
+        rows = self.db.execute(
+            "SELECT workload FROM entries WHERE kind IN ('run', 'report') AND workload IS NOT NULL "
+            "GROUP BY workload ORDER BY workload"
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def comparison_pages(self) -> Iterator[Page]:
+        from kb.compare import compare
+
+        workloads = self.compared_workloads()
+        index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
+        yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
+        for workload in workloads:
+            rows = self.db.execute(
+                "SELECT e.path, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
+                "WHERE e.workload = ? AND e.kind IN ('run', 'report') AND e.recorded = ("
+                "SELECT MAX(recorded) FROM entries x WHERE x.workload = e.workload AND x.kind IN ('run', 'report') "
+                "AND x.backend IS e.backend AND x.mode IS e.mode) ORDER BY e.backend, e.mode, e.path",
+                [workload],
+            ).fetchall()
+            path = f"compare/{slug(workload)}.html"
+
+            def context(rows: list = rows, workload: str = workload) -> dict[str, Any]:
+                entries = [Entry.read(self.kb.entries_path / row[0]) for row in rows]
+                comparison = compare(entries) if len(entries) > 1 else None
+                return {
+                    "workload": workload,
+                    "entries": [(e, self.href(self.paths[e.id], 1)) for e in entries],
+                    "comparison": comparison,
+                }
+
+            yield Page(path, "compare.html", digest("compare", path, rows), context)
+
+    def trend_pages(self) -> Iterator[Page]:
+        from kb.trend import trend
+        from kb.website.charts import trend_svg
+
+        workloads = self.compared_workloads()
+        index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
+        yield Page("trends/index.html", "trends_index.html", digest("trends-index", index), lambda: index)
+        for workload in workloads:
+            names = [
+                row[0]
+                for row in self.db.execute(
+                    "SELECT DISTINCT m.name FROM metrics m JOIN entries e ON e.id = m.entry_id "
+                    "WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ('run', 'report') "
+                    "UNION SELECT DISTINCT t.name FROM timings t JOIN entries e ON e.id = t.entry_id "
+                    "WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
+                    "AND e.kind IN ('run', 'report') ORDER BY 1",
+                    [workload, workload],
+                )
+            ]
+            charts = []
+            for name in names:
+                try:
+                    result = trend(self.db, name, workload, package="torch", by="backend")
+                except KbError:
+                    continue
+                if not result.series:
+                    continue
+                title = f"{name} of {workload} across torch versions, by backend ({result.better} is better)"
+                series = [
+                    {
+                        "group": s.group or "all",
+                        "points": [(p.version, f"{p.value:.4g}", p.count, p.flag) for p in s.points],
+                    }
+                    for s in result.series
+                ]
+                charts.append({"name": name, "title": title, "svg": trend_svg(result, title), "series": series})
+            path = f"trends/{slug(workload)}.html"
+            context = {"workload": workload, "charts": charts}
+            yield Page(path, "trends.html", digest("trend", path, context), lambda c=context: c)
+
+    def decisions_page(self, due: dict[str, Any]) -> Page:
+        rows = self.db.execute(
+            "SELECT id, title, recorded, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded DESC, id"
+        ).fetchall()
+        decisions = []
+        for entry_id, title, recorded, front_matter in rows:
+            section = json.loads(front_matter).get("decision") or {}
+            state = due.get(entry_id)
+            decisions.append(
+                {
+                    "id": entry_id,
+                    "title": title,
+                    "recorded": recorded,
+                    "href": self.href(self.paths[entry_id], 0),
+                    "status": section.get("status"),
+                    "choice": section.get("choice"),
+                    "question": section.get("question"),
+                    "triggers": section.get("triggers") or [],
+                    "reasons": state.reasons if state else [],
+                }
+            )
+        context = {"decisions": decisions}
+        return Page("decisions.html", "decisions.html", digest("decisions", context), lambda: context)
+
+
+def facet_path(dim: str, value: str) -> str:
+    folder = dim.replace("package:", "version-")
+    return f"list/{folder}/{slug(value)}.html"
+
+
+def facet_filters(dim: str, value: str) -> Filters:
+    if dim.startswith("package:"):
+        return Filters(packages=[f"{dim.split(':', 1)[1]}=={value}"])
+    if dim == "tag":
+        return Filters(tags=[value])
+    return Filters(**{dim: value})
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: row[name] for name in COLUMNS if name != "path"} | {"recorded": row["recorded"][:10]}
+
+
+def _pager(stem: str, number: int, pages: int) -> dict[str, Any] | None:
+    if pages == 1:
+        return None
+
+    def name(n: int) -> str:
+        return f"{stem}.html" if n == 1 else f"{stem}-{n}.html"
+
+    return {
+        "number": number,
+        "pages": pages,
+        "previous": name(number - 1) if number > 1 else None,
+        "next": name(number + 1) if number < pages else None,
+    }
+
+
+def _split_output(body: str) -> tuple[str, str]:
+    """The body before its `## Output` section, and that section (shown collapsed: logs are long)."""
+    match = _OUTPUT.search(body)
+    if match is None:
+        return body, ""
+    return body[: match.start()], body[match.end() :].strip("\n")
+
+
+def _phases(timings: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [(label, f"{timings[key]:.4g} s") for key, label in PHASES if isinstance(timings.get(key), (int, float))]
+    step = timings.get("step_s")
+    if isinstance(step, dict) and step.get("median") is not None:
+        spread = f" (p10 {step['p10']:.4g}, p90 {step['p90']:.4g})" if "p10" in step and "p90" in step else ""
+        rows.append(("steady step, median", f"{step['median']:.4g} s{spread} over {step.get('count', '?')} steps"))
+    if isinstance(timings.get("wall_s"), (int, float)):
+        rows.append(("wall", f"{timings['wall_s']:.4g} s"))
+    return rows
+
+
+def _attachments(items: list[Any], entry_path: str) -> list[dict[str, Any]]:
+    """Attachment links (relative to the entry, as in the entries folder); one that would leave it is not linked."""
+    folder = posixpath.dirname(entry_path)
+    found = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            continue
+        relative = item["path"]
+        source = posixpath.normpath(posixpath.join(folder, relative))
+        safe = "\x00" not in relative and not relative.startswith("/") and inside_site(source, 0)
+        found.append(
+            {
+                "path": relative,
+                "role": item.get("role"),
+                "bytes": item.get("bytes"),
+                "href": relative if safe else None,
+                "source": source if safe else None,
+            }
+        )
+    return found
+
+
+def _attachment_files(entries: Path, entry_path: str) -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of every file in an entry's attachment folder: part of its page's key."""
+    folder = entries / Path(entry_path).with_suffix("")
+    found = []
+    stack = [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for item in listing:
+                    if item.is_dir(follow_symlinks=False):
+                        stack.append(Path(item.path))
+                    elif item.is_file(follow_symlinks=False):
+                        stat = item.stat()
+                        found.append((os.path.relpath(item.path, entries), stat.st_size, stat.st_mtime_ns))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return sorted(found)
+
+
+def _search_filters(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(filter, value) pairs the search page narrows by."""
+    pairs = [
+        ("kind", data.get("kind")),
+        ("status", data.get("status")),
+        ("backend", data.get("backend")),
+        ("mode", data.get("mode")),
+        ("workload", (data.get("workload") or {}).get("name")),
+        ("failure", (data.get("failure") or {}).get("class")),
+        ("torch", (data.get("versions") or {}).get("torch")),
+        ("source", (data.get("provenance") or {}).get("source")),
+    ]
+    pairs += [("tag", tag) for tag in data.get("tags") or []]
+    return [(name, str(value)) for name, value in pairs if value not in (None, "")]

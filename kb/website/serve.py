@@ -1,0 +1,125 @@
+"""`kb site serve`: build the site, serve it on loopback, and rebuild it when the entries change.
+
+Only a loopback address is accepted: this is a preview for the person at the machine, not a server.
+Changes are found by polling the entries folder's sizes and modification times once a second (the
+same cheap walk the index sync does); a rebuild is incremental, so it costs little.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import socket
+import threading
+from collections.abc import Callable
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+from kb.errors import KbError
+from kb.store import KnowledgeBase
+from kb.website.build import build_site, default_out
+
+POLL_S = 1.0
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".js": "text/javascript",
+    }
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-cache")  # a preview: always the newest build
+        super().end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # quiet: the terminal shows builds, not requests
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def loopback(host: str) -> str:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None or not address.is_loopback:
+        raise KbError(f"--host {host!r}: kb site serve listens on loopback only (127.0.0.1 or ::1)")
+    return host
+
+
+def make_server(out: Path, host: str, port: int) -> ThreadingHTTPServer:
+    _Server.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return _Server((loopback(host), port), functools.partial(_Handler, directory=str(out)))
+    except OSError as exc:
+        raise KbError(f"cannot listen on {host}:{port}: {exc.strerror}; try --port 0 for a free port") from None
+
+
+def entries_state(kb: KnowledgeBase) -> tuple:
+    """What a change to the entries (or their attachments) changes: every file's path, size and mtime."""
+    state = []
+    for folder in [kb.entries_path, *(p for p in kb.entries_path.rglob("*") if p.is_dir())]:
+        try:
+            for item in folder.iterdir():
+                if item.is_file():
+                    stat = item.stat()
+                    state.append((str(item), stat.st_size, stat.st_mtime_ns))
+        except FileNotFoundError:
+            continue
+    return tuple(sorted(state))
+
+
+def serve(
+    kb: KnowledgeBase,
+    out: Path | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    watch: bool = True,
+    echo: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+) -> None:
+    out = (out or default_out(kb)).resolve()
+    loopback(host)
+    echo(f"Site: {build_site(kb, out).summary()}")
+    server = make_server(out, host, port)
+    shown = f"[{host}]" if ":" in host else host
+    echo(f"Serving {out} at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    stop = stop or threading.Event()
+    try:
+        state = entries_state(kb) if watch else None
+        while not stop.wait(POLL_S):
+            if not watch:
+                continue
+            now = entries_state(kb)
+            if now != state:
+                state = now
+                try:
+                    echo(f"Rebuilt: {build_site(kb, out).summary()}")
+                except KbError as exc:
+                    echo(f"kb: rebuild failed: {exc}")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
