@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: record a real PyTorch training run, eager and compiled, into this repository's knowledge
-# base (kb.toml at the root, entries/), then compare the two, list, search, and show the compiled run.
+# base (kb.toml at the root, entries/), then compare the two, list, search, show the compiled run, and
+# render the whole knowledge base as a static site in site/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-80}
@@ -17,3 +18,7 @@ kb ls --workload tiny-lm --tag demo --sort metric.tokens_per_s --limit 2
 kb search 'workload:tiny-lm mode:compiled' --limit 1
 newest=$(kb ls --workload tiny-lm --mode compiled --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
 kb show "$newest"
+
+# The static site: every entry, lists with facets, comparisons, trend charts, decisions and search.
+kb site build
+echo "Open site/index.html in a browser, or run 'kb site serve' for search at http://127.0.0.1:8000/."
