@@ -27,8 +27,8 @@ lint: install
 test: install browser lint
 	$(BIN)/python -m pytest
 
-bench: install
+bench: install browser
 	$(BIN)/python -m bench
 
-bench-quick: install
+bench-quick: install browser
 	$(BIN)/python -m bench --quick

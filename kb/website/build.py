@@ -95,7 +95,7 @@ def build_site(
                 for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded, id")
             ]
             due = {item.decision.id: item for item in due_decisions(decisions, db, today)}
-            site = Site(kb, db, today)
+            site = Site(kb, db)
             pages = _pages(site, due, report.problems, base_url)
             _write(kb, out, pages, base_url, report, progress)
         finally:

@@ -15,7 +15,6 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -71,10 +70,9 @@ def entry_page_path(entries_relative: str) -> str:
 class Site:
     """The pages of one knowledge base, read from its index."""
 
-    def __init__(self, kb: KnowledgeBase, db: sqlite3.Connection, today: date):
+    def __init__(self, kb: KnowledgeBase, db: sqlite3.Connection):
         self.kb = kb
         self.db = db
-        self.today = today
         rows = db.execute("SELECT id, path FROM entries").fetchall()
         self.paths = {entry_id: entry_page_path(path) for entry_id, path in rows}
 
