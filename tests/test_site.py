@@ -162,7 +162,7 @@ def test_hostile_entry_text_is_escaped_and_sanitised(kb: KnowledgeBase) -> None:
     build_site(kb)
     out = kb.root / "site"
     page = (out / "entries/2026-11-06-hostile-eeeeee.html").read_text()
-    assert re.findall(r"<script[^>]*>", page) == ['<script type="module" src="../assets/kb.js">']
+    assert re.findall(r"<script[^>]*>", page) == ['<script defer src="../assets/kb.js">']
     assert not re.search(r"<[^>]+\son\w+\s*=", page), "an event-handler attribute survived"
     assert 'href="javascript' not in page and '<a href="data:' not in page and "<svg onload" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt; title" in page

@@ -17,7 +17,8 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 56
 PALETTE = 8
 
 
-def trend_svg(result: Trend, title: str) -> Markup:
+def trend_svg(result: Trend, title: str, colours: dict[str | None, int]) -> Markup:
+    """`colours` numbers each group, so a backend keeps its colour across the charts of a page."""
     versions = _versions(result)
     values = [point.value for series in result.series for point in series.points]
     low, high = min(values), max(values)
@@ -48,7 +49,7 @@ def trend_svg(result: Trend, title: str) -> Markup:
             f"{escape(version)}</text>"
         )
     for index, series in enumerate(result.series):
-        css = f"series-{index % PALETTE}"
+        css = f"series-{colours.get(series.group, index) % PALETTE}"
         points = " ".join(f"{x(p.version):.1f},{y(p.value):.1f}" for p in series.points)
         parts.append(f'<polyline class="line {css}" points="{points}"/>')
         for point in series.points:

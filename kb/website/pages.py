@@ -287,14 +287,18 @@ class Site:
                     [workload, workload],
                 )
             ]
-            charts = []
+            results = []
             for name in names:
                 try:
                     result = trend(self.db, name, workload, package="torch", by="backend")
                 except KbError:
                     continue
-                if not result.series:
-                    continue
+                if result.series:
+                    results.append((name, result))
+            groups = sorted({s.group or "" for _, r in results for s in r.series})
+            colours = {group or None: index for index, group in enumerate(groups)}
+            charts = []
+            for name, result in results:
                 title = f"{name} of {workload} across torch versions, by backend ({result.better} is better)"
                 series = [
                     {
@@ -303,7 +307,9 @@ class Site:
                     }
                     for s in result.series
                 ]
-                charts.append({"name": name, "title": title, "svg": trend_svg(result, title), "series": series})
+                charts.append(
+                    {"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series}
+                )
             path = f"trends/{slug(workload)}.html"
             context = {"workload": workload, "charts": charts}
             yield Page(path, "trends.html", digest("trend", path, context), lambda c=context: c)

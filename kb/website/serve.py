@@ -54,6 +54,12 @@ class _Handler(SimpleHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a browser that went away is no error
+            super().handle_error(request, client_address)
+
 
 def loopback(host: str) -> str:
     try:
