@@ -77,3 +77,14 @@ def parse_metric(text: str) -> tuple[str, dict[str, Any]]:
 
 def parse_all(settings: list[str], metrics: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return dict(map(parse_setting, settings)), dict(map(parse_metric, metrics))
+
+
+def parse_versions(items: list[str]) -> dict[str, str]:
+    """`torch=2.9.0` -> {'torch': '2.9.0'}: versions are always text (2.10 is not 2.1)."""
+    versions = {}
+    for text in items:
+        name, sep, version = text.partition("=")
+        if not sep or not name.strip() or not version.strip():
+            raise KbError(f"--version {text!r}: expected package=version, e.g. --version torch=2.9.0")
+        versions[name.strip()] = version.strip()
+    return versions

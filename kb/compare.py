@@ -37,10 +37,23 @@ class Row:
 
 
 @dataclass
+class CaseChanges:
+    """How one coverage entry's test cases moved against the baseline's: the regressions a release brought."""
+
+    entry: str
+    newly_passing: list[str]
+    newly_failing: list[str]  # failed or error now, passed or skipped (or absent) in the baseline
+    newly_skipped: list[str]
+    added: int  # cases the baseline did not have
+    removed: int  # baseline cases this entry does not have
+
+
+@dataclass
 class Comparison:
     entries: list[Entry]
     differences: list[str]
     rows: list[Row]
+    cases: list[CaseChanges] = field(default_factory=list)
     noise_method: str = NOISE_METHOD
 
     def as_dict(self) -> dict[str, Any]:
@@ -48,6 +61,7 @@ class Comparison:
             "entries": [{"id": e.id, "title": e.title, "kind": e.kind, "status": e.status} for e in self.entries],
             "differences": self.differences,
             "rows": [row.__dict__ for row in self.rows],
+            "cases": [change.__dict__ for change in self.cases],
             "noise_method": self.noise_method,
         }
 
@@ -63,7 +77,44 @@ def compare(entries: list[Entry]) -> Comparison:
             "or coverage entries with each other"
         )
     rows = _timing_rows(entries) + _metric_rows(entries) + _evidence_rows(entries)
-    return Comparison(entries=entries, differences=differences(entries), rows=rows)
+    cases = case_changes(entries) if kinds == {"coverage"} else []
+    return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases)
+
+
+def case_changes(entries: list[Entry]) -> list[CaseChanges]:
+    """Each later coverage entry's cases against the first's, from their per-case tables (cases.tsv)."""
+    baseline = _cases(entries[0])
+    changes = []
+    for entry in entries[1:]:
+        cases = _cases(entry)
+        if baseline is None or cases is None:
+            continue
+        failing = {"failed", "error"}
+        changes.append(
+            CaseChanges(
+                entry=entry.id,
+                newly_passing=sorted(c for c, o in cases.items() if o == "passed" and baseline.get(c, "passed") != o),
+                newly_failing=sorted(c for c, o in cases.items() if o in failing and baseline.get(c) not in failing),
+                newly_skipped=sorted(c for c, o in cases.items() if o == "skipped" and baseline.get(c, o) != o),
+                added=len(cases.keys() - baseline.keys()),
+                removed=len(baseline.keys() - cases.keys()),
+            )
+        )
+    return changes
+
+
+def _cases(entry: Entry) -> dict[str, str] | None:
+    """case -> outcome from the entry's per-case table; None when it has none (typed in by hand, say)."""
+    name = (entry.data.get("coverage") or {}).get("cases")
+    if not isinstance(name, str) or entry.path is None:
+        return None
+    path = entry.path.with_suffix("") / name
+    try:
+        with open(path, encoding="utf-8") as handle:
+            next(handle, None)  # the header
+            return {case: outcome for case, outcome, *_ in (line.rstrip("\n").split("\t") for line in handle)}
+    except (OSError, ValueError):
+        return None
 
 
 def differences(entries: list[Entry]) -> list[str]:

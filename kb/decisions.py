@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from kb.entry import Entry
+from kb.entry import Entry, entry_now
 from kb.errors import KbError
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
@@ -246,7 +246,7 @@ def new_decision(
         links["evidence"] = evidence_ids
     if previous is not None:
         links["supersedes"] = previous.id
-    entry = _create(kb, title, "decision", links=links or None, decision=section)
+    entry = kb.create(entry_now(title, "decision", links=links or None, decision=section))
     if previous is not None:
         previous.data.setdefault("decision", {})["status"] = "superseded"
         previous.data.setdefault("links", {})["superseded_by"] = entry.id
@@ -256,17 +256,4 @@ def new_decision(
 
 def new_release(kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None) -> Entry:
     release = {"package": package, "version": version, "date": when.isoformat(), "url": url, "notes": notes}
-    return _create(kb, f"{package} {version}", "release", release=release)
-
-
-def _create(kb: Any, title: str, kind: str, **sections: dict[str, Any] | None) -> Entry:
-    """A new entry recorded now; unset values inside each section are left out."""
-    from kb.entry import iso, new_entry, utc_now
-    from kb.ids import new_id
-
-    now = utc_now()
-    fields = {
-        name: {k: v for k, v in section.items() if v is not None} if section else None
-        for name, section in sections.items()
-    }
-    return kb.create(new_entry(new_id(title, now), title, kind, recorded=iso(now), **fields))
+    return kb.create(entry_now(f"{package} {version}", "release", release=release))

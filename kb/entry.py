@@ -9,6 +9,7 @@ from typing import Any
 
 from kb import frontmatter
 from kb.errors import EntryError, Problem
+from kb.ids import new_id
 from kb.schema import SCHEMA_VERSION, coerce_entry, validate
 
 # The order kb writes fields in: identity first, then what ran, on what, how it went. Unknown fields follow.
@@ -120,3 +121,14 @@ def new_entry(entry_id: str, title: str, kind: str, **fields: Any) -> Entry:
     data["recorded"] = fields.pop("recorded", None) or iso(utc_now())
     data.update({key: value for key, value in fields.items() if value is not None})
     return Entry(data=ordered(data))
+
+
+def entry_now(title: str, kind: str, **sections: Any) -> Entry:
+    """A new entry recorded now, with a fresh id; unset values (None) are left out, also inside sections."""
+    now = utc_now()
+    fields = {
+        name: {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+        for name, value in sections.items()
+        if value is not None
+    }
+    return new_entry(new_id(title, now), title, kind, recorded=iso(now), **fields)

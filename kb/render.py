@@ -19,11 +19,18 @@ def status_text(status: str | None) -> Text:
     return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
 
 
+def kind_text(kind: str, source: str | None) -> Text:
+    """The kind, with reported figures marked so they are never read as measured ones."""
+    return Text.assemble(kind, (" (reported)", "yellow") if source == "reported" else "")
+
+
 def entry_view(entry: Entry) -> Group:
     data = entry.data
+    source = (data.get("provenance") or {}).get("source")
     head = Text.assemble(
-        (entry.title, "bold"), "\n", (entry.id, "dim"), "  ", entry.kind, "  ", status_text(entry.status)
-    )
+        (entry.title, "bold"), "\n", (entry.id, "dim"), "  ", kind_text(entry.kind, source), "  ",
+        status_text(entry.status),
+    )  # fmt: skip
     facts = [f"recorded {entry.recorded}"]
     facts += [f"{key} {data[key]}" for key in ("author", "backend", "mode") if data.get(key)]
     if data.get("tags"):
@@ -61,7 +68,7 @@ def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None) -> Tabl
         cells = [
             row["id"],
             status_text(row["status"]),
-            row["kind"],
+            kind_text(row["kind"], row.get("source")),
             row["backend"] or "",
             row["mode"] or "",
             _number(row["wall_s"]),
@@ -76,9 +83,11 @@ def search_results(results: list[tuple[Any, dict[str, Any]]]) -> Group:
     parts: list[Any] = []
     for hit, row in results:
         where = " ".join(v for v in (row["backend"], row["workload"], row["mode"]) if v)
+        marker = (" reported", "yellow") if row.get("source") == "reported" else ""
         head = Text.assemble(
-            (row["id"], "bold"), "  ", status_text(row["status"]), "  ", where, (f"  score {hit.score:.2f}", "dim")
-        )
+            (row["id"], "bold"), "  ", status_text(row["status"]), marker, "  ", where,
+            (f"  score {hit.score:.2f}", "dim"),
+        )  # fmt: skip
         parts += [head, Text(row["title"]), Markdown(hit.snippet) if hit.snippet else Text(""), Text("")]
     return Group(*parts)
 
@@ -120,15 +129,33 @@ def comparison_view(comparison: Any) -> Group:
     table = Table(box=None, header_style="bold", pad_edge=False, title_justify="left")
     table.add_column("")
     for index, entry in enumerate(comparison.entries):
-        table.add_column(f"{entry.id}\n{'baseline' if index == 0 else entry.status or entry.kind}")
+        reported = " (reported)" if (entry.data.get("provenance") or {}).get("source") == "reported" else ""
+        table.add_column(f"{entry.id}\n{'baseline' if index == 0 else entry.status or entry.kind}{reported}")
     section = None
     for row in comparison.rows:
         if row.section != section:
             section = row.section
             table.add_row(Text(section, style="bold"), *[""] * len(comparison.entries))
         table.add_row(f"  {row.name}", *[_cell(row, i) for i in range(len(comparison.entries))])
-    parts += [Text(""), table, Text(f"Noise: {comparison.noise_method}.", style="dim")]
+    parts += [Text(""), table]
+    for change in comparison.cases:
+        parts += [Text(""), Text(f"Cases of {change.entry} against the baseline", style="bold")]
+        parts += [Text(f"  {line}") for line in case_lines(change)]
+    parts.append(Text(f"Noise: {comparison.noise_method}.", style="dim"))
     return Group(*parts)
+
+
+def case_lines(change: Any, show: int = 20) -> list[str]:
+    """Newly passing, failing and skipped cases, the first `show` of each named."""
+    lines = []
+    for label, cases in (("newly failing", change.newly_failing), ("newly skipped", change.newly_skipped),
+                         ("newly passing", change.newly_passing)):  # fmt: skip
+        lines.append(f"{len(cases)} {label}" + (":" if cases else ""))
+        lines += [f"  {case}" for case in cases[:show]]
+        if len(cases) > show:
+            lines.append(f"  ... and {len(cases) - show} more (--json lists all)")
+    lines.append(f"{change.added} cases added, {change.removed} removed")
+    return lines
 
 
 def comparison_markdown(comparison: Any) -> str:
@@ -139,6 +166,9 @@ def comparison_markdown(comparison: Any) -> str:
     for row in comparison.rows:
         cells = [f"{row.section}.{row.name}", *(_cell(row, i) for i in range(len(comparison.entries)))]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    for change in comparison.cases:
+        lines += ["", f"**Cases of `{change.entry}` against the baseline**", ""]
+        lines += [f"- {line}" if not line.startswith("  ") else f"  - `{line.strip()}`" for line in case_lines(change)]
     lines += ["", f"Noise: {comparison.noise_method}."]
     return "\n".join(lines)
 

@@ -1,0 +1,65 @@
+"""Evidence read from another tool's files (JUnit XML, profiler traces, compile traces) becomes an entry.
+
+Each importer reads its files into an `Imported`: a title, the entry's kind, its sections, a Markdown
+body and the files to attach (the originals and anything derived, such as a per-case table). This
+module turns that into a new entry, or adds it to an existing run entry, with `provenance.source:
+imported`. An importer that finds bad input raises KbError before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ingest.describe import RunInfo
+from ingest.finish import list_attachments
+from kb.entry import Entry, entry_now
+from kb.errors import KbError
+from kb.store import KnowledgeBase
+
+
+@dataclass
+class Imported:
+    title: str  # a title from the files, used unless --title is given
+    kind: str  # "coverage" or "run"
+    fields: dict[str, Any]  # entry sections: coverage / profile / compile, metrics, timings, status ...
+    body: str  # Markdown for people: the summary sentence and tables
+    files: list[tuple[Path, str]] = field(default_factory=list)  # (file, name beside the entry) to attach
+
+
+def create_imported(
+    kb: KnowledgeBase, imported: Imported, info: RunInfo, *, tool: str, versions: dict[str, str] | None = None
+) -> Entry:
+    """A new entry from what an importer read and what the person said (workload, backend, tags...)."""
+    given = info.fields()
+    fields: dict[str, Any] = {**imported.fields, **{k: v for k, v in given.items() if k != "metrics"}}
+    if imported.fields.get("metrics") or given.get("metrics"):
+        fields["metrics"] = {**(imported.fields.get("metrics") or {}), **(given.get("metrics") or {})}
+    if versions:
+        fields["versions"] = dict(sorted(versions.items()))
+    fields["provenance"] = {"source": "imported", "tool": tool, "environment": "none"}
+    entry = entry_now(info.title or imported.title, imported.kind, **fields)
+    entry.body = imported.body + (f"\n## Notes\n\n{info.body()}" if info.body() else "")
+    entry = kb.create(entry)
+    return _attach(kb, entry, imported)
+
+
+def add_to(kb: KnowledgeBase, ref: str, imported: Imported, section: str) -> Entry:
+    """Add an importer's section (and its files) to an existing entry, e.g. a profile to the run it profiled."""
+    entry = kb.load(ref)
+    if section in entry.data:
+        raise KbError(f"{entry.id} already has a {section} section; import into a new entry instead (drop --to)")
+    entry.data[section] = imported.fields[section]
+    entry.body = entry.body.rstrip("\n") + "\n\n" + imported.body if entry.body.strip() else imported.body
+    return _attach(kb, entry, imported)
+
+
+def _attach(kb: KnowledgeBase, entry: Entry, imported: Imported) -> Entry:
+    for path, name in imported.files:
+        kb.attach(entry, path, name)
+    entry.data["attachments"] = list_attachments(kb, entry) or None
+    if entry.data["attachments"] is None:
+        del entry.data["attachments"]
+    kb.save(entry)
+    return entry

@@ -1,0 +1,120 @@
+"""`kb ingest junit|profile|compile-trace FILE`: evidence from other tools' files, as entries."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kb.errors import KbError
+
+JUNIT_HELP = """Import test results written as JUnit XML (pytest --junitxml=..., and other producers) as a
+coverage entry: totals, failures and skips grouped by reason, and every case's outcome attached, so that
+`kb compare` of two coverage entries lists the cases newly passing, failing and skipped."""
+PROFILE_HELP = """Import a torch.profiler Chrome trace (JSON, gzipped or not): total profiled time, the split
+between device compute, memory copies, communication, host work and idle gaps, and the top operators by
+self time. Added to the run it profiled with --to, else recorded as an entry of its own."""
+COMPILE_HELP = """Import a TORCH_TRACE folder (TORCH_TRACE=DIR python train.py): graphs, graph breaks and
+recompiles with their reasons, compile time by frame; with tlparse installed, its HTML report is attached."""
+
+
+def register(app: typer.Typer) -> None:
+    ingest = typer.Typer(help="Import evidence from other tools' files.", no_args_is_help=True)
+    app.add_typer(ingest, name="ingest")
+
+    @ingest.command("junit", help=JUNIT_HELP)
+    def ingest_junit(
+        ctx: typer.Context,
+        files: list[Path] = typer.Argument(
+            ..., help="JUnit XML files (one suite run, possibly in parts).", metavar="FILE..."
+        ),
+        title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the suite)."),
+        workload: Optional[str] = typer.Option(None, "--workload", help="The suite or workload name."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
+        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
+        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
+        version: list[str] = typer.Option([], "--version", help="package=version, e.g. torch=2.9.0; repeatable."),
+        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
+        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+    ) -> None:
+        from ingest.junit import read_junit
+
+        _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), locals())
+
+    @ingest.command("profile", help=PROFILE_HELP)
+    def ingest_profile(
+        ctx: typer.Context,
+        trace: Path = typer.Argument(
+            ..., help="A Chrome trace from torch.profiler (.json or .json.gz).", metavar="TRACE"
+        ),
+        to: Optional[str] = typer.Option(None, "--to", help="Add the profile to this run entry.", metavar="ID"),
+        title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the trace)."),
+        workload: Optional[str] = typer.Option(None, "--workload", help="What ran."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
+        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
+        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
+        version: list[str] = typer.Option([], "--version", help="package=version; repeatable."),
+        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
+        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+    ) -> None:
+        from ingest.profile import read_trace
+
+        _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), locals(), section="profile")
+
+    @ingest.command("compile-trace", help=COMPILE_HELP)
+    def ingest_compile_trace(
+        ctx: typer.Context,
+        folder: Path = typer.Argument(..., help="The folder TORCH_TRACE pointed at.", metavar="DIR"),
+        to: Optional[str] = typer.Option(
+            None, "--to", help="Add the compile evidence to this run entry.", metavar="ID"
+        ),
+        title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the trace)."),
+        workload: Optional[str] = typer.Option(None, "--workload", help="What ran."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="The mode name (default: compiled)."),
+        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
+        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
+        version: list[str] = typer.Option([], "--version", help="package=version; repeatable."),
+        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
+        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+    ) -> None:
+        from ingest.compile_trace import read_compile_trace
+
+        _import(ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), locals(), "compile")
+
+
+def _import(ctx: typer.Context, tool: str, read: Callable, options: dict, section: str | None = None) -> None:
+    """Read first (bad input writes nothing), then make the entry or add to the one named by --to."""
+    from ingest.describe import RunInfo, parse_all, parse_versions
+    from ingest.imported import add_to, create_imported
+    from kb.commands.common import knowledge_base
+
+    settings, _ = parse_all(options["setting"], [])
+    versions = parse_versions(options["version"])
+    info = RunInfo(
+        title=options["title"], workload=options["workload"], backend=options["backend"], mode=options["mode"],
+        tags=options["tag"], settings=settings, note=options["note"], author=options["author"],
+    )  # fmt: skip
+    kb = knowledge_base(ctx)
+    to = options.get("to")
+    if to:
+        kb.locate(to)  # a target that does not exist fails before the file is read
+        given = [f"--{name}" for name in ("title", "workload", "backend", "mode", "author", "note") if options[name]]
+        if given or options["tag"] or options["setting"] or options["version"]:
+            raise KbError("--to adds to an entry as it is; describe the run in the entry itself, not with options")
+    with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:
+        imported = read(Path(work))
+        entry = (
+            add_to(kb, to, imported, section)
+            if to
+            else create_imported(kb, imported, info, tool=tool, versions=versions)
+        )
+    typer.echo(f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}", err=True)
+    summary = imported.body.strip().splitlines()[0] if imported.body.strip() else ""
+    if summary:
+        typer.echo(summary)
