@@ -8,6 +8,7 @@ imported`. An importer that finds bad input raises KbError before anything is wr
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,13 @@ def create_imported(
     entry = entry_now(info.title or imported.title, imported.kind, **fields)
     entry.body = imported.body + (f"\n## Notes\n\n{info.body()}" if info.body() else "")
     entry = kb.create(entry)
-    return _attach(kb, entry, imported)
+    try:
+        return _attach(kb, entry, imported)
+    except BaseException:
+        # An entry without the files it summarises would mislead: take it back, whatever stopped the copy.
+        shutil.rmtree(kb.attachments_path(entry), ignore_errors=True)
+        (entry.path or kb.entry_path(entry.id)).unlink(missing_ok=True)
+        raise
 
 
 def add_to(kb: KnowledgeBase, ref: str, imported: Imported, section: str) -> Entry:
@@ -57,9 +64,20 @@ def add_to(kb: KnowledgeBase, ref: str, imported: Imported, section: str) -> Ent
 
 def _attach(kb: KnowledgeBase, entry: Entry, imported: Imported) -> Entry:
     for path, name in imported.files:
-        kb.attach(entry, path, name)
+        placed = kb.attach(entry, path, name).name
+        if placed != name:  # the entry already had a file of that name: point the sections at the new one
+            _rename([entry.data[key] for key in imported.fields if key in entry.data], name, placed)
     entry.data["attachments"] = list_attachments(kb, entry) or None
     if entry.data["attachments"] is None:
         del entry.data["attachments"]
     kb.save(entry)
     return entry
+
+
+def _rename(sections: list[Any], old: str, new: str) -> None:
+    """Point every field of the imported sections that names the attachment `old` (profile.trace) at `new`."""
+    for section in sections:
+        if isinstance(section, dict):
+            for key, value in section.items():
+                if value == old:
+                    section[key] = new

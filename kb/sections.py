@@ -6,12 +6,12 @@ from typing import Any
 
 # Sections shown as tables of fields, in reading order; the rest of the front matter follows under "More".
 SECTIONS = (
-    ("workload", "Workload"), ("settings", "Settings"), ("command", "Command"), ("timings", "Timings"),
-    ("metrics", "Metrics"), ("failure", "Failure"), ("compile", "Compile"), ("fallbacks", "Fallbacks"),
-    ("memory", "Memory"), ("numerics", "Numerics"), ("ranks", "Ranks"), ("decision", "Decision"),
-    ("release", "Release"), ("precision", "Precision"), ("versions", "Versions"), ("hardware", "Hardware"),
-    ("git", "Git"), ("environment", "Environment"), ("links", "Links"), ("provenance", "Provenance"),
-    ("attachments", "Attachments"),
+    ("report", "Reported"), ("coverage", "Coverage"), ("workload", "Workload"), ("settings", "Settings"),
+    ("command", "Command"), ("timings", "Timings"), ("metrics", "Metrics"), ("failure", "Failure"),
+    ("profile", "Profile"), ("compile", "Compile"), ("fallbacks", "Fallbacks"), ("memory", "Memory"),
+    ("numerics", "Numerics"), ("ranks", "Ranks"), ("decision", "Decision"), ("release", "Release"),
+    ("precision", "Precision"), ("versions", "Versions"), ("hardware", "Hardware"), ("git", "Git"),
+    ("environment", "Environment"), ("links", "Links"), ("provenance", "Provenance"), ("attachments", "Attachments"),
 )  # fmt: skip
 IDENTITY = {"schema", "id", "title", "kind", "status", "recorded", "author", "tags", "backend", "mode", "recorder"}
 
@@ -36,7 +36,9 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
         return rows
     if isinstance(value, list):
         if all(not isinstance(item, (dict, list)) for item in value):
-            return [(prefix, " ".join(map(str, value)))]
+            words = [str(item) for item in value]
+            # Words (argv, tags) read with spaces between; phrases (caveats, triggers) need a clearer mark.
+            return [(prefix, ("; " if any(" " in word for word in words) else " ").join(words))]
         if all(
             isinstance(item, dict) and not any(isinstance(v, (dict, list)) for v in item.values()) for item in value
         ):

@@ -100,10 +100,12 @@ class Site:
         body, output = _split_output(entry.body)
         failure = data.get("failure") or {}
         timings = data.get("timings") or {}
+        reported = (data.get("provenance") or {}).get("source") == "reported"
+        special = SPECIAL | ({"provenance"} if reported else set())  # a reported entry shows it as its Source
         sections = [
             (label, flatten(data[key]))
             for key, label in SECTIONS
-            if key not in SPECIAL and data.get(key) not in (None, {}, [])
+            if key not in special and data.get(key) not in (None, {}, [])
         ]
         shown = IDENTITY | {key for key, _ in SECTIONS}
         rest = {key: value for key, value in data.items() if key not in shown and value not in (None, {}, [])}
@@ -113,7 +115,7 @@ class Site:
             "entry": entry,
             "data": data,
             "facts": self._facts(entry),
-            "reported": (data.get("provenance") or {}).get("source") == "reported",
+            "reported": reported,
             "phases": _phases(timings),
             "timing_rows": flatten({k: v for k, v in timings.items() if k not in PHASE_KEYS}),
             "failure": failure or None,
