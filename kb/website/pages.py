@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kb import frontmatter
 from kb.entry import Entry
 from kb.errors import KbError
 from kb.index.query import COLUMNS, Filters, list_entries, version_key
@@ -33,6 +34,8 @@ FACETS = (
     ("kind", "Kind", "e.kind"), ("status", "Status", "e.status"), ("backend", "Backend", "e.backend"),
     ("workload", "Workload", "e.workload"), ("mode", "Mode", "e.mode"), ("failure", "Failure class", "e.failure_class"),
 )  # fmt: skip
+# Facets read straight off an index row: (facet, column of the row).
+FACET_COLUMNS = tuple((dim, column.removeprefix("e.")) for dim, _, column in FACETS)
 PHASES = (("load_s", "load"), ("compile_s", "compile"), ("first_step_s", "first step"), ("warmup_s", "warm-up"))
 PHASE_KEYS = {key for key, _ in PHASES} | {"step_s", "wall_s"}
 SPECIAL = {"timings", "failure", "attachments", "links", "decision"}  # sections with a layout of their own
@@ -93,7 +96,7 @@ class Site:
             )
 
     def entry_context(self, path: str, due_state: Any) -> dict[str, Any]:
-        entry = Entry.read(self.kb.entries_path / path)
+        entry = self.entry(path)
         data = entry.data
         page_path = entry_page_path(path)
         depth = page_path.count("/")
@@ -129,6 +132,13 @@ class Site:
             "output": markdown_html(output, depth=depth) if output else None,
             "filters": _search_filters(data),
         }
+
+    def entry(self, path: str) -> Entry:
+        """An entry as indexed (its front matter was parsed and checked then), with its body from the file."""
+        (front_matter,) = self.db.execute("SELECT front_matter FROM entries WHERE path = ?", [path]).fetchone()
+        file = self.kb.entries_path / path
+        _, body, _ = frontmatter.split(file.read_text("utf-8"), file)
+        return Entry(data=json.loads(front_matter), body=body, path=file)
 
     def _facts(self, entry: Entry) -> list[tuple[str, str, str | None]]:
         """(label, value, facet page or None) for the line under an entry's title."""
@@ -182,32 +192,59 @@ class Site:
         return found
 
     def listing_pages(self, facets: list[tuple[str, str, list[tuple[str, int]]]]) -> Iterator[Page]:
-        yield from self._paged("list/index", "All entries", Filters(), facets, None)
+        """All entries, and the entries of each facet value, newest first, PAGE_SIZE a page.
+
+        The index is read once (every row, then which tags and versions each entry has) and the rows are
+        dealt to the facet values in one pass: a query per value would read the index hundreds of times.
+        """
+        rows = [_row(row) for row in list_entries(self.db, Filters(), limit=None)]
+        tags: dict[str, list[str]] = {}
+        for entry_id, tag in self.db.execute("SELECT entry_id, tag FROM tags"):
+            tags.setdefault(entry_id, []).append(tag)
+        marks = ", ".join("?" * len(FACET_PACKAGES))
+        versions: dict[str, list[tuple[str, str]]] = {}
+        for entry_id, package, version in self.db.execute(
+            f"SELECT entry_id, package, version FROM versions WHERE package IN ({marks})", FACET_PACKAGES
+        ):
+            versions.setdefault(entry_id, []).append((f"package:{package}", version))
+        dealt: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in rows:
+            keys = [(dim, row[column]) for dim, column in FACET_COLUMNS if row[column] is not None]
+            keys += [("tag", tag) for tag in tags.get(row["id"], ())]
+            keys += versions.get(row["id"], [])
+            for key in keys:
+                dealt.setdefault(key, []).append(row)
+        sidebar = digest(facets)
+        yield from self._paged("list/index", "All entries", rows, facets, sidebar, None)
         for dim, label, values in facets:
             for value, _ in values:
-                title = f"{label}: {value}"
-                yield from self._paged(facet_path(dim, value)[:-5], title, facet_filters(dim, value), facets, dim)
+                stem = facet_path(dim, value)[: -len(".html")]
+                yield from self._paged(stem, f"{label}: {value}", dealt.get((dim, value), []), facets, sidebar, dim)
 
-    def _paged(self, stem: str, title: str, filters: Filters, facets: list, dim: str | None) -> Iterator[Page]:
-        rows = [_row(row) for row in list_entries(self.db, filters, limit=None)]
+    def _paged(
+        self, stem: str, title: str, rows: list[dict[str, Any]], facets: list, sidebar: str, dim: str | None
+    ) -> Iterator[Page]:
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         for number in range(1, pages + 1):
             path = f"{stem}.html" if number == 1 else f"{stem}-{number}.html"
-            depth = path.count("/")
-            chunk = [
-                dict(row, href=self.href(self.paths[row["id"]], depth))
-                for row in rows[(number - 1) * PAGE_SIZE :][:PAGE_SIZE]
-            ]
-            context = {
-                "title": title,
-                "rows": chunk,
-                "total": len(rows),
-                "facets": facets,
-                "active": dim,
-                "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
-                "first": (number - 1) * PAGE_SIZE + 1,
-            }
-            yield Page(path, "listing.html", digest("listing", path, context), lambda c=context: c)
+            chunk = rows[(number - 1) * PAGE_SIZE :][:PAGE_SIZE]
+            # The key hashes the rows as text: cheaper than the page data as JSON, for thousands of pages.
+            shown = "\n".join(repr((*row.values(), self.paths[row["id"]])) for row in chunk)
+            key = digest("listing", path, title, sidebar, len(rows), hashlib.sha256(shown.encode()).hexdigest())
+
+            def context(chunk: list = chunk, path: str = path, number: int = number, pages: int = pages) -> dict:
+                depth = path.count("/")
+                return {
+                    "title": title,
+                    "rows": [dict(row, href=self.href(self.paths[row["id"]], depth)) for row in chunk],
+                    "total": len(rows),
+                    "facets": facets,
+                    "active": dim,
+                    "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
+                    "first": (number - 1) * PAGE_SIZE + 1,
+                }
+
+            yield Page(path, "listing.html", key, context)
 
     # -- home, comparisons, trends, decisions ----------------------------------------------------------
     def home_page(self, facets: list, due: dict[str, Any], problems: list[Any]) -> Page:
@@ -260,7 +297,7 @@ class Site:
             path = f"compare/{slug(workload)}.html"
 
             def context(rows: list = rows, workload: str = workload) -> dict[str, Any]:
-                entries = [Entry.read(self.kb.entries_path / row[0]) for row in rows]
+                entries = [self.entry(row[0]) for row in rows]
                 comparison = compare(entries) if len(entries) > 1 else None
                 return {
                     "workload": workload,
@@ -344,14 +381,6 @@ class Site:
 def facet_path(dim: str, value: str) -> str:
     folder = dim.replace("package:", "version-")
     return f"list/{folder}/{slug(value)}.html"
-
-
-def facet_filters(dim: str, value: str) -> Filters:
-    if dim.startswith("package:"):
-        return Filters(packages=[f"{dim.split(':', 1)[1]}=={value}"])
-    if dim == "tag":
-        return Filters(tags=[value])
-    return Filters(**{dim: value})
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 // kb site enhancements. Every page reads without this script; with it, the search page searches and
 // listing pages filter their rows. No inline script, no request beyond this site's own files.
+const PAGE = 20; // search results shown at a time
 const root = new URL(document.body.dataset.root || "./", location.href);
 
 function filterRows() {
@@ -86,16 +87,32 @@ async function startSearch(box) {
     history.replaceState(null, "", `${location.pathname}${state.size ? "?" + state : ""}`);
     if (!query && !Object.keys(filters).length) {
       results.replaceChildren();
+      current = [];
+      more.hidden = true;
       status.textContent = "Type words, or pick filters.";
       return;
     }
     const found = await pagefind.search(query || null, { filters });
-    const shown = await Promise.all(found.results.slice(0, 50).map((result) => result.data()));
     if (ticket !== latest) return; // a newer query has started
-    results.replaceChildren(...shown.map(resultItem));
-    const more = found.results.length > shown.length ? ` (the first ${shown.length} shown)` : "";
-    status.textContent = `${found.results.length} entr${found.results.length === 1 ? "y" : "ies"}${more}.`;
+    results.replaceChildren();
+    shown = 0;
+    current = found.results;
+    await showMore(ticket);
   }
+  // Each result's excerpt is a fetch of its own: load a page of them at a time, more on request.
+  let current = [];
+  let shown = 0;
+  const more = document.getElementById("search-more");
+  async function showMore(ticket = latest) {
+    const batch = await Promise.all(current.slice(shown, shown + PAGE).map((result) => result.data()));
+    if (ticket !== latest) return;
+    results.append(...batch.map(resultItem));
+    shown += batch.length;
+    more.hidden = shown >= current.length;
+    const count = `${current.length} entr${current.length === 1 ? "y" : "ies"}`;
+    status.textContent = shown < current.length ? `${count}; the first ${shown} shown.` : `${count}.`;
+  }
+  more.addEventListener("click", () => showMore());
   let timer;
   input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 150); });
   for (const select of selects) select.addEventListener("change", run);
