@@ -160,6 +160,21 @@ def test_to_adds_the_profile_to_the_run_it_profiled(kb: KnowledgeBase, traces: T
     assert [a["path"] for a in entry.data["attachments"]] == [f"{run_id}/trace.json"]
 
 
+def test_to_an_entry_that_already_has_a_file_of_that_name_points_at_the_new_one(
+    kb: KnowledgeBase, traces: Traces
+) -> None:
+    run_id = "2026-11-30-llama-train-4a0b3d"
+    write_entry(kb, run_id, recorded="2026-11-30T10:00:00Z", status="completed")
+    folder = kb.entries_path / run_id
+    folder.mkdir()
+    (folder / "trace.json").write_text("{}\n")  # an earlier file of the same name stays as it was
+    assert run_kb("ingest", "profile", str(traces.small), "--to", run_id).returncode == 0
+    entry = only_entry(kb)
+    assert entry.data["profile"]["trace"] == "trace-2.json"
+    assert (folder / "trace.json").read_text() == "{}\n"
+    assert [a["path"] for a in entry.data["attachments"]] == [f"{run_id}/trace-2.json", f"{run_id}/trace.json"]
+
+
 # A CUDA trace cannot be made here (no GPU), so this one imitates the documented shape of kineto's CUDA
 # traces: the real CPU trace above, plus device events as kineto writes them (cat "kernel", "gpu_memcpy",
 # "gpu_memset", "gpu_user_annotation" with pid = device and tid = stream, args as in CuptiActivity.cpp),
