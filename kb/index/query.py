@@ -6,6 +6,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import cache
 from typing import Any
 
 from kb.errors import KbError
@@ -199,6 +200,7 @@ def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tup
     return [(str(value), path) for value, path in rows]
 
 
+@cache  # a knowledge base holds few distinct versions, sorted over and over
 def version_key(text: str) -> tuple:
     """PEP 440 order, with versions that are not PEP 440 after all the others, by text."""
     from packaging.version import InvalidVersion, Version

@@ -15,7 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from kb import frontmatter
@@ -67,7 +67,7 @@ def slug(value: str) -> str:
 
 
 def entry_page_path(entries_relative: str) -> str:
-    return "entries/" + str(PurePosixPath(entries_relative).with_suffix(".html"))
+    return f"entries/{entries_relative.removesuffix('.md')}.html"  # entry files end in .md (kb.store.scan)
 
 
 class Site:
@@ -84,19 +84,22 @@ class Site:
         rows = self.db.execute(
             "SELECT e.id, e.path, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id ORDER BY e.path"
         ).fetchall()
+        folders = _folders(self.kb.entries_path)  # one walk, instead of a failed look for each entry without files
         for entry_id, path, sha in rows:
-            files = _attachment_files(self.kb.entries_path, path)
+            folder = path.removesuffix(".md")
+            files = _attachment_files(self.kb.entries_path, folder) if folder in folders else []
             state = due.get(entry_id)
             yield Page(
                 path=entry_page_path(path),
                 template="entry.html",
                 key=digest("entry", sha, files, state and (state.reasons, state.entries)),
-                context=lambda path=path, state=state: self.entry_context(path, state),
+                context=lambda entry_id=entry_id, state=state: self.entry_context(entry_id, state),
                 search=True,
             )
 
-    def entry_context(self, path: str, due_state: Any) -> dict[str, Any]:
-        entry = self.entry(path)
+    def entry_context(self, entry_id: str, due_state: Any) -> dict[str, Any]:
+        entry = self.entry(entry_id)
+        path = str(entry.path.relative_to(self.kb.entries_path).as_posix())
         data = entry.data
         page_path = entry_page_path(path)
         depth = page_path.count("/")
@@ -133,9 +136,11 @@ class Site:
             "filters": _search_filters(data),
         }
 
-    def entry(self, path: str) -> Entry:
+    def entry(self, entry_id: str) -> Entry:
         """An entry as indexed (its front matter was parsed and checked then), with its body from the file."""
-        (front_matter,) = self.db.execute("SELECT front_matter FROM entries WHERE path = ?", [path]).fetchone()
+        path, front_matter = self.db.execute(
+            "SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]
+        ).fetchone()
         file = self.kb.entries_path / path
         _, body, _ = frontmatter.split(file.read_text("utf-8"), file)
         return Entry(data=json.loads(front_matter), body=body, path=file)
@@ -215,21 +220,31 @@ class Site:
             for key in keys:
                 dealt.setdefault(key, []).append(row)
         sidebar = digest(facets)
-        yield from self._paged("list/index", "All entries", rows, facets, sidebar, None)
+        # Each row is on several pages (all entries, its backend, its workload ...): its text for the keys, once.
+        texts = {row["id"]: repr((*row.values(), self.paths[row["id"]])) for row in rows}
+        yield from self._paged("list/index", "All entries", rows, texts, facets, sidebar, None)
         for dim, label, values in facets:
             for value, _ in values:
                 stem = facet_path(dim, value)[: -len(".html")]
-                yield from self._paged(stem, f"{label}: {value}", dealt.get((dim, value), []), facets, sidebar, dim)
+                chosen = dealt.get((dim, value), [])
+                yield from self._paged(stem, f"{label}: {value}", chosen, texts, facets, sidebar, dim)
 
     def _paged(
-        self, stem: str, title: str, rows: list[dict[str, Any]], facets: list, sidebar: str, dim: str | None
+        self,
+        stem: str,
+        title: str,
+        rows: list[dict[str, Any]],
+        texts: dict[str, str],
+        facets: list,
+        sidebar: str,
+        dim: str | None,
     ) -> Iterator[Page]:
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         for number in range(1, pages + 1):
             path = f"{stem}.html" if number == 1 else f"{stem}-{number}.html"
             chunk = rows[(number - 1) * PAGE_SIZE :][:PAGE_SIZE]
             # The key hashes the rows as text: cheaper than the page data as JSON, for thousands of pages.
-            shown = "\n".join(repr((*row.values(), self.paths[row["id"]])) for row in chunk)
+            shown = "\n".join(texts[row["id"]] for row in chunk)
             key = digest("listing", path, title, sidebar, len(rows), hashlib.sha256(shown.encode()).hexdigest())
 
             def context(chunk: list = chunk, path: str = path, number: int = number, pages: int = pages) -> dict:
@@ -288,7 +303,7 @@ class Site:
         yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
         for workload in workloads:
             rows = self.db.execute(
-                "SELECT e.path, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
+                "SELECT e.id, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
                 "WHERE e.workload = ? AND e.kind IN ('run', 'report') AND e.recorded = ("
                 "SELECT MAX(recorded) FROM entries x WHERE x.workload = e.workload AND x.kind IN ('run', 'report') "
                 "AND x.backend IS e.backend AND x.mode IS e.mode) ORDER BY e.backend, e.mode, e.path",
@@ -308,50 +323,60 @@ class Site:
             yield Page(path, "compare.html", digest("compare", path, rows), context)
 
     def trend_pages(self) -> Iterator[Page]:
-        from kb.trend import trend
-        from kb.website.charts import trend_svg
-
         workloads = self.compared_workloads()
         index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
         yield Page("trends/index.html", "trends_index.html", digest("trends-index", index), lambda: index)
+        # A trend page shows what its workload's entries hold: keyed by those files, computed only when they
+        # changed (working out every trend to see whether a page changed would cost seconds on every build).
+        inputs: dict[str, list[tuple[str, str]]] = {}
+        for workload, entry_id, sha in self.db.execute(
+            "SELECT e.workload, e.id, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
+            "WHERE e.kind IN ('run', 'report') AND e.workload IS NOT NULL ORDER BY e.id"
+        ):
+            inputs.setdefault(workload, []).append((entry_id, sha))
         for workload in workloads:
-            names = [
-                row[0]
-                for row in self.db.execute(
-                    "SELECT DISTINCT m.name FROM metrics m JOIN entries e ON e.id = m.entry_id "
-                    "WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ('run', 'report') "
-                    "UNION SELECT DISTINCT t.name FROM timings t JOIN entries e ON e.id = t.entry_id "
-                    "WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
-                    "AND e.kind IN ('run', 'report') ORDER BY 1",
-                    [workload, workload],
-                )
-            ]
-            results = []
-            for name in names:
-                try:
-                    result = trend(self.db, name, workload, package="torch", by="backend")
-                except KbError:
-                    continue
-                if result.series:
-                    results.append((name, result))
-            groups = sorted({s.group or "" for _, r in results for s in r.series})
-            colours = {group or None: index for index, group in enumerate(groups)}
-            charts = []
-            for name, result in results:
-                title = f"{name} of {workload} across torch versions, by backend ({result.better} is better)"
-                series = [
-                    {
-                        "group": s.group or "all",
-                        "points": [(p.version, f"{p.value:.4g}", p.count, p.flag) for p in s.points],
-                    }
-                    for s in result.series
-                ]
-                charts.append(
-                    {"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series}
-                )
             path = f"trends/{slug(workload)}.html"
-            context = {"workload": workload, "charts": charts}
-            yield Page(path, "trends.html", digest("trend", path, context), lambda c=context: c)
+            yield Page(
+                path, "trends.html", digest("trend", path, inputs.get(workload)), lambda w=workload: self._trends(w)
+            )
+
+    def _trends(self, workload: str) -> dict[str, Any]:
+        from kb.trend import trend
+        from kb.website.charts import trend_svg
+
+        names = [
+            row[0]
+            for row in self.db.execute(
+                "SELECT DISTINCT m.name FROM entries e JOIN metrics m INDEXED BY metrics_entry ON m.entry_id = e.id "
+                "WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ('run', 'report') "
+                "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t INDEXED BY timings_entry "
+                "ON t.entry_id = e.id WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
+                "AND e.kind IN ('run', 'report') ORDER BY 1",
+                [workload, workload],
+            )
+        ]
+        results = []
+        for name in names:
+            try:
+                result = trend(self.db, name, workload, package="torch", by="backend")
+            except KbError:
+                continue
+            if result.series:
+                results.append((name, result))
+        groups = sorted({s.group or "" for _, r in results for s in r.series})
+        colours = {group or None: index for index, group in enumerate(groups)}
+        charts = []
+        for name, result in results:
+            title = f"{name} of {workload} across torch versions, by backend ({result.better} is better)"
+            series = [
+                {
+                    "group": s.group or "all",
+                    "points": [(p.version, f"{p.value:.4g}", p.count, p.flag) for p in s.points],
+                }
+                for s in result.series
+            ]
+            charts.append({"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series})
+        return {"workload": workload, "charts": charts}
 
     def decisions_page(self, due: dict[str, Any]) -> Page:
         rows = self.db.execute(
@@ -443,11 +468,19 @@ def _attachments(items: list[Any], entry_path: str) -> list[dict[str, Any]]:
     return found
 
 
-def _attachment_files(entries: Path, entry_path: str) -> list[tuple[str, int, int]]:
+def _folders(entries: Path) -> set[str]:
+    """Every folder under the entries folder, relative to it, with '/'."""
+    found = set()
+    for root, dirs, _ in os.walk(entries):
+        relative = os.path.relpath(root, entries)
+        found.update(name if relative == "." else f"{relative}/{name}" for name in dirs)
+    return found
+
+
+def _attachment_files(entries: Path, folder: str) -> list[tuple[str, int, int]]:
     """(path, size, mtime) of every file in an entry's attachment folder: part of its page's key."""
-    folder = entries / Path(entry_path).with_suffix("")
     found = []
-    stack = [folder]
+    stack = [entries / folder]
     while stack:
         try:
             with os.scandir(stack.pop()) as listing:
