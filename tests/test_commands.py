@@ -114,7 +114,7 @@ def test_a_broken_config_is_named(kb: KnowledgeBase) -> None:
 def test_help_and_every_command_start_without_heavy_imports() -> None:
     heavy = {"torch", "whoosh", "sqlite_utils", "markdown", "jsonschema", "pydantic", "jinja2", "nh3"}
     commands = [["--help"], ["record", "--help"], ["show", "--help"], ["ls", "--help"], ["init", "--help"],
-                ["site", "build", "--help"]]  # fmt: skip
+                ["site", "build", "--help"], ["ingest", "junit", "--help"], ["add", "--help"]]  # fmt: skip
     for args in commands:
         out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kb", *args], capture_output=True, text=True)
         assert out.returncode == 0
