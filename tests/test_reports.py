@@ -123,3 +123,22 @@ def test_comparing_coverage_lists_newly_failing_skipped_and_passing_cases(kb: Kn
     text = run_kb("compare", "2026-10-01-flex-aaaaaa", "2026-11-01-flex-bbbbbb").stdout
     assert "Cases of 2026-11-01-flex-bbbbbb against the baseline\n  2 newly failing:\n    b\n    f\n" in text
     assert "  1 newly skipped:\n    e\n  2 newly passing:\n    c\n    d\n  1 cases added, 0 removed\n" in text
+
+
+def test_the_shipped_evidence_checks_clean_is_searchable_and_published(kb: KnowledgeBase) -> None:
+    import shutil
+
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "entries", kb.entries_path, dirs_exist_ok=True)
+    checked = run_kb("check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    found = json.loads(run_kb("search", "flex attention compile time limits", "--json").stdout)
+    assert any(hit["title"] == "SemiAnalysis: FlexAttention on Trainium3 passes 89 of 96 cases" for hit in found)
+    decisions = [kb.load(row["id"]) for row in json.loads(run_kb("ls", "--kind", "decision", "--json").stdout)]
+    assert len(decisions) == 2 and all(
+        d.data["decision"]["triggers"] and d.data["links"]["evidence"] for d in decisions
+    )
+    assert run_kb("site", "build").returncode == 0
+    page = next((kb.root / "site/entries").glob("*semianalysis-qwen3-32b*.html")).read_text()
+    assert "reported by others, not measured here" in page and "<h2>Source</h2>" in page
