@@ -52,6 +52,23 @@ def branchy(x: torch.Tensor) -> torch.Tensor:
     return -y
 
 
+
+def with_user_break(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    torch._dynamo.graph_break()
+    return y + 1
+
+
+def test_one_graph_break_counts_once_though_counters_and_logs_both_see_it() -> None:
+    # Dynamo's counters key this break "Call to torch._dynamo.graph_break()", its log record leads with the
+    # bytecode it was tracing ("Encountered graph break when attempting to trace CALL ..."): the same break.
+    watch = CompileWatch()
+    watch.start()
+    torch.compile(with_user_break)(torch.ones(4))
+    section = watch.stop()
+    assert section["graph_breaks"]["count"] == 1, section["graph_breaks"]
+    assert section["graph_breaks"]["reasons"][0]["reason"].startswith("Call to `torch._dynamo.graph_break()`")
+
 def test_graph_break_and_recompile(capfd: pytest.CaptureFixture[str]) -> None:
     watch = CompileWatch()
     watch.start()
@@ -67,6 +84,7 @@ def test_graph_break_and_recompile(capfd: pytest.CaptureFixture[str]) -> None:
     assert section["graph_breaks"]["count"] >= 1
     reasons = [item["reason"] for item in section["graph_breaks"]["reasons"]]
     assert any("data-dependent branching" in reason.lower() for reason in reasons), reasons
+
     assert section["recompiles"]["count"] >= 1
     assert any("size mismatch" in reason for reason in section["recompiles"]["reasons"]), section["recompiles"]
     assert section["stages_nested"] is True

@@ -84,11 +84,13 @@ def _short_reason(message: str) -> str:
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     if not lines:
         return ""
-    explanation = next(
-        (line.removeprefix("Explanation:").strip() for line in lines if line.startswith("Explanation:")), ""
-    )
-    reason = f"{lines[0]}: {explanation}" if explanation else lines[0]
-    return reason[:MAX_REASON_CHARS]
+    at = next((index for index, line in enumerate(lines) if line.startswith("Explanation:")), None)
+    if at is None:
+        return lines[0][:MAX_REASON_CHARS]
+    # The break's type is the line above its explanation: first in a counter's key, but after a line about
+    # the bytecode being traced ("Encountered graph break when attempting to trace CALL ...") in a log record.
+    kind = lines[at - 1] if at else lines[0]
+    return f"{kind}: {lines[at].removeprefix('Explanation:').strip()}"[:MAX_REASON_CHARS]
 
 
 class _Capture(logging.Handler):
