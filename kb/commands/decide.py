@@ -10,11 +10,13 @@ import typer
 HELP = """Record a decision: the question, the choice, the alternatives, why, the evidence (entry ids,
 checked to exist) and when to look at it again. Triggers (repeatable --trigger):
 
-  release: PACKAGE                                   a newer release of PACKAGE is recorded (kb release)
-  when: NAME OP NUMBER [for key=value ...]           new evidence meets a condition, e.g.
-                                                     'when: compile_s < 600 for workload=gpt-oss backend=neuron'
-  after: YYYY-MM-DD                                  the date has passed
-  newer-evidence                                     a newer run of the same workload and backend exists
+\b
+  release: PACKAGE         a newer release of PACKAGE is recorded (kb release)
+  when: NAME OP NUMBER [for key=value ...]
+                           new evidence meets a condition, e.g.
+                           'when: compile_s < 600 for workload=gpt-oss backend=neuron'
+  after: YYYY-MM-DD        the date has passed
+  newer-evidence           a newer run of the same workload and backend exists
 
 In a terminal, missing title, question and choice are asked for; in scripts, give them as options.
 """
