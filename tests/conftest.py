@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,32 @@ def run_kb(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def run_kb_in_terminal(
+    *args: str, env: dict[str, str] | None = None, answer: Callable[[bytes], bytes | None] | None = None
+) -> tuple[int, bytes]:
+    """The real `kb` in a pseudo-terminal (a person at a terminal): its exit code and all it printed.
+    `answer` sees each chunk of output and may return keys to type in reply."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "kb", *args], {**os.environ, **(env or {})})
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+        reply = answer(chunk) if answer else None
+        if reply:
+            os.write(fd, reply)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output
 
 
 def only_entry(kb: KnowledgeBase) -> Entry:

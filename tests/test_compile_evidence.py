@@ -52,7 +52,6 @@ def branchy(x: torch.Tensor) -> torch.Tensor:
     return -y
 
 
-
 def with_user_break(x: torch.Tensor) -> torch.Tensor:
     y = x * 2
     torch._dynamo.graph_break()
@@ -68,6 +67,7 @@ def test_one_graph_break_counts_once_though_counters_and_logs_both_see_it() -> N
     section = watch.stop()
     assert section["graph_breaks"]["count"] == 1, section["graph_breaks"]
     assert section["graph_breaks"]["reasons"][0]["reason"].startswith("Call to `torch._dynamo.graph_break()`")
+
 
 def test_graph_break_and_recompile(capfd: pytest.CaptureFixture[str]) -> None:
     watch = CompileWatch()

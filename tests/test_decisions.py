@@ -183,7 +183,9 @@ def test_bad_decisions_write_nothing(evidence: KnowledgeBase) -> None:
         "decide", "--title", "t", "--question", "q", "--choice", "c", "--evidence", "2031-01-01-none-000000"
     )
     assert missing.returncode == 1 and missing.stderr.startswith("kb: error: no entry '2031-01-01-none-000000'")
-    assert run_kb("decide", "--title", "t").stderr == "kb: error: a decision needs --question, --choice\n"
+    assert run_kb("decide", "--title", "t").stderr == (
+        "kb: error: a decision needs --question, --choice: give them as options (in a terminal, kb asks for them)\n"
+    )
     assert run_kb("release", "torch", "two.ten").stderr.startswith("kb: error: 'two.ten' is not a version")
     assert len(sorted(evidence.entries_path.iterdir())) == len(before) + 1  # only the one good decision
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, only_entry, run_kb
+from conftest import REPO, only_entry, run_kb, run_kb_in_terminal
 
 from kb.store import KnowledgeBase
 
@@ -203,24 +203,11 @@ def test_notes_are_written_in_the_editor(kb: KnowledgeBase, tmp_path: Path) -> N
 
 def test_the_editor_opens_in_a_terminal_by_itself(kb: KnowledgeBase, tmp_path: Path) -> None:
     # A real pseudo-terminal: without --note or --no-edit, kb asks for notes as git asks for a message.
-    import pty
-
     editor = write_editor(tmp_path, TYPED)
-    env = {**os.environ, "EDITOR": str(editor), "VISUAL": ""}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "kb", "record", "--title", "typed", "--status", "failed"], env)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(fd, 1024)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, output
+    code, output = run_kb_in_terminal(
+        "record", "--title", "typed", "--status", "failed", env={"EDITOR": str(editor), "VISUAL": ""}
+    )
+    assert code == 0, output
     assert only_entry(kb).data["failure"]["explanation"] == "The compiler rejected the custom mask."
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 from kb.store import KnowledgeBase
-from tests.conftest import only_entry, run_kb, write_entry
+from tests.conftest import only_entry, run_kb, run_kb_in_terminal, write_entry
 
 SEMIANALYSIS = (
     "add", "--title", "Qwen3-32B training on 16 Trainium2, eager", "--publisher", "SemiAnalysis",
@@ -57,25 +55,11 @@ def test_add_without_a_terminal_names_what_is_missing(kb: KnowledgeBase) -> None
 
 
 def test_add_asks_in_a_terminal_for_what_the_options_leave_out(kb: KnowledgeBase) -> None:
-    import pty
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "kb", "add", "--title", "Typed in"], dict(os.environ))
     answers = iter([b"Hugging Face\n", b"2025-10-20\n", b"architectures supported\n", b"https://hf.co/blog\n"])
-    output = b""
-    while True:
-        try:
-            chunk = os.read(fd, 1024)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-        if chunk.rstrip().endswith(b":"):
-            os.write(fd, next(answers))
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, output
+    code, output = run_kb_in_terminal(
+        "add", "--title", "Typed in", answer=lambda chunk: next(answers) if chunk.rstrip().endswith(b":") else None
+    )
+    assert code == 0, output
     assert b"Publisher (who reported it):" in output and b"What was measured:" in output
     provenance = only_entry(kb).data["provenance"]
     assert (provenance["publisher"], provenance["date"], provenance["url"]) == (

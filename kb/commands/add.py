@@ -7,16 +7,12 @@ from typing import Optional
 
 import typer
 
+from kb.commands import describing
+
 HELP = """Add a reported result (kind report): who published it and where, what was measured, the figures
 with their units, and the caveats. Reported entries are marked as such everywhere, and never mixed
 silently with measured ones. In a terminal, kb asks for what the options leave out.
 """
-REQUIRED = (
-    ("title", "--title", "Title"),
-    ("publisher", "--publisher", "Publisher (who reported it)"),
-    ("date", "--date", "Date it was reported (YYYY-MM-DD)"),
-    ("measured", "--measured", "What was measured"),
-)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,41 +28,44 @@ def register(app: typer.Typer) -> None:
         measured: Optional[str] = typer.Option(None, "--measured", help="What was measured, in a sentence."),
         metric: list[str] = typer.Option([], "--metric", help="name=value[unit], e.g. tokens_per_s=11099tokens/s."),
         caveat: list[str] = typer.Option([], "--caveat", help="A caveat; repeatable."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="The workload, e.g. qwen3-32b-train."),
+        workload: Optional[str] = describing.WORKLOAD,
         model: Optional[str] = typer.Option(None, "--model", help="The model, e.g. Qwen3-32B."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
         hardware: Optional[str] = typer.Option(None, "--hardware", help="The accelerators, e.g. '16x Trainium2'."),
-        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
-        version: list[str] = typer.Option([], "--version", help="package=version; repeatable."),
-        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
+        setting: list[str] = describing.SETTING,
+        version: list[str] = describing.VERSION,
+        tag: list[str] = describing.TAG,
         reported_by: Optional[str] = typer.Option(None, "--reported-by", help="Who typed it in."),
-        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+        note: Optional[str] = describing.NOTE,
     ) -> None:
         from datetime import date
 
         from ingest.describe import parse_all, parse_versions
-        from kb.commands.common import knowledge_base
+        from kb.commands.common import ask_missing, knowledge_base
         from kb.errors import KbError
         from kb.reports import Report, new_report
 
-        values = {"title": title, "publisher": publisher, "date": date_, "measured": measured}
-        missing = [(key, option, prompt) for key, option, prompt in REQUIRED if not values[key]]
-        if missing and sys.stdin.isatty():
-            for key, _, prompt in missing:
-                values[key] = typer.prompt(prompt)
-            if not url:
-                url = typer.prompt("Address of the source (Enter for none)", default="", show_default=False) or None
-        elif missing:
-            options = ", ".join(option for _, option, _ in missing)
-            raise KbError(f"a reported result needs {options}: give them as options (in a terminal, kb asks for them)")
+        # Asked for what is missing, a person is asked for the source's address too (it is optional).
+        ask_url = url is None and sys.stdin.isatty() and not all((title, publisher, date_, measured))
+        values = ask_missing(
+            {
+                "--title": (title, "Title"),
+                "--publisher": (publisher, "Publisher (who reported it)"),
+                "--date": (date_, "Date it was reported (YYYY-MM-DD, or unknown)"),
+                "--measured": (measured, "What was measured"),
+            },
+            "a reported result",
+        )
+        if ask_url:
+            url = typer.prompt("Address of the source (Enter for none)", default="", show_default=False) or None
         try:
-            when = None if values["date"] == "unknown" else date.fromisoformat(values["date"])
+            when = None if values["--date"] == "unknown" else date.fromisoformat(values["--date"])
         except ValueError:
-            raise KbError(f"--date {values['date']!r}: expected a date like 2025-10-23, or unknown") from None
+            raise KbError(f"--date {values['--date']!r}: expected a date like 2025-10-23, or unknown") from None
         settings, metrics = parse_all(setting, metric)
         report = Report(
-            title=values["title"], publisher=values["publisher"], date=when, measured=values["measured"], url=url,
+            title=values["--title"], publisher=values["--publisher"], date=when, measured=values["--measured"], url=url,
             reported_by=reported_by, workload=workload, model=model, backend=backend, mode=mode, hardware=hardware,
             metrics=metrics, settings=settings, versions=parse_versions(version), caveats=caveat, tags=tag, note=note,
         )  # fmt: skip

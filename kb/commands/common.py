@@ -41,3 +41,17 @@ def report_problems(problems: Iterable[Problem]) -> None:
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def ask_missing(needed: dict[str, tuple[str | None, str]], what: str) -> dict[str, str]:
+    """Required options, `--flag: (value, prompt)`: in a terminal kb asks for each one left out; in a
+    script it names them all in one error. Returns flag -> value."""
+    from kb.errors import KbError
+
+    values = {flag: value for flag, (value, _) in needed.items()}
+    if sys.stdin.isatty():
+        values = {flag: value or typer.prompt(needed[flag][1]) for flag, value in values.items()}
+    missing = [flag for flag, value in values.items() if not value]
+    if missing:
+        raise KbError(f"{what} needs {', '.join(missing)}: give them as options (in a terminal, kb asks for them)")
+    return values  # type: ignore[return-value]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
@@ -44,16 +43,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from datetime import date
 
-        from kb.commands.common import knowledge_base
+        from kb.commands.common import ask_missing, knowledge_base
         from kb.decisions import new_decision
         from kb.errors import KbError
 
-        asked = {"--title": title, "--question": question, "--choice": choice}
-        if sys.stdin.isatty():
-            asked = {flag: value or typer.prompt(flag.lstrip("-").capitalize()) for flag, value in asked.items()}
-        missing = [flag for flag, value in asked.items() if not value]
-        if missing:
-            raise KbError(f"a decision needs {', '.join(missing)}")
+        asked = ask_missing(
+            {"--title": (title, "Title"), "--question": (question, "Question"), "--choice": (choice, "Choice")},
+            "a decision",
+        )
         try:
             when = date.fromisoformat(date_) if date_ else date.today()
         except ValueError:

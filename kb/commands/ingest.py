@@ -5,10 +5,11 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 
+from kb.commands import describing
 from kb.errors import KbError
 
 JUNIT_HELP = """Import test results written as JUnit XML (pytest --junitxml=..., and other producers) as a
@@ -32,18 +33,19 @@ def register(app: typer.Typer) -> None:
             ..., help="JUnit XML files (one suite run, possibly in parts).", metavar="FILE..."
         ),
         title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the suite)."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="The suite or workload name."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
-        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
-        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
-        version: list[str] = typer.Option([], "--version", help="package=version, e.g. torch=2.9.0; repeatable."),
-        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
-        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        setting: list[str] = describing.SETTING,
+        version: list[str] = describing.VERSION,
+        author: Optional[str] = describing.AUTHOR,
+        note: Optional[str] = describing.NOTE,
     ) -> None:
         from ingest.junit import read_junit
 
-        _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), locals())
+        given = Given(title, workload, backend, mode, tag, setting, version, author, note)
+        _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), given)
 
     @ingest.command("profile", help=PROFILE_HELP)
     def ingest_profile(
@@ -53,18 +55,19 @@ def register(app: typer.Typer) -> None:
         ),
         to: Optional[str] = typer.Option(None, "--to", help="Add the profile to this run entry.", metavar="ID"),
         title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the trace)."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="What ran."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
-        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
-        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
-        version: list[str] = typer.Option([], "--version", help="package=version; repeatable."),
-        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
-        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        setting: list[str] = describing.SETTING,
+        version: list[str] = describing.VERSION,
+        author: Optional[str] = describing.AUTHOR,
+        note: Optional[str] = describing.NOTE,
     ) -> None:
         from ingest.profile import read_trace
 
-        _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), locals(), section="profile")
+        given = Given(title, workload, backend, mode, tag, setting, version, author, note)
+        _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), given, to, "profile")
 
     @ingest.command("compile-trace", help=COMPILE_HELP)
     def ingest_compile_trace(
@@ -74,46 +77,59 @@ def register(app: typer.Typer) -> None:
             None, "--to", help="Add the compile evidence to this run entry.", metavar="ID"
         ),
         title: Optional[str] = typer.Option(None, "--title", help="A title (default: from the trace)."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="What ran."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="The mode name (default: compiled)."),
-        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
-        setting: list[str] = typer.Option([], "--setting", help="key=value; repeatable."),
-        version: list[str] = typer.Option([], "--version", help="package=version; repeatable."),
-        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
-        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown."),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        setting: list[str] = describing.SETTING,
+        version: list[str] = describing.VERSION,
+        author: Optional[str] = describing.AUTHOR,
+        note: Optional[str] = describing.NOTE,
     ) -> None:
         from ingest.compile_trace import read_compile_trace
 
-        _import(ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), locals(), "compile")
+        given = Given(title, workload, backend, mode, tag, setting, version, author, note)
+        _import(ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), given, to, "compile")
 
 
-def _import(ctx: typer.Context, tool: str, read: Callable, options: dict, section: str | None = None) -> None:
+class Given(NamedTuple):
+    """What the options say about the run, beside what the files say."""
+
+    title: Optional[str]
+    workload: Optional[str]
+    backend: Optional[str]
+    mode: Optional[str]
+    tags: list[str]
+    settings: list[str]
+    versions: list[str]
+    author: Optional[str]
+    note: Optional[str]
+
+
+def _import(
+    ctx: typer.Context, tool: str, read: Callable, given: Given, to: str | None = None, section: str | None = None
+) -> None:
     """Read first (bad input writes nothing), then make the entry or add to the one named by --to."""
     from ingest.describe import RunInfo, parse_all, parse_versions
     from ingest.imported import add_to, create_imported
     from kb.commands.common import knowledge_base
 
-    settings, _ = parse_all(options["setting"], [])
-    versions = parse_versions(options["version"])
-    info = RunInfo(
-        title=options["title"], workload=options["workload"], backend=options["backend"], mode=options["mode"],
-        tags=options["tag"], settings=settings, note=options["note"], author=options["author"],
-    )  # fmt: skip
     kb = knowledge_base(ctx)
-    to = options.get("to")
     if to:
         kb.locate(to)  # a target that does not exist fails before the file is read
-        given = [f"--{name}" for name in ("title", "workload", "backend", "mode", "author", "note") if options[name]]
-        if given or options["tag"] or options["setting"] or options["version"]:
+        if any(given):
             raise KbError("--to adds to an entry as it is; describe the run in the entry itself, not with options")
+    settings, _ = parse_all(given.settings, [])
+    info = RunInfo(
+        title=given.title, workload=given.workload, backend=given.backend, mode=given.mode, tags=given.tags,
+        settings=settings, note=given.note, author=given.author,
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:
         imported = read(Path(work))
-        entry = (
-            add_to(kb, to, imported, section)
-            if to
-            else create_imported(kb, imported, info, tool=tool, versions=versions)
-        )
+        if to:
+            entry = add_to(kb, to, imported, section)
+        else:
+            entry = create_imported(kb, imported, info, tool=tool, versions=parse_versions(given.versions))
     typer.echo(f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}", err=True)
     summary = imported.body.strip().splitlines()[0] if imported.body.strip() else ""
     if summary:

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from kb.commands import describing
 from kb.errors import KbError
 from kb.taxonomy import FAILURE_CLASSES, STATUSES
 
@@ -33,19 +34,19 @@ def register(app: typer.Typer) -> None:
         title: Optional[str] = typer.Option(
             None, "--title", help="A title (default: from workload/backend/mode or the command)."
         ),
-        workload: Optional[str] = typer.Option(None, "--workload", help="What ran, e.g. llama3-8b-pretrain."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="cuda, rocm, neuron, tpu, xla, mps, cpu, ..."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="eager or compiled (or another mode name)."),
-        tag: list[str] = typer.Option([], "--tag", help="A tag; repeatable."),
-        setting: list[str] = typer.Option([], "--setting", help="key=value, e.g. batch=8; repeatable."),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        setting: list[str] = describing.SETTING,
         metric: list[str] = typer.Option(
             [], "--metric", help="name=value[unit], e.g. tokens_per_s=5120tokens/s; repeatable."
         ),
-        note: Optional[str] = typer.Option(None, "--note", help="Notes in Markdown: what was tried, what it means."),
+        note: Optional[str] = describing.NOTE,
         reference: Optional[str] = typer.Option(
             None, "--reference", help="Id of the entry this run is checked against."
         ),
-        author: Optional[str] = typer.Option(None, "--author", help="Who ran it."),
+        author: Optional[str] = describing.AUTHOR,
         status: Optional[str] = typer.Option(None, "--status", help=f"Without a command: {', '.join(STATUSES[:-1])}."),
         failure: Optional[str] = typer.Option(
             None, "--failure", help="Without a command: the failure class.", metavar="CLASS"

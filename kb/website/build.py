@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import filecmp
 import hashlib
 import json
 import os
@@ -226,17 +227,13 @@ def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool
         return None
     relative = f"entries/{item['source']}"
     target = out / relative
-    if target.is_file() and target.stat().st_size == source.stat().st_size and _same(source, target):
+    if target.is_file() and filecmp.cmp(source, target, shallow=False):
         return relative, False
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.copyfile(source, tmp)
     os.replace(tmp, target)
     return relative, True
-
-
-def _same(a: Path, b: Path) -> bool:
-    return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
 
 
 def _copy_assets(out: Path) -> list[str]:
