@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ingest.imported import Imported
-from ingest.pytorch.compile_evidence import CACHE_COUNTERS, cache_state
+from ingest.pytorch.compile_evidence import CACHE_COUNTERS, break_reason, cache_state
 from kb.errors import KbError
 from kb.redact import redact_text
 from kb.store import REDACT_BLOCK
@@ -412,12 +412,7 @@ def _graph_break(payload: list[str]) -> tuple[str, str | None]:
         return _short(first), where
     body = [lines[marker].removeprefix("Graph Break Reason:").strip(), *lines[marker + 1 :]]
     body = body[: next((i for i, line in enumerate(body) if line.startswith("User code traceback:")), len(body))]
-    explained = next((i for i, line in enumerate(body) if line.startswith("Explanation:")), None)
-    if explained is None:
-        return _short(next((line for line in body if line), "graph break")), where
-    kind = next((line for line in reversed(body[:explained]) if line), "")
-    explanation = body[explained].removeprefix("Explanation:").strip()
-    return _short(f"{kind}: {explanation}" if kind else explanation), where
+    return _short(break_reason("\n".join(body)) or "graph break"), where
 
 
 def _guard_failures(payload: list[str]) -> list[str]:

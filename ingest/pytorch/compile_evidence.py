@@ -79,18 +79,21 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)[:MAX_REASON_CHARS]
 
 
-def _short_reason(message: str) -> str:
-    """'<graph-break type>: <explanation>' from Dynamo's multi-line message, so counters and logs dedupe."""
+def break_reason(message: str) -> str:
+    """'<graph-break type>: <explanation>' from Dynamo's multi-line message, so counters and logs dedupe.
+
+    The type is the line above "Explanation:": first in a counter's key, but after a line about the
+    bytecode being traced ("Encountered graph break when attempting to trace CALL ...") in a log record.
+    A message without an explanation gives its first line.
+    """
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     if not lines:
         return ""
     at = next((index for index, line in enumerate(lines) if line.startswith("Explanation:")), None)
     if at is None:
         return lines[0][:MAX_REASON_CHARS]
-    # The break's type is the line above its explanation: first in a counter's key, but after a line about
-    # the bytecode being traced ("Encountered graph break when attempting to trace CALL ...") in a log record.
-    kind = lines[at - 1] if at else lines[0]
-    return f"{kind}: {lines[at].removeprefix('Explanation:').strip()}"[:MAX_REASON_CHARS]
+    explanation = lines[at].removeprefix("Explanation:").strip()
+    return (f"{lines[at - 1]}: {explanation}" if at else explanation)[:MAX_REASON_CHARS]
 
 
 class _Capture(logging.Handler):
@@ -120,11 +123,11 @@ class _Capture(logging.Handler):
         marker = "Graph Break Reason:"
         if marker in message:
             text = message.split(marker, 1)[1].split("User code traceback:", 1)[0]
-            return _short_reason(text)
+            return break_reason(text)
         # The "skip frame" record carries the reason only in its exception.
         if record.exc_info and record.exc_info[1] is not None:
-            return _short_reason(str(record.exc_info[1]))
-        return _short_reason(message)
+            return break_reason(str(record.exc_info[1]))
+        return break_reason(message)
 
     def _add_recompile(self, message: str) -> None:
         match = _RECOMPILING.search(message)
@@ -345,7 +348,7 @@ class CompileWatch:
         from_counters: dict[str, int] = {}
         for group in ("unimplemented", "graph_break"):
             for message, count in (delta or {}).get(group, {}).items():
-                reason = _short_reason(message)
+                reason = break_reason(message)
                 from_counters[reason] = from_counters.get(reason, 0) + count
         resumes = sorted((delta or {}).get("resumes", {}))
         from_logs: dict[str, int] = {}
