@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -9,11 +10,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kb.store import KnowledgeBase
 from kb.website.build import MANIFEST, build_site
+from kb.website.render import render_page
 from tests.conftest import run_kb, write_entry
 
 HOSTILE = (
@@ -60,7 +63,7 @@ def test_build_renders_every_page_kind_from_real_entries(kb: KnowledgeBase, tmp_
              "compare/llama.html", "trends/llama.html", "assets/kb.css")  # fmt: skip
     for page in pages:
         assert (out / page).is_file(), page
-    assert sorted(p.name for p in (out / "pagefind").iterdir()) == sorted({"2026-10", "2026-11", _month()})
+    assert [p.name for p in (out / "pagefind").iterdir()] == ["part-1"]  # a first build seals every page
     entry = (out / "entries/2026-11-03-llama-neuron-bbbbbb.html").read_text()
     assert "<h2>Failure: compile_timeout</h2>" in entry
     assert "The flex attention kernel has no fast path yet." in entry
@@ -68,17 +71,13 @@ def test_build_renders_every_page_kind_from_real_entries(kb: KnowledgeBase, tmp_
     assert '2026-01-01-gone-cccccc <span class="missing">(no such entry)</span>' in entry
     assert '<span data-pagefind-filter="backend">neuron</span>' in entry
     cuda = (out / "entries/2026-10-02-llama-cuda-aaaaaa.html").read_text()
-    assert '<tr><th>compile</th><td class="num">41.5 s</td></tr>' in cuda
+    assert '<tr><th data-pagefind-ignore>compile</th><td class="num">41.5 s</td></tr>' in cuda
     assert "0.2 s (p10 0.19, p90 0.21) over 50 steps" in cuda
     neuron_list = (out / "list/backend/neuron.html").read_text()
     assert "llama on neuron" in neuron_list and "llama on cuda" not in neuron_list
     comparison = (out / "compare/llama.html").read_text()
     assert "backend cpu → cuda → neuron" in comparison
     assert (out / "trends/llama.html").read_text().count('<svg class="chart"') >= 1
-
-
-def _month() -> str:
-    return time.strftime("%Y-%m", time.gmtime())
 
 
 def test_recorded_output_is_copied_and_linked(kb: KnowledgeBase) -> None:
@@ -96,16 +95,16 @@ def test_recorded_output_is_copied_and_linked(kb: KnowledgeBase) -> None:
 def test_second_build_writes_nothing_and_an_edit_rewrites_only_what_shows_it(kb: KnowledgeBase) -> None:
     _entries(kb)
     first = build_site(kb)
-    assert first.written == first.pages and first.shards_rebuilt == first.shards == 2
+    assert first.written == first.pages and first.bundles_rebuilt == first.bundles == 1
     out = kb.root / "site"
     untouched = out / "entries/2026-10-02-llama-cuda-aaaaaa.html"
     stamp = untouched.stat().st_mtime_ns
     again = build_site(kb)
-    assert (again.written, again.unchanged, again.shards_rebuilt) == (0, again.pages, 0)
+    assert (again.written, again.unchanged, again.bundles_rebuilt) == (0, again.pages, 0)
     path = kb.entries_path / "2026-11-03-llama-neuron-bbbbbb.md"
     path.write_text(path.read_text().replace("llama on neuron", "llama on trainium"))
     edited = build_site(kb)
-    assert edited.shards_rebuilt == 1
+    assert (edited.bundles_rebuilt, edited.bundles) == (1, 2)  # the edited page went into the recent bundle
     assert 0 < edited.written < 15, edited.summary()
     assert untouched.stat().st_mtime_ns == stamp
     assert "llama on trainium" in (out / "entries/2026-11-03-llama-neuron-bbbbbb.html").read_text()
@@ -121,6 +120,28 @@ def test_the_same_entries_give_the_same_bytes(kb: KnowledgeBase, tmp_path: Path)
     assert one == two
 
 
+def test_entry_pages_rendered_by_worker_processes_are_the_same_bytes(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kb.website import workers
+
+    _entries(kb)
+    build_site(kb, tmp_path / "here")
+    in_this_process = []
+
+    def render_here(kb: KnowledgeBase, out: Path, base_url: str, page: Any) -> Any:
+        in_this_process.append(page.path)
+        return render_page(kb, out, base_url, page)
+
+    monkeypatch.setattr(workers, "MIN_PAGES", 1)  # large builds only, normally
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers, "render_page", render_here)
+    report = build_site(kb, tmp_path / "workers")
+    assert in_this_process and not any(path.startswith("entries/") for path in in_this_process)
+    assert report.written == report.pages
+    assert _site_files(tmp_path / "workers") == _site_files(tmp_path / "here")
+
+
 def test_a_removed_entry_takes_its_page_along_and_foreign_files_stay(kb: KnowledgeBase) -> None:
     _entries(kb)
     out = kb.root / "site"
@@ -131,8 +152,9 @@ def test_a_removed_entry_takes_its_page_along_and_foreign_files_stay(kb: Knowled
     report = build_site(kb)
     assert not (out / "entries/2026-11-03-llama-neuron-bbbbbb.html").exists()
     assert not (out / "list/backend/neuron.html").exists()
-    assert not (out / "pagefind/2026-11").exists()
-    assert report.removed >= 3 and report.shards == 1
+    assert report.removed >= 3 and report.bundles == 1
+    stale = re.search(r'data-stale="([^"]*)"', (out / "search.html").read_text())[1].split()
+    assert len(stale) == 1  # the deleted page's result, dropped from the sealed bundle by the search page
     assert (out / "CNAME").read_text() == "kb.example.org\n"
 
 

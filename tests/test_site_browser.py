@@ -544,3 +544,30 @@ def test_the_content_security_policy_blocks_inline_script(site: BuiltSite, brows
         bare.page.wait_for_function("() => window.__csp_img === 1 && window.__csp_timer === 1")
         assert bare.page.evaluate(probe) == ["number", "number", "number", "rgb(1, 2, 3)"]
         assert bare.page.evaluate("() => window.__violations") == []
+
+
+def test_an_edited_entry_is_found_by_its_new_words_only_and_once(kb: KnowledgeBase, tab: Tab) -> None:
+    # Its own knowledge base: the edit lands in the recent bundle, and the sealed copy's results are stale.
+    from kb.website.build import build_site
+
+    def run(day: str, title: str, body: str) -> Path:
+        entry_id = f"2025-10-0{day}-{title.lower().replace(' ', '-')}-e5000{day}"
+        return write_entry(kb, entry_id, title, body, recorded=f"2025-10-0{day}T10:00:00Z", status="completed")
+
+    for day in "123":
+        run(day, f"Plain run {day}", "Nothing odd.")
+    edited = run("9", "Edited run", "The loader used wombatfizz threads.")
+    out = kb.root / "site"
+    assert build_site(kb, out).bundles == 1
+    edited.write_text(edited.read_text().replace("wombatfizz", "platypusbuzz"))
+    report = build_site(kb, out)
+    assert (report.bundles, report.bundles_rebuilt) == (2, 1), report.summary()
+    with serve(out) as url:
+        tab.page.goto(url + "search.html")
+        search_for(tab, "platypusbuzz", "1 entry.")
+        assert result_links(tab) == [url + "entries/2025-10-09-edited-run-e50009.html"]
+        tab.page.goto(url + "search.html")
+        search_for(tab, "wombatfizz", "0 entries.")  # the old text's result comes only from the sealed bundle
+        tab.page.goto(url + "search.html")
+        search_for(tab, "edited", "1 entry.")  # in the sealed and the recent bundle alike, shown once
+    assert tab.problems() == []

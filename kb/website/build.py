@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import filecmp
 import hashlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,7 +25,9 @@ from kb import __version__
 from kb.errors import KbError, Problem
 from kb.store import KnowledgeBase
 from kb.website import search_index
-from kb.website.pages import Page, Site, digest, facet_path, slug
+from kb.website.pages import Page, Site, digest
+from kb.website.render import Rendered, render_page, write_if_changed
+from kb.website.workers import render_pages
 
 MANIFEST = ".kb-site.json"
 LOCK = ".kb-site.lock"
@@ -48,8 +47,8 @@ class BuildReport:
     unchanged: int = 0
     removed: int = 0
     copied: int = 0
-    shards: int = 0
-    shards_rebuilt: int = 0
+    bundles: int = 0
+    bundles_rebuilt: int = 0
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -57,7 +56,7 @@ class BuildReport:
         broken = f"; {len(self.problems)} broken entries left out (kb check lists them)" if self.problems else ""
         return (
             f"{self.pages} pages ({self.written} written, {self.unchanged} unchanged, {self.removed} removed), "
-            f"{self.copied} attachments copied, search index {self.shards_rebuilt} of {self.shards} parts "
+            f"{self.copied} attachments copied, search index {self.bundles_rebuilt} of {self.bundles} bundles "
             f"rebuilt in {self.seconds:.2f} s{broken}"
         )
 
@@ -97,8 +96,9 @@ def build_site(
             ]
             due = {item.decision.id: item for item in due_decisions(decisions, db, today)}
             site = Site(kb, db)
-            pages = _pages(site, due, report.problems, base_url)
-            _write(kb, out, pages, base_url, report, progress)
+            facets = site.facets()
+            pages = _pages(site, facets, due, report.problems, base_url)
+            _write(kb, out, pages, lambda search: _search_page(facets, search), base_url, report, progress)
         finally:
             db.close()
     report.seconds = time.perf_counter() - started
@@ -117,63 +117,83 @@ def _check_out(kb: KnowledgeBase, out: Path) -> None:
         raise KbError(f"--out {out}: the site needs a folder of its own (default: {default_out(kb)})")
 
 
-def _pages(site: Site, due: dict[str, Any], problems: list[Problem], base_url: str) -> list[Page]:
-    facets = site.facets()
+def _pages(site: Site, facets: list, due: dict[str, Any], problems: list[Problem], base_url: str) -> list[Page]:
     pages = list(site.entry_pages(due))
-    shards = search_index.shards(pages)
     pages += [site.home_page(facets, due, problems), site.decisions_page(due)]
     pages += site.listing_pages(facets)
     pages += site.comparison_pages()
     pages += site.trend_pages()
-    # The search page's filters are the entry pages' Pagefind filters: the facets, with torch's version.
-    filters = [(dim.replace("package:", ""), label, values) for dim, label, values in facets]
-    search = {"shards": sorted(shards), "facets": [f for f in filters if f[0] in SEARCH_FILTERS]}
-    pages.append(Page("search.html", "search.html", digest("search", search), lambda: search))
     pages.append(Page("404.html", "404.html", digest("404", base_url), lambda: {"base_url": base_url}))
     return pages
 
 
+def _search_page(facets: list, search: search_index.SearchState) -> Page:
+    """The search page: the bundles to merge, the stale results to drop, and the facets as filters."""
+    # The filters are the entry pages' Pagefind filters: the facets, with torch's version.
+    filters = [(dim.replace("package:", ""), label, values) for dim, label, values in facets]
+    context = {
+        "bundles": search.bundles,
+        "stale": search.stale,
+        "facets": [f for f in filters if f[0] in SEARCH_FILTERS],
+    }
+    return Page("search.html", "search.html", digest("search", context), lambda: context)
+
+
 def _write(
-    kb: KnowledgeBase, out: Path, pages: list[Page], base_url: str, report: BuildReport, progress: Progress | None
+    kb: KnowledgeBase,
+    out: Path,
+    pages: list[Page],
+    search_page: Callable[[search_index.SearchState], Page],
+    base_url: str,
+    report: BuildReport,
+    progress: Progress | None,
 ) -> None:
     manifest_path = out / MANIFEST
     old = _read_manifest(manifest_path)
     fingerprint = renderer_fingerprint()
-    old_pages = old.get("pages", {}) if old.get("renderer") == fingerprint else {}
+    current = old.get("renderer") == fingerprint  # else every page looks different: build it all again
+    old_pages = old.get("pages", {}) if current else {}
     new_pages: dict[str, dict[str, Any]] = {}
-    env = _environment(base_url)
-    for number, page in enumerate(pages, 1):
+    fresh = []
+    for page in pages:
         known = old_pages.get(page.path)
         if known and known["key"] == page.key and (out / page.path).is_file():
             new_pages[page.path] = known
-            report.unchanged += 1
         else:
-            context = page.context()
-            rel = base_url if page.path == "404.html" else "../" * page.depth  # a 404 page is served at any depth
-            html = env.get_template(page.template).render(context, rel=rel)
-            if _write_if_changed(out / page.path, html.encode()):
-                report.written += 1
-            else:
-                report.unchanged += 1
-            copies = [_copy(kb, out, item) for item in context.get("attachments") or [] if item.get("source")]
-            report.copied += sum(1 for copied in copies if copied and copied[1])
-            new_pages[page.path] = {"key": page.key, "files": sorted(c[0] for c in copies if c)}
+            fresh.append(page)
+    report.unchanged += len(pages) - len(fresh)
+    total = len(pages) + 1
+
+    def note(done: Rendered) -> None:
+        new_pages[done.path] = {"key": done.key, "files": done.files}
+        report.written += done.written
+        report.unchanged += not done.written
+        report.copied += done.copied
         if progress:
-            progress(number, len(pages))
-    report.pages = len(pages)
+            progress(len(new_pages), total)
+
+    for done in render_pages(kb, out, base_url, fresh):
+        note(done)
+    # The search page names the bundles and their stale results, so it comes after the search index.
+    search = search_index.update(out, pages, search_index.SearchState.from_json(old.get("search") if current else {}))
+    page = search_page(search)
+    known = old_pages.get(page.path)
+    if known and known["key"] == page.key and (out / page.path).is_file():
+        new_pages[page.path] = known
+        report.unchanged += 1
+    else:
+        note(render_page(kb, out, base_url, page))
+    report.pages = total
+    report.bundles, report.bundles_rebuilt = len(search.bundles), search.rebuilt
     assets = _copy_assets(out)
     produced = set(new_pages) | {f for page in new_pages.values() for f in page["files"]} | set(assets)
     previous = set(old.get("pages", {})) | {f for p in old.get("pages", {}).values() for f in p["files"]}
     previous |= set(old.get("assets", []))
     for stale in sorted(previous - produced):
         report.removed += _remove(out, stale)
-    old_shards = old.get("shards", {}) if old.get("renderer") == fingerprint else {}
-    shards = search_index.update(out, pages, old_shards, set(old.get("shards", {})))
-    report.shards = len(shards)
-    report.shards_rebuilt = sum(1 for name, key in shards.items() if old_shards.get(name) != key)
     manifest = {"kb": __version__, "renderer": fingerprint, "assets": sorted(assets), "pages": new_pages,
-                "shards": shards}  # fmt: skip
-    _write_if_changed(manifest_path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+                "search": search.to_json()}  # fmt: skip
+    write_if_changed(manifest_path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
 
 
 @cache
@@ -191,56 +211,11 @@ def renderer_fingerprint() -> str:
     return hasher.hexdigest()[:24]
 
 
-@cache
-def _environment(base_url: str) -> Any:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(HERE / "templates"),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.globals.update(version=__version__, base_url=base_url, facet_path=facet_path, slug=slug)
-    env.filters["number"] = lambda value: "" if value is None else f"{value:.4g}"
-    return env
-
-
-def _write_if_changed(path: Path, content: bytes) -> bool:
-    try:
-        if path.stat().st_size == len(content) and path.read_bytes() == content:
-            return False
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(content)
-    os.replace(tmp, path)  # readers of a served site see the old page or the new one, never half of one
-    return True
-
-
-def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool] | None:
-    """Copy one attachment beside its page; a file that is missing or lies outside the entries folder is skipped."""
-    entries = kb.entries_path.resolve()
-    source = (kb.entries_path / item["source"]).resolve()
-    if not source.is_relative_to(entries) or not source.is_file():
-        return None
-    relative = f"entries/{item['source']}"
-    target = out / relative
-    if target.is_file() and filecmp.cmp(source, target, shallow=False):
-        return relative, False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
-    return relative, True
-
-
 def _copy_assets(out: Path) -> list[str]:
     written = []
     for source in sorted((HERE / "assets").iterdir()):
         relative = f"assets/{source.name}"
-        _write_if_changed(out / relative, source.read_bytes())
+        write_if_changed(out / relative, source.read_bytes())
         written.append(relative)
     return written
 

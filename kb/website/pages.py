@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,17 @@ class Page:
     template: str
     key: str  # a hash of everything the page shows: unchanged key, unchanged page
     context: Callable[[], dict[str, Any]]
-    search: bool = False  # indexed for full-text search (entry pages)
+    # An entry page's (entry id, revisit state): what another process needs to render it. Entry pages are
+    # also the pages indexed for full-text search.
+    entry: tuple[str, Any] | None = None
 
     @property
     def depth(self) -> int:
         return self.path.count("/")
+
+    @property
+    def search(self) -> bool:
+        return self.entry is not None
 
 
 def digest(*parts: Any) -> str:
@@ -93,8 +100,8 @@ class Site:
                 path=entry_page_path(path),
                 template="entry.html",
                 key=digest("entry", sha, files, state and (state.reasons, state.entries)),
-                context=lambda entry_id=entry_id, state=state: self.entry_context(entry_id, state),
-                search=True,
+                context=partial(self.entry_context, entry_id, state),
+                entry=(entry_id, state),
             )
 
     def entry_context(self, entry_id: str, due_state: Any) -> dict[str, Any]:

@@ -63,17 +63,20 @@ async function startSearch(box) {
       "filter without search.";
     return;
   }
-  const shards = (box.dataset.shards || "").split(" ").filter(Boolean);
-  if (!shards.length) {
+  const names = (text) => (text || "").split(" ").filter(Boolean);
+  const bundles = names(box.dataset.bundles);
+  // Results from a sealed bundle for pages that changed since: their new text is in the recent bundle.
+  const stale = new Set(names(box.dataset.stale));
+  if (!bundles.length) {
     status.textContent = "Nothing to search yet: the knowledge base has no entries.";
     return;
   }
   status.textContent = "Loading the search index…";
   const base = new URL("pagefind/", root);
-  const pagefind = await import(new URL(`${shards[0]}/pagefind.js`, base).href);
+  const pagefind = await import(new URL(`${bundles[0]}/pagefind.js`, base).href);
   await pagefind.options({ baseUrl: root.pathname });
-  for (const shard of shards.slice(1)) {
-    await pagefind.mergeIndex(new URL(`${shard}/`, base).href, { baseUrl: root.pathname });
+  for (const bundle of bundles.slice(1)) {
+    await pagefind.mergeIndex(new URL(`${bundle}/`, base).href, { baseUrl: root.pathname });
   }
   let latest = 0;
   async function run() {
@@ -96,7 +99,8 @@ async function startSearch(box) {
     if (ticket !== latest) return; // a newer query has started
     results.replaceChildren();
     shown = 0;
-    current = found.results;
+    const seen = new Set(stale); // a page unchanged for search can be in two bundles: show it once
+    current = found.results.filter((result) => !seen.has(result.id) && seen.add(result.id));
     await showMore(ticket);
   }
   // Each result's excerpt is a fetch of its own: load a page of them at a time, more on request.

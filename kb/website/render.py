@@ -1,0 +1,81 @@
+"""One page to disk: rendered from its template, written only when its bytes changed, its attachments copied."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kb import __version__
+from kb.store import KnowledgeBase
+from kb.website.pages import Page, facet_path, slug
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class Rendered:
+    path: str
+    key: str
+    files: list[str]  # attachments copied beside the page, relative to the site folder
+    written: bool  # the page's bytes changed
+    copied: int  # attachments whose bytes changed
+
+
+def render_page(kb: KnowledgeBase, out: Path, base_url: str, page: Page) -> Rendered:
+    context = page.context()
+    rel = base_url if page.path == "404.html" else "../" * page.depth  # a 404 page is served at any depth
+    html = environment(base_url).get_template(page.template).render(context, rel=rel)
+    written = write_if_changed(out / page.path, html.encode())
+    copies = [_copy(kb, out, item) for item in context.get("attachments") or [] if item.get("source")]
+    files = sorted(copy[0] for copy in copies if copy)
+    return Rendered(page.path, page.key, files, written, sum(1 for copy in copies if copy and copy[1]))
+
+
+@cache
+def environment(base_url: str) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals.update(version=__version__, base_url=base_url, facet_path=facet_path, slug=slug)
+    env.filters["number"] = lambda value: "" if value is None else f"{value:.4g}"
+    return env
+
+
+def write_if_changed(path: Path, content: bytes) -> bool:
+    try:
+        if path.stat().st_size == len(content) and path.read_bytes() == content:
+            return False
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(content)
+    os.replace(tmp, path)  # readers of a served site see the old page or the new one, never half of one
+    return True
+
+
+def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool] | None:
+    """Copy one attachment beside its page; a file that is missing or lies outside the entries folder is skipped."""
+    entries = kb.entries_path.resolve()
+    source = (kb.entries_path / item["source"]).resolve()
+    if not source.is_relative_to(entries) or not source.is_file():
+        return None
+    relative = f"entries/{item['source']}"
+    target = out / relative
+    if target.is_file() and filecmp.cmp(source, target, shallow=False):
+        return relative, False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+    return relative, True
