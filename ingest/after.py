@@ -21,6 +21,7 @@ from ingest.runfolder import PROTECTED, check_folder, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
+from kb.redact import redact_text
 from kb.store import KnowledgeBase
 
 # Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles; an interrupt, which is
@@ -71,7 +72,7 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
     if after.from_dir:
         _copy_run_folder(kb, entry, after.from_dir)
     stated = {"class": after.failure_class} if after.failure_class else {}
-    explanation = after.explain or (written.explanation if written else "")
+    explanation = redact_text(after.explain) if after.explain else (written.explanation if written else "")
     if explanation:
         stated["explanation"] = explanation
     observed = {"evidence": proposed} if proposed else None

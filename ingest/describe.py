@@ -33,6 +33,13 @@ class RunInfo:
     rerun_of: str | None = None
     author: str | None = None
 
+    def __post_init__(self) -> None:
+        # Typed text can hold a pasted token like any log; the title also becomes the entry's file name.
+        for name in ("title", "workload", "author"):
+            value = getattr(self, name)
+            if value:
+                setattr(self, name, redact_text(value))
+
     def fields(self) -> dict[str, Any]:
         """Entry fields for what was given; absent options give no field."""
         out: dict[str, Any] = {

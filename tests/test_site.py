@@ -194,6 +194,19 @@ def test_hostile_entry_text_is_escaped_and_sanitised(kb: KnowledgeBase) -> None:
         assert "&lt;script&gt;alert(1)&lt;/script&gt; title" in text and "<script>alert" not in text
 
 
+def test_images_load_only_from_the_site_and_links_keep_their_targets() -> None:
+    from kb.website.markup import markdown_html
+
+    html = markdown_html(
+        "![plot](plot.png) ![pixel](https://tracker.example/p.png) ![up](../../../etc/x.png) "
+        "[paper](https://example.org/paper) [mail](mailto:a@example.org)",
+        depth=1,
+    )
+    assert '<img alt="plot" src="plot.png">' in html
+    assert "tracker.example" not in html and "etc/x.png" not in html  # opening a page would fetch them
+    assert 'href="https://example.org/paper"' in html and 'href="mailto:a@example.org"' in html
+
+
 def test_base_url_shapes_the_404_page_and_bad_values_are_refused(kb: KnowledgeBase, tmp_path: Path) -> None:
     _entries(kb)
     result = run_kb("site", "build", "--out", str(tmp_path / "www"), "--base-url", "/kb")

@@ -44,15 +44,25 @@ def markdown_html(text: str, *, depth: int = 0) -> Markup:
         attributes=ATTRIBUTES,
         url_schemes=SCHEMES,
         link_rel="noopener noreferrer nofollow",
-        attribute_filter=lambda tag, name, value: _keep_url(value, depth) if name in ("href", "src") else value,
+        attribute_filter=lambda tag, name, value: _filtered(name, value, depth),
     )
     return Markup(cleaned)
 
 
-def _keep_url(value: str, depth: int) -> str | None:
-    """Absolute http(s)/mailto links stay; a relative link stays only if it cannot climb out of the site."""
+def _filtered(name: str, value: str, depth: int) -> str | None:
+    return _keep_url(value, depth, loaded=name == "src") if name in ("href", "src") else value
+
+
+def _keep_url(value: str, depth: int, loaded: bool = False) -> str | None:
+    """Absolute http(s)/mailto links stay; a relative link stays only if it cannot climb out of the site.
+
+    A `loaded` URL (an image's source) is fetched by merely opening the page: only the site's own files, so
+    that reading the site never tells another server who read it.
+    """
     parts = urlsplit(value)
     if parts.scheme or parts.netloc:
+        if loaded:
+            return None
         return value if parts.scheme.lower() in SCHEMES and (parts.scheme != "mailto" or not parts.netloc) else None
     if value.startswith("/"):
         return None  # site-root paths break under a sub-path and on file://; entries never need them
