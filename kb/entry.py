@@ -10,6 +10,7 @@ from typing import Any
 from kb import frontmatter
 from kb.errors import EntryError, Problem
 from kb.ids import new_id
+from kb.migrate import upgrade
 from kb.schema import SCHEMA_VERSION, coerce_entry, validate
 
 # The order kb writes fields in: identity first, then what ran, on what, how it went. Unknown fields follow.
@@ -51,9 +52,10 @@ class Entry:
 
     @classmethod
     def parse(cls, text: str, path: Path | None = None) -> Entry:
-        """Parse and validate a whole entry file; every problem raises an EntryError naming file and line."""
+        """Parse, upgrade from an older schema and validate a whole entry file; every problem raises an
+        EntryError naming file and line."""
         doc = frontmatter.load(text, path)
-        data = coerce_entry(doc.data)
+        data = coerce_entry(upgrade(doc.data))
         check_version(data, path, doc.lines)
         validate(data, path, doc.lines)
         return cls(data=data, body=doc.body, path=path, lines=doc.lines)
