@@ -5,14 +5,16 @@ leaked token stays in history for good. So every log line, command line, environ
 through here first, and what looks like a credential is replaced by `MASK`, keeping the text around it:
 
 - values of a known shape anywhere: AWS access key ids, Hugging Face, GitHub, OpenAI, Anthropic, Slack,
-  Google, Stripe, npm and GitLab tokens, Slack webhook paths, JWTs, bearer tokens, URL passwords and
-  PEM private key blocks;
+  Google (API keys, OAuth client secrets and access tokens), Stripe, npm, PyPI, SendGrid and GitLab
+  tokens, Slack webhook paths, JWTs, bearer tokens, URL passwords and PEM private key blocks;
 - values assigned to a secret-looking name (see `is_secret_name`): `HF_TOKEN=...`, `password: ...`,
-  `--api-key ...`, `"api_key": "..."`, `Authorization: Bearer ...`, whole `Cookie:` headers.
+  `--api-key ...`, `"api_key": "..."`, `Authorization: Bearer ...`, `AccountKey=...` in Azure connection
+  strings, `sig=...` in Azure SAS URLs, whole `Cookie:` headers.
 
 Masking errs towards hiding: a harmless value next to a secret-looking name is masked too. Harmless
 look-alikes that evidence needs (commit hashes, digests, versions, `TOKENIZERS_PARALLELISM=false`,
-`num_tokens: 4096`) are kept. Every pattern is linear in the text's length, so megabyte logs are cheap.
+`num_tokens: 4096`, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in the
+text's length, so megabyte logs are cheap.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ _SECRET_WORDS = frozenset(
         "CREDENTIAL", "CREDENTIALS", "CREDS",
         "AUTH", "AUTHORIZATION", "AUTHENTICATION",
         "COOKIE", "COOKIES", "SESSION", "SESSIONID",
-        "SIGNATURE",
+        "SIGNATURE", "SIG",
     }
 )  # fmt: skip
 # A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
@@ -47,10 +49,13 @@ _DESCRIPTIVE_WORDS = frozenset(
 _HARMLESS_NAMES = frozenset({"PWD", "DISPATCH_KEY"})
 # Substrings of every secret word, so that a look-ahead skips most names before any Python runs; trying
 # the stems only where one can start halves the time spent on a log.
-_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "signature")
+_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig")
 _STEM_STARTS = "".join(sorted({stem[0] for stem in _STEMS} | {stem[0].upper() for stem in _STEMS}))
 # Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`.
 _NOT_SECRET_VALUES = frozenset({"true", "false", "none", "null"})
+# Inductor names its caches' entries by a SHA-256 in lower-case base32, with a letter for the cache in
+# front (`"key": "fvyrmq..."` in compile traces): a digest, not a secret, when the name is a bare `key`.
+_CACHE_KEY = re.compile(r"[a-z]?[a-z2-7]{51}")
 
 # Camel case, digits and any punctuation separate word parts: `HFToken`, `api_key2`, `X-Api-Key`.
 _WORD_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
@@ -85,15 +90,20 @@ _SHAPES = re.compile(
     r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"  # JWT
     r"|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"  # Google API key
     r"|npm_[A-Za-z0-9]{36,}"  # npm
-    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|gl(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}"  # GitLab's token prefixes
+    r"|pypi-Ag[A-Za-z0-9_-]{50,}"  # PyPI (a macaroon: its base64 starts alike)
+    r"|SG\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{40,}"  # SendGrid
+    r"|GOCSPX-[A-Za-z0-9_-]{24,}"  # Google OAuth client secret
+    r"|ya29\.[A-Za-z0-9_-]{20,}"  # Google OAuth access token
     r"|(?P<bearer>(?i:bearer)[ \t]+)(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*"  # not "the bearer of"
     r")"
 )
 
 # `name=value`, `name: value`, `"name": "value"`, `--name value`, `env["NAME"] = value` where the name
 # may be secret: the match is only a candidate, `is_secret_name` and the value decide. The value is a
-# quoted string, an earlier mask (so masking twice changes nothing) or a bare word; an HTTP auth scheme
-# in front of it is kept. A Cookie header is masked to the end of its line: it is all secrets.
+# quoted string (also with escaped quotes, as JSON inside a JSON string has them: `\"auth\": \"...\"`),
+# an earlier mask (so masking twice changes nothing) or a bare word; an HTTP auth scheme in front of it
+# is kept. A Cookie header is masked to the end of its line: it is all secrets.
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
 _ASSIGNMENT = re.compile(
     rf"""
@@ -103,12 +113,13 @@ _ASSIGNMENT = re.compile(
         (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)(?P<cookie_value>[^\r\n]+)
       | (?:
             --?(?P<flag>{_NAME})[ \t]+(?!-)
-          | -{{0,2}}(?P<name>{_NAME})["']?\]?[ \t]*(?:=(?!=)|:(?!:))[ \t]*
+          | -{{0,2}}(?P<name>{_NAME})\\?["']?\]?[ \t]*(?:=(?!=)|:(?!:))[ \t]*
         )
         (?:(?i:bearer|basic|token|digest|negotiate)[ \t]+)?
         (?:
             "(?P<dq>(?:[^"\\\r\n]|\\.)+)"
           | '(?P<sq>(?:[^'\\\r\n]|\\.)+)'
+          | \\"(?P<escaped>(?:[^"\\\r\n]|\\[^"\r\n])+)\\"
           | (?P<bare>{re.escape(MASK)}|[^\s"'`,;&<>()\[\]{{}}]+)
         )
     )
@@ -171,8 +182,11 @@ def _mask_assignments(text: str) -> str:
 def _mask_assignment(match: re.Match[str]) -> str | None:
     value = match.lastgroup  # the value's group: it is the last one to close
     assert value is not None
+    name = match["flag"] or match["name"]
     if value != "cookie_value" and (
-        not is_secret_name(match["flag"] or match["name"]) or match[value].lower() in _NOT_SECRET_VALUES
+        not is_secret_name(name)
+        or match[value].lower() in _NOT_SECRET_VALUES
+        or (name.lower() == "key" and _CACHE_KEY.fullmatch(match[value]))
     ):
         return None
     text = match.string
