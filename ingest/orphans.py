@@ -2,16 +2,20 @@
 
 The recorder writes its host, pid and process start time into the entry. On the same host, a pid that is
 gone, or reused by a process that started at another time, means the recorder died without finishing.
-Entries recorded on other hosts cannot be judged from here and stay as they are.
+Entries recorded on other hosts cannot be judged from here and stay as they are. A dead recorder's
+temporary files (an atomic write it never finished) are removed as its entry is settled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ingest.finish import OUTPUT_LOG, Outcome, finish
+from kb import atomic
 from kb.entry import Entry
 from kb.errors import KbError
 from kb.store import KnowledgeBase
@@ -47,7 +51,41 @@ def settle(kb: KnowledgeBase, entry: Entry) -> Entry:
         finish(kb, entry, Outcome("killed", _last_sign_of_life(kb, entry), observed={"message": message}))
     except KbError:
         entry.data["status"] = "killed"
+    _remove_leftovers(kb, entry)
     return entry
+
+
+def _remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
+    """The temporary files the dead recorder was writing (the entry, a diff) when it was killed."""
+    pid = entry.data["recorder"]["pid"]
+    if not _gone(pid):
+        return  # the pid is another process's now, and its temporary files may be in use
+    for folder in {(entry.path or kb.entry_path(entry.id)).parent, kb.attachments_path(entry)}:
+        for path in atomic.temporaries(folder, pid):
+            _remove(path)
+
+
+def _remove_unpublished(kb: KnowledgeBase) -> None:
+    """A recorder killed while writing its new entry leaves it in a temporary file that never became the
+    entry (and nothing ran yet): remove those whose recorder is dead."""
+    for path in atomic.temporaries(kb.entries_path):
+        try:
+            entry = Entry.parse(path.read_text("utf-8"), path)
+        except (KbError, OSError, UnicodeDecodeError):
+            continue  # not a whole entry: still being written, or not a recorder's
+        if is_orphan(entry) and _gone(entry.data["recorder"]["pid"]):
+            _remove(path)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only folder keeps it: harmless, and every scan skips it
+        path.unlink(missing_ok=True)
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    return not psutil.pid_exists(pid)
 
 
 def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
@@ -56,7 +94,9 @@ def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
 
 
 def settle_indexed(kb: KnowledgeBase) -> int:
-    """Settle the orphans among the entries the index knows as running; returns how many were settled."""
+    """Settle the orphans among the entries the index knows as running, and remove the new entries that
+    dead recorders never finished writing; returns how many were settled."""
+    _remove_unpublished(kb)
     from kb.index.db import connect, index_path
 
     db = connect(index_path(kb.ensure_cache()))

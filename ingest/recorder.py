@@ -92,11 +92,12 @@ def record_command(
         wall_s = time.monotonic() - clock  # the command's own time, from a clock that never jumps
         ended = utc_now()
         tee.close()
-    capture.join(timeout=record.probe_timeout_s + 5)
-    _apply_capture(kb, entry, captured)
-    outcome = _outcome(returncode, forwarder.interrupted, ended)
-    outcome.wall_s = wall_s
-    finish(kb, entry, outcome)
+        # Still shielded: a Ctrl-C or SIGTERM now, with the outcome known, must not leave the entry running.
+        capture.join(timeout=record.probe_timeout_s + 5)
+        _apply_capture(kb, entry, captured)
+        outcome = _outcome(returncode, forwarder.interrupted, ended)
+        outcome.wall_s = wall_s
+        finish(kb, entry, outcome)
     return Recorded(entry, returncode if returncode >= 0 else 128 - returncode)
 
 

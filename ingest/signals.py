@@ -4,7 +4,8 @@ A Ctrl-C typed in a terminal already reaches the command (it shares kb's process
 it again would interrupt the command's own clean-up. On Linux the signals are blocked in kb and taken
 with sigtimedwait, which says where each came from: the terminal (si_code SI_KERNEL, not forwarded) or
 a process that called kill() (forwarded). Elsewhere a plain handler forwards unless kb is in the
-foreground of a terminal. Either way every signal is remembered, so the entry can say `interrupted`.
+foreground of a terminal. Either way every signal that finds the command running is remembered, so the
+entry can say `interrupted`; one sent after the command ended stops nothing and leaves its outcome as is.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class SignalForwarder:
             self._note(info.si_signo, "terminal" if info.si_code == SI_KERNEL else "sent")
 
     def _note(self, signum: int, origin: str) -> None:
+        if origin == "sent" and self._proc is not None and self._proc.poll() is not None:
+            return  # the command has ended: the signal stops nothing and the entry keeps the command's own outcome
         self.received.append((signal.Signals(signum).name, origin))
         if origin == "sent":
             self._forward(signum)

@@ -1,3 +1,3 @@
-from kb.cli import main
+from kb.launch import main
 
 main()

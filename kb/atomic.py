@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
+
+_TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
 
 
 def _temporary(path: Path) -> Path:
     # Same folder as the target, so the final rename never crosses a file system; a leading dot keeps
-    # scans of the entries folder from mistaking it for an entry.
+    # scans of the entries folder from mistaking it for an entry. The pid says whose it is (temporaries()).
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def temporaries(folder: Path, pid: int | None = None) -> list[Path]:
+    """The temporary files in `folder` (only writer `pid`'s, if given). A writer killed between writing one
+    and renaming it leaves it behind; a live writer's are in use, so only remove those of a dead one."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    matches = [(name, _TEMPORARY.fullmatch(name)) for name in names]
+    return [folder / name for name, match in matches if match and (pid is None or int(match["pid"]) == pid)]
 
 
 def _fsync_dir(folder: Path) -> None:
