@@ -6,13 +6,18 @@ whoosh, and this module imports it only inside functions so that `kb --help` sta
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
+import os
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kb import atomic
 from kb.entry import Entry
 from kb.errors import KbError
 
@@ -27,6 +32,9 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1  # bump to force a rebuild when the fields change; stored in the index folder
 VERSION_FILE = "kb-fulltext-version"
+# Size and mtime of each file as the last commit left it. Whoosh never rewrites a file in place and has no checksums:
+# a file that differs was damaged, and searching it could silently miss entries.
+FILES_FILE = "kb-fulltext-files.json"
 
 # Whoosh's default index name; its writer lock is the file "<name>_WRITELOCK" in the folder.
 _INDEX_NAME = "MAIN"
@@ -60,6 +68,7 @@ ALIASES = {
 # Where a snippet comes from, best first: the title is shown anyway, so text around it says more.
 SNIPPET_FIELDS = ("failure", "notes", "title", "output")
 SNIPPET_CHARS = 240
+MAX_QUERY_CHARS = 1000
 # Output is a log tail, and the end of a log says the most: a pasted megabyte costs no more than this.
 OUTPUT_CHARS = 16_000
 
@@ -75,6 +84,16 @@ MERGE_FACTOR = 4
 _OUTPUT_HEADING = re.compile(r"^##\s+output\s*$", re.IGNORECASE)
 _SECTION_HEADING = re.compile(r"^#{1,2}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+# Errors of a full disk or a read-only folder: reported as they are. Any other error while reading the index means
+# damaged files (Whoosh has no error of its own for that: truncated or overwritten files raise EOFError,
+# UnpicklingError, struct.error, a bare Exception...).
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+class FullTextDamaged(KbError):
+    """The full-text index's files are damaged; it is marked for the next sync to rebuild."""
 
 
 @dataclass(frozen=True)
@@ -217,15 +236,22 @@ def _highlighter() -> Highlighter:
 
 def _parse(query: str) -> Query:
     """The Whoosh query for a query string; a KbError says what is wrong with one that does not parse."""
+    if len(query) > MAX_QUERY_CHARS:  # Whoosh's analysis takes seconds on a page of text
+        raise KbError(f"the query is {len(query)} characters long; search for at most {MAX_QUERY_CHARS}")
+    if re.search("[\ud800-\udfff]", query):  # bytes in the command line that are not UTF-8
+        raise KbError(f"the query {_clipped(query)} holds bytes that are not UTF-8 text; type it as UTF-8")
     _check_brackets(query)
-    parsed = _parser().parse(query)
+    try:
+        parsed = _parser().parse(query)
+    except (IndexError, AssertionError):  # Whoosh's parser fails on operators with nothing to join: "NOT AND x"
+        raise KbError(f"the query {_clipped(query)} has an operator (AND, OR, NOT) with nothing beside it") from None
     known = set(_schema().names())
     for leaf in parsed.leaves():
         name = leaf.field()
         if name is not None and name not in known:
             fields = ", ".join(sorted({*DEFAULT_FIELDS, "id", "recorded", *(a for v in ALIASES.values() for a in v)}))
             raise KbError(
-                f"unknown field {name!r} in the query {query!r} (fields: {fields}); "
+                f"unknown field {_clipped(name)} in the query {_clipped(query)} (fields: {fields}); "
                 'to search for text that contains ":", put it in double quotes'
             )
     return parsed
@@ -255,16 +281,27 @@ def _merge_similar(writer: IndexWriter, segments: list[Any]) -> list[Any]:
 def _check_brackets(query: str) -> None:
     # Whoosh parses anything, silently dropping what it cannot place: say so instead of searching for something else.
     if query.count('"') % 2:
-        raise KbError(f'the query {query!r} has an unclosed double quote; close the phrase, as in "flex attention"')
+        raise KbError(
+            f'the query {_clipped(query)} has an unclosed double quote; close the phrase, as in "flex attention"'
+        )
     closer = {"(": ")", "[": "]}", "{": "]}"}  # ranges may mix ends: [a TO b} includes a, excludes b
     stack: list[str] = []
     for char in re.sub(r'"[^"]*"', " ", query):
         if char in closer:
             stack.append(char)
         elif char in ")]}" and not (stack and char in closer[stack.pop()]):
-            raise KbError(f"the query {query!r} has an unmatched {char!r}; put text with brackets in double quotes")
+            raise KbError(
+                f"the query {_clipped(query)} has an unmatched {char!r}; put text with brackets in double quotes"
+            )
     if stack:
-        raise KbError(f"the query {query!r} has an unclosed {stack[-1]!r}; close it, or put the text in double quotes")
+        raise KbError(
+            f"the query {_clipped(query)} has an unclosed {stack[-1]!r}; close it, or put the text in double quotes"
+        )
+
+
+def _clipped(text: str, limit: int = 120) -> str:
+    """Text quoted for an error message, shortened: a pasted page of query need not be echoed whole."""
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _clip(text: str) -> str:
@@ -288,7 +325,8 @@ class FullText:
         """Whether an index of this SCHEMA_VERSION is there; if not, update() starts a new one."""
         from whoosh import index
 
-        return self._version() == SCHEMA_VERSION and index.exists_in(self.folder, _INDEX_NAME)
+        with self._guard():  # exists_in reads the table of contents
+            return self._version() == SCHEMA_VERSION and index.exists_in(self.folder, _INDEX_NAME)
 
     def clear(self, timeout_s: float = 30.0) -> None:
         """Drop every document, leaving an empty index (for `kb index --rebuild`)."""
@@ -312,28 +350,56 @@ class FullText:
             self._create(timeout_s)
         if not gone:
             return
-        index = self._open()
-        writer = self._writer(index, timeout_s, **(BULK_OPTIONS if len(entries) >= BULK_DOCS else {}))
-        try:
-            if not index.is_empty():  # read under the lock; a first build has nothing to delete: skip the lookups
-                for entry_id in gone:
-                    writer.delete_by_term("id", entry_id)
-            for entry in entries.values():  # documents made one at a time: a rebuild never holds them all
-                doc = document(entry)
-                writer.add_document(**doc, recency=_recency(doc["recorded"]))
-        except BaseException:
-            writer.cancel()
-            raise
-        writer.commit(mergetype=_merge_similar)
+        with self._guard():
+            index = self._open()
+            writer = self._writer(index, timeout_s, **(BULK_OPTIONS if len(entries) >= BULK_DOCS else {}))
+            try:
+                if not index.is_empty():  # read under the lock; a first build has nothing to delete: skip the lookups
+                    for entry_id in gone:
+                        writer.delete_by_term("id", entry_id)
+                for entry in entries.values():  # documents made one at a time: a rebuild never holds them all
+                    doc = document(entry)
+                    writer.add_document(**doc, recency=_recency(doc["recorded"]))
+            except BaseException:
+                writer.cancel()
+                raise
+            writer.commit(mergetype=_merge_similar)
+        atomic.write_text(self.folder / FILES_FILE, json.dumps(self._stats()))
+
+    def check(self) -> None:
+        """Raise FullTextDamaged if a file changed since the last commit or the index does not open as a search's."""
+        with self._guard():
+            try:
+                recorded = json.loads((self.folder / FILES_FILE).read_text("utf-8"))
+            except FileNotFoundError:
+                recorded = {}  # from before FILES_FILE, or a crash before it was written: nothing to compare
+            now = self._stats()
+            changed = sorted(name for name, stat in recorded.items() if name in now and now[name] != stat)
+            if changed:
+                raise ValueError(f"{changed[0]} changed since kb wrote it")
+            self._open().reader().close()
+
+    def _stats(self) -> dict[str, list[int]]:
+        skip = {VERSION_FILE, FILES_FILE, f"{_INDEX_NAME}_WRITELOCK"}
+        stats = {}
+        for item in os.scandir(self.folder):
+            if item.name not in skip and not item.name.startswith("."):
+                stat = item.stat()
+                stats[item.name] = [stat.st_size, stat.st_mtime_ns]
+        return stats
 
     def search(self, query: str, *, limit: int = 20, only_ids: Collection[str] | None = None) -> list[Hit]:
         """Entries matching `query` (Whoosh's query language), best first, newest first among equals.
 
         `only_ids` restricts the hits to those entry ids (the structured filters, computed elsewhere).
         """
+        parsed = _parse(query)  # before looking at the index, so a bad query is reported even on an empty one
+        with self._guard():
+            return self._search(parsed, limit, only_ids)
+
+    def _search(self, parsed: Query, limit: int, only_ids: Collection[str] | None) -> list[Hit]:
         from whoosh.query import NullQuery
 
-        parsed = _parse(query)  # before looking at the index, so a bad query is reported even on an empty one
         searcher = self._fresh_searcher()
         if searcher is None or parsed is NullQuery or limit < 1 or (only_ids is not None and not only_ids):
             return []
@@ -376,6 +442,24 @@ class FullText:
             return set(column)
         return {entry_id for docnum, entry_id in enumerate(column) if not reader.is_deleted(docnum)}
 
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Damage found while reading becomes FullTextDamaged, and the index is marked for the next sync to rebuild."""
+        try:
+            yield
+        except (KbError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+                raise
+            self.close()
+            (self.folder / VERSION_FILE).unlink(missing_ok=True)  # exists() is False now: a sync rebuilds it
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise FullTextDamaged(
+                f"the full-text index in {self.folder} is damaged ({reason}); the next kb command rebuilds it "
+                "from the entries"
+            ) from exc
+
     def close(self) -> None:
         """Let go of the searcher kept between searches."""
         if self._searcher is not None:
@@ -410,6 +494,7 @@ class FullText:
             raise self._locked()
         try:
             if not self.exists():  # again, under the lock: another process may have made it meanwhile
+                (self.folder / FILES_FILE).unlink(missing_ok=True)  # it describes the files create_in replaces
                 index.create_in(self.folder, _schema(), _INDEX_NAME)
                 (self.folder / VERSION_FILE).write_text(f"{SCHEMA_VERSION}\n")
         finally:

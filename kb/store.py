@@ -10,7 +10,9 @@ Entries may be moved into sub-folders of entries/ by hand; every scan looks at t
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import os
 import re
 import shutil
@@ -160,8 +162,9 @@ class KnowledgeBase:
     def locate(self, ref: str) -> Path:
         """The file of an entry given its id, a unique id prefix, or a path to the file."""
         candidate = Path(ref)
-        if candidate.suffix == ".md" and candidate.is_file():
-            return candidate.resolve()
+        with contextlib.suppress(OSError):  # a name the file system cannot hold is no file: look it up as an id
+            if candidate.suffix == ".md" and candidate.is_file():
+                return candidate.resolve()
         if ids.is_valid_id(ref) and self.entry_path(ref).is_file():
             return self.entry_path(ref)
         stems = {path.stem: path for path in self.iter_entry_paths()}
@@ -191,7 +194,7 @@ class KnowledgeBase:
                 entry.data["id"] = ids.reroll(entry.id)
                 continue
             except OSError as exc:
-                raise KbError(f"cannot write {path}: {exc.strerror}; check the entries folder is writable") from None
+                raise _write_error(path, exc) from None
             entry.path = path
             return entry
         raise KbError(f"could not find a free id for '{entry.id}' after {CREATE_ATTEMPTS} tries")
@@ -214,7 +217,7 @@ class KnowledgeBase:
         try:
             atomic.write_text(path, text)
         except OSError as exc:
-            raise KbError(f"cannot write {path}: {exc.strerror}; check the entries folder is writable") from None
+            raise _write_error(path, exc) from None
         entry.path = path
         return True
 
@@ -267,6 +270,12 @@ class KnowledgeBase:
     def relative(self, entry: Entry, target: Path) -> str:
         base = (entry.path or self.entry_path(entry.id)).parent
         return target.relative_to(base).as_posix()
+
+
+def _write_error(path: Path, exc: OSError) -> KbError:
+    full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    advice = "free some disk space" if full else "check the entries folder is writable"
+    return KbError(f"cannot write {path}: {exc.strerror}; {advice}")
 
 
 def _looks_like_text(head: bytes) -> bool:

@@ -240,6 +240,22 @@ def test_deleting_the_cache_loses_nothing_and_damage_is_repaired(sample: Knowled
     assert run_kb("index", "--rebuild").stdout.startswith("Indexed: 5 added, 0 updated, 0 removed, 0 unchanged")
 
 
+def test_an_index_made_under_another_entry_schema_is_rebuilt(sample: KnowledgeBase) -> None:
+    # A kb reading a newer entry schema reads the same files differently: rows made by an older one are stale.
+    from kb.schema import SCHEMA_VERSION
+
+    sync(sample)
+    db = sqlite3.connect(index_path(sample.cache_path))
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    db.execute("UPDATE entries SET title = 'as an older kb read it'")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    assert run_kb("index").stdout.startswith("Indexed: 5 added")
+    assert "as an older kb read it" not in run_kb("ls").stdout
+    assert sync(sample).unchanged == 5  # once
+
+
 def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None:
     sync(sample)
     db = sqlite3.connect(index_path(sample.cache_path))

@@ -11,9 +11,11 @@ def register(app: typer.Typer) -> None:
         """Validate every entry and every link; print each problem as file:line: field: message."""
         from kb.commands.common import synced
         from kb.index.check import problems
+        from kb.index.db import reading
 
         kb, db = synced(ctx)
-        found, checked = problems(kb, db)
+        with reading(db):
+            found, checked = problems(kb, db)
         for problem in found:
             typer.echo(str(problem))
         typer.echo(f"{checked} entries checked, {len(found)} problem{'s' if len(found) != 1 else ''}", err=True)

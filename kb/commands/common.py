@@ -27,7 +27,9 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     from kb.index.sync import sync
 
     kb = knowledge_base(ctx)
-    sync(kb)
+    report = sync(kb)
+    if report.repaired:
+        typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
     if settle_indexed(kb):
         sync(kb)
     return kb, connect(index_path(kb.cache_path))

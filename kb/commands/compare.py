@@ -36,10 +36,13 @@ def register(app: typer.Typer) -> None:
             entries = [kb.load(ref) for ref in refs]
         elif workload and by:
             from kb.entry import Entry
+            from kb.index.db import reading
             from kb.index.query import latest_per_group
 
             kb, db = synced(ctx)
-            entries = [Entry.read(kb.entries_path / path) for _, path in latest_per_group(db, workload, by)]
+            with reading(db):
+                latest = latest_per_group(db, workload, by)
+            entries = [Entry.read(kb.entries_path / path) for _, path in latest]
         else:
             raise KbError("give two or more entry ids, or --workload W --by backend|mode|version:PACKAGE")
         comparison = compare(entries)

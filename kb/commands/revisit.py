@@ -18,11 +18,13 @@ def register(app: typer.Typer) -> None:
         from kb.commands.common import print_json, synced
         from kb.decisions import due
         from kb.entry import Entry
+        from kb.index.db import reading
 
         kb, db = synced(ctx)
-        paths = [row[0] for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded")]
-        decisions = [Entry.read(kb.entries_path / path) for path in paths]
-        found = due(decisions, db, date.today())
+        with reading(db):
+            paths = [row[0] for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded")]
+            decisions = [Entry.read(kb.entries_path / path) for path in paths]
+            found = due(decisions, db, date.today())
         if json_:
             print_json(
                 [

@@ -27,10 +27,12 @@ def register(app: typer.Typer) -> None:
         from dataclasses import asdict
 
         from kb.commands.common import print_json, synced
+        from kb.index.db import reading
         from kb.trend import trend
 
         _, db = synced(ctx)
-        result = trend(db, metric, workload, package=package, by=by, threshold=threshold)
+        with reading(db):
+            result = trend(db, metric, workload, package=package, by=by, threshold=threshold)
         if json_:
             print_json(asdict(result))
             return

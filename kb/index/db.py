@@ -9,10 +9,15 @@ A database that cannot be opened is deleted and rebuilt: it holds nothing the en
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import sqlite3
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kb.errors import KbError
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -153,13 +158,64 @@ def index_path(cache: Path) -> Path:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one."""
+    """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one.
+
+    Only damage does that: a busy, read-only or full disk is reported, and the index is left to the others using it.
+    """
     try:
-        return _open(path)
-    except sqlite3.DatabaseError:
-        for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            stale.unlink(missing_ok=True)
-        return _open(path)
+        try:
+            return _open(path)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            remove(path)
+            return _open(path)
+    except sqlite3.OperationalError as exc:
+        raise storage_error(path, exc) from None
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite found the file damaged ("malformed", "not a database"), not busy, full or read-only."""
+    return type(exc) is sqlite3.DatabaseError  # its subclasses are the other failures (OperationalError...)
+
+
+def remove(path: Path) -> None:
+    """Delete the index with its write-ahead log: the next connect() starts a new one, and sync fills it."""
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)
+
+
+def storage_error(path: Path, exc: BaseException) -> KbError:
+    """A disk or lock problem with a cache file, as an error naming the file and what to do."""
+    code = getattr(exc, "errno", None)  # SQLite says only "disk I/O error" or "database or disk is full"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or "disk" in reason:
+        advice = "free some disk space"
+    elif code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in reason:
+        advice = f"make {path.parent} writable"
+    elif "locked" in reason:
+        return KbError(f"{path}: {reason}: another kb process is using it; retry when it is done")
+    else:
+        advice = "check the disk"
+    return KbError(
+        f"cannot update {path}: {reason}; the entries are safe: {advice}, then run the command again "
+        f"(the cache {path.parent.name}/ holds only derived data and may be deleted)"
+    )
+
+
+@contextlib.contextmanager
+def reading(db: sqlite3.Connection) -> Iterator[None]:
+    """Queries on an index found damaged only now (a page no sync reads): the file is removed, for the next
+    command to rebuild, and the user told so."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        path = Path(db.execute("PRAGMA database_list").fetchone()[2])
+        db.close()
+        remove(path)
+        raise KbError(f"{path}: {exc}; removed it: the next kb command rebuilds it from the entries") from None
 
 
 def _open(path: Path) -> sqlite3.Connection:

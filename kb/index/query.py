@@ -11,11 +11,13 @@ from typing import Any
 
 from kb.errors import KbError
 from kb.fulltext import FullText, Hit
+from kb.index.db import reading
 from kb.index.rows import normalise_package
 
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
                 "step_s_median", "kind", "mode"}  # fmt: skip
 
@@ -51,6 +53,7 @@ class Filters:
 
     def where(self, db: sqlite3.Connection) -> tuple[str, list[Any]]:
         """A WHERE clause over `entries e` and its parameters."""
+        self._check_text()
         clauses: list[str] = []
         params: list[Any] = []
         for column, value in (
@@ -61,7 +64,7 @@ class Filters:
             ("mode", self.mode),
             ("failure_class", self.failure),
         ):
-            if value is not None:
+            if value:  # as empty() has it: an empty value (--backend '') narrows nothing
                 clauses.append(f"e.{column} = ?")
                 params.append(value)
         for tag in self.tags:
@@ -71,13 +74,23 @@ class Filters:
             clauses.append("e.recorded >= ?")
             params.append(_day(self.since, "--since").isoformat())
         if self.until:
-            clauses.append("e.recorded < ?")
-            params.append((_day(self.until, "--until") + timedelta(days=1)).isoformat())
+            until = _day(self.until, "--until")
+            if until < date.max:  # the last day there is: no upper bound at all
+                clauses.append("e.recorded < ?")
+                params.append((until + timedelta(days=1)).isoformat())
         for spec in self.packages:
             clause, values = package_clause(db, spec)
             clauses.append(clause)
             params.extend(values)
         return (" AND ".join(clauses) or "1"), params
+
+    def _check_text(self) -> None:
+        """Bytes in the command line that are not UTF-8 arrive as lone surrogates, which SQLite cannot bind."""
+        for name, value in vars(self).items():
+            for text in value if isinstance(value, list) else [value]:
+                if text is not None and _SURROGATE.search(text):
+                    option = {"tags": "tag", "packages": "package"}.get(name, name)
+                    raise KbError(f"--{option} {_clipped(text)}: holds bytes that are not UTF-8 text; type it as UTF-8")
 
 
 def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
@@ -89,7 +102,7 @@ def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
         requirement = Requirement(spec)
     except InvalidRequirement:
         raise KbError(
-            f"--package {spec!r}: expected a name with an optional version range, "
+            f"--package {_clipped(spec)}: expected a name with an optional version range, "
             "e.g. --package 'torch>=2.9' or --package 'torch-neuronx==2.13.*'"
         ) from None
     name = normalise_package(requirement.name)
@@ -121,9 +134,10 @@ def list_entries(
     )
     if limit:
         sql += f" LIMIT {int(limit)}"
-    cursor = db.execute(sql, [*_join_params(sort), *params])
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
+    with reading(db):
+        cursor = db.execute(sql, [*_join_params(sort), *params])
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
 def _order(sort: str) -> tuple[str, str, str]:
@@ -133,7 +147,7 @@ def _order(sort: str) -> tuple[str, str, str]:
     if match is None:
         choices = ", ".join(sorted(_ENTRY_SORTS))
         raise KbError(
-            f"--sort {sort!r}: sort by one of {choices}, or metric.NAME or timings.NAME "
+            f"--sort {_clipped(sort)}: sort by one of {choices}, or metric.NAME or timings.NAME "
             "(e.g. --sort metric.tokens_per_s)"
         )
     if match["table"].startswith("metric"):
@@ -151,17 +165,18 @@ def search(
 ) -> list[tuple[Hit, dict[str, Any]]]:
     """Ranked full-text hits, restricted by the structured filters, each with its index row."""
     only = None
-    if not filters.empty():
-        where, params = filters.where(db)
-        only = {row[0] for row in db.execute(f"SELECT e.id FROM entries e WHERE {where}", params)}
-        if not only:
+    with reading(db):
+        if not filters.empty():
+            where, params = filters.where(db)
+            only = {row[0] for row in db.execute(f"SELECT e.id FROM entries e WHERE {where}", params)}
+            if not only:
+                return []
+        hits = text.search(query, limit=limit, only_ids=only)
+        if not hits:
             return []
-    hits = text.search(query, limit=limit, only_ids=only)
-    if not hits:
-        return []
-    marks = ", ".join("?" * len(hits))
-    cursor = db.execute(f"SELECT {', '.join(COLUMNS)} FROM entries WHERE id IN ({marks})", [h.id for h in hits])
-    rows = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in cursor}
+        marks = ", ".join("?" * len(hits))
+        cursor = db.execute(f"SELECT {', '.join(COLUMNS)} FROM entries WHERE id IN ({marks})", [h.id for h in hits])
+        rows = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in cursor}
     return [(hit, rows[hit.id]) for hit in hits if hit.id in rows]
 
 
@@ -169,7 +184,12 @@ def _day(text: str, option: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise KbError(f"{option} {text!r}: expected a date like 2026-11-30") from None
+        raise KbError(f"{option} {_clipped(text)}: expected a date like 2026-11-30") from None
+
+
+def _clipped(text: str, limit: int = 80) -> str:
+    """An option's value quoted for an error message, shortened."""
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tuple[str, str]]:

@@ -15,21 +15,23 @@ import fcntl
 import hashlib
 import shutil
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.entry import Entry
-from kb.errors import EntryError, KbError, Problem
-from kb.fulltext import FullText
-from kb.index.db import connect, index_path
+from kb.errors import EntryError, Problem
+from kb.fulltext import FullText, FullTextDamaged
+from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
+from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase
 
 LOCK_NAME = "index.lock"
 FULLTEXT_FOLDER = "whoosh"
-LOCK_TIMEOUT_S = 120.0
+LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 
 
@@ -41,12 +43,14 @@ class SyncReport:
     unchanged: int = 0
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    repaired: str | None = None  # the damage that made this sync rebuild the indexes from nothing
 
     def summary(self) -> str:
         broken = f", {len(self.problems)} problems" if self.problems else ""
+        rebuilt = f"; rebuilt the indexes from the entries, one was damaged ({self.repaired})" if self.repaired else ""
         return (
             f"{self.added} added, {self.updated} updated, {self.removed} removed, {self.unchanged} unchanged"
-            f"{broken} in {self.seconds:.2f} s"
+            f"{broken} in {self.seconds:.2f} s{rebuilt}"
         )
 
 
@@ -63,24 +67,62 @@ def fulltext(kb: KnowledgeBase) -> FullText:
 
 
 def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
-    """Update the SQLite and full-text indexes from the entries folder; `rebuild` starts from nothing."""
+    """Update the SQLite and full-text indexes from the entries folder; `rebuild` starts from nothing.
+
+    An index found damaged (or removed while in use) is rebuilt at once; a full or read-only disk is a KbError
+    that names the file: the entries are untouched, and the next sync catches up.
+    """
     started = time.perf_counter()
     cache = kb.ensure_cache()
-    report = SyncReport()
-    with _exclusive(cache / LOCK_NAME):
-        text = fulltext(kb)
-        if rebuild:
-            index_path(cache).unlink(missing_ok=True)
-            shutil.rmtree(text.folder, ignore_errors=True)
-        db = connect(index_path(cache))
+    with _exclusive(cache / LOCK_NAME), _storage_errors(index_path(cache)):
         try:
-            if not text.exists():  # the full-text half is gone: every entry must be indexed again
-                db.execute("DELETE FROM files")
-            _sync(kb, db, text, report)
-        finally:
-            db.close()
+            report = _update(kb, rebuild=rebuild)
+        except Exception as exc:
+            if not _is_damage(exc):
+                raise
+            report = _update(kb, rebuild=True)
+            report.repaired = str(exc)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
+    cache = kb.ensure_cache()  # again: another process may have deleted it
+    text = fulltext(kb)
+    if rebuild:
+        remove(index_path(cache))
+        shutil.rmtree(text.folder, ignore_errors=True)
+    db = connect(index_path(cache))
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            if not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
+                db.close()
+                return _update(kb, rebuild=True)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if text.exists():
+            text.check()
+        else:  # the full-text half is gone: every entry must be indexed again
+            db.execute("DELETE FROM files")
+        report = SyncReport()
+        _sync(kb, db, text, report)
+    finally:
+        db.close()
+    return report
+
+
+def _is_damage(exc: BaseException) -> bool:
+    return isinstance(exc, (FullTextDamaged, FileNotFoundError)) or is_damage(exc)
+
+
+@contextlib.contextmanager
+def _storage_errors(database: Path) -> Iterator[None]:
+    """A full or read-only disk, or a busy database, as one line naming the file instead of a traceback."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise storage_error(database, exc) from None
+    except OSError as exc:
+        raise storage_error(Path(exc.filename) if exc.filename else database.parent, exc) from None
 
 
 def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: SyncReport) -> None:
@@ -190,19 +232,23 @@ def stored_problems(kb: KnowledgeBase) -> list[Problem]:
 
 @contextlib.contextmanager
 def _exclusive(path: Path) -> Iterator[None]:
-    """One indexer at a time; a second waits (it will then find little left to do)."""
+    """One indexer at a time; a second waits (it will then find little left to do).
+
+    It waits as long as the holder lives: the kernel drops the lock when its process ends, however it ends,
+    so a wait can only be long, never stale (a deadline made busy machines fail commands that would have
+    succeeded). A long wait says so once.
+    """
     with open(path, "a") as handle:
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        waited = time.monotonic()
+        told = False
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise KbError(
-                        f"another kb process has been updating the index for {LOCK_TIMEOUT_S:.0f} s "
-                        f"({path}); retry when it is done"
-                    ) from None
+                if not told and time.monotonic() - waited > LOCK_NOTICE_S:
+                    print(f"kb: waiting for another kb process that is updating the index ({path})", file=sys.stderr)
+                    told = True
                 time.sleep(LOCK_POLL_S)
         try:
             yield
