@@ -53,6 +53,7 @@ MAX_FRAMES = 50
 MAX_REASONS = 20
 MAX_REASON_CHARS = 300
 SIGNIFICANT = 6
+MAX_SECONDS = 1e9  # three decades of compiling: a larger time (or a negative one) is no measurement
 GZIP_OVER = 1 << 20
 TLPARSE_TIMEOUT_S = 300
 COMPILE_EVENTS = ("dynamo_start", "compilation_metrics", "dynamo_output_graph")
@@ -92,11 +93,14 @@ def read_compile_trace(folder: Path, workdir: Path) -> Imported:
 
 
 def _trace_logs(folder: Path) -> list[Path]:
-    if not folder.exists():
-        raise KbError(f"{folder}: no such folder; give the folder TORCH_TRACE pointed at")
-    if not folder.is_dir():
-        raise KbError(f"{folder}: not a folder; give the folder TORCH_TRACE pointed at")
-    logs = sorted(path for path in folder.glob(LOG_GLOB) if path.is_file())
+    try:
+        if not folder.exists():
+            raise KbError(f"{folder}: no such folder; give the folder TORCH_TRACE pointed at")
+        if not folder.is_dir():
+            raise KbError(f"{folder}: not a folder; give the folder TORCH_TRACE pointed at")
+        logs = sorted(path for path in folder.glob(LOG_GLOB) if path.is_file())
+    except OSError as exc:  # a name too long, a folder that may not be listed
+        raise KbError(f"cannot read {folder}: {exc.strerror}; give the folder TORCH_TRACE pointed at") from None
     if not logs:
         raise KbError(f"{folder}: no TORCH_TRACE logs ({LOG_GLOB}); run with TORCH_TRACE={folder}")
     return logs
@@ -109,9 +113,20 @@ def _round(value: float) -> float:
 def _seconds(meta: dict[str, Any], *keys: str, scale: float = 1e-6) -> float | None:
     for key in keys:
         value = meta.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # Compared before multiplying: an integer of hundreds of digits does not convert to a float.
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SECONDS / scale:
             return _round(value * scale)
     return None
+
+
+def _lookups(value: Any) -> int:
+    """A count of cache lookups from a record: a non-negative integer, else none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _name(value: Any) -> str | None:
+    """A function or artifact name from a record: text, else none."""
+    return value if isinstance(value, str) and value else None
 
 
 def _short(text: Any) -> str:
@@ -126,16 +141,21 @@ def _meta(record: dict[str, Any], event: str) -> dict[str, Any]:
 
 def _compile_id(record: dict[str, Any]) -> str | None:
     """The compile id as torch's CompileId prints it: "0/1", or "!2/0/1" under compiled autograd."""
-    frame, number = record.get("frame_id"), record.get("frame_compile_id")
-    autograd = record.get("compiled_autograd_id")
+    frame, number = (_id_part(record.get(key)) for key in ("frame_id", "frame_compile_id"))
+    autograd = _id_part(record.get("compiled_autograd_id"))
     if autograd is not None:
         return f"!{autograd}" + (f"/{frame}/{number}" if frame is not None else "")
     return None if frame is None or number is None else f"{frame}/{number}"
 
 
+def _id_part(value: Any) -> int | str | None:
+    """A part of a compile id: torch writes integers; text is kept, anything else (a list, a mapping) is none."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
 def _cache_verdict(meta: dict[str, Any], kind: str) -> str | None:
-    hits = sum(meta.get(f"{kind}_{where}_cache_hit_count") or 0 for where in ("local", "remote"))
-    misses = sum(meta.get(f"{kind}_{where}_cache_miss_count") or 0 for where in ("local", "remote"))
+    hits = sum(_lookups(meta.get(f"{kind}_{where}_cache_hit_count")) for where in ("local", "remote"))
+    misses = sum(_lookups(meta.get(f"{kind}_{where}_cache_miss_count")) for where in ("local", "remote"))
     if misses:
         return "miss"
     return "hit" if hits else None
@@ -193,20 +213,20 @@ class _Trace:
         key = (record.log, cid)
         if "dynamo_start" in data:
             self._frame(key, data)
-            stack = _meta(data, "dynamo_start").get("stack") or []
-            if stack and isinstance(stack[-1], dict):
-                self.frames[key].fields.setdefault("function", stack[-1].get("name"))
+            stack = _meta(data, "dynamo_start").get("stack")
+            if isinstance(stack, list) and stack and isinstance(stack[-1], dict):
+                self.frames[key].fields.setdefault("function", _name(stack[-1].get("name")))
         elif "compilation_metrics" in data:
             self._frame_ended(key, data, _meta(data, "compilation_metrics"))
         elif "bwd_compilation_metrics" in data:
             self._backward(key, _meta(data, "bwd_compilation_metrics"))
         elif "artifact" in data:
-            self._artifact(key, data, _meta(data, "artifact").get("name"), record.payload)
+            self._artifact(key, data, _name(_meta(data, "artifact").get("name")), record.payload)
 
     def _frame(self, key: tuple[str, str], data: dict[str, Any]) -> _Frame:
         if key not in self.frames:
             fields: dict[str, Any] = {"id": key[1]}
-            if data.get("rank") is not None:
+            if _id_part(data.get("rank")) is not None:
                 fields["rank"] = data["rank"]
             number = data.get("frame_compile_id")
             self.frames[key] = _Frame(fields, recompile=isinstance(number, int) and number > 0, log=key[0])
@@ -214,9 +234,10 @@ class _Trace:
 
     def _frame_ended(self, key: tuple[str, str], data: dict[str, Any], meta: dict[str, Any]) -> None:
         frame = self._frame(key, data)
-        self.torch = self.torch or meta.get("pytorch_version")
+        self.torch = self.torch or _name(meta.get("pytorch_version"))
+        restarts = meta.get("restart_reasons")
         values = {
-            "function": meta.get("co_name") or frame.fields.get("function"),
+            "function": _name(meta.get("co_name")) or frame.fields.get("function"),
             "compile_s": _seconds(meta, "duration_us", "dynamo_cumulative_compile_time_us")
             or _seconds(meta, "entire_frame_compile_time_s", scale=1.0),
             "dynamo_s": _seconds(meta, "dynamo_cumulative_compile_time_us"),
@@ -227,7 +248,7 @@ class _Trace:
             "recompile_reason": _short(meta["recompile_reason"]) if meta.get("recompile_reason") else None,
             "fail_type": _short(meta["fail_type"]) if meta.get("fail_type") else None,
             "fail_reason": _short(meta["fail_reason"]) if meta.get("fail_type") and meta.get("fail_reason") else None,
-            "restarts": len(meta.get("restart_reasons") or []) or None,
+            "restarts": len(restarts) if isinstance(restarts, list) and restarts else None,
         }
         frame.fields.update({name: value for name, value in values.items() if value is not None})
         for line in str(meta.get("recompile_reason") or "").splitlines():
@@ -348,7 +369,7 @@ def _records(path: Path, handle: IO[bytes], truncated: list[str]) -> Iterator[_R
             continue
         good = True
         artifact = data.get("artifact")
-        wanted = isinstance(artifact, dict) and artifact.get("name") in KEPT_PAYLOADS and "has_payload" in data
+        wanted = isinstance(artifact, dict) and _name(artifact.get("name")) in KEPT_PAYLOADS and "has_payload" in data
         pending = _Record(data, log, [] if wanted else None)
     if pending is not None:
         yield pending
@@ -382,6 +403,8 @@ def _parse_record(line: bytes, fits: bool) -> tuple[dict[str, Any] | None, str]:
         return None, f"expected a glog prefix like '{EXPECTED_PREFIX}' and then a JSON object"
     try:
         data = json.loads(line[match.end() :])
+    except RecursionError:
+        return None, "JSON nested too deeply after the prefix"
     except ValueError as exc:
         return None, f"invalid JSON after the prefix: {exc}"
     if not isinstance(data, dict):

@@ -8,8 +8,9 @@ imported`. An importer that finds bad input raises KbError before anything is wr
 
 from __future__ import annotations
 
+import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ def create_imported(
     kb: KnowledgeBase, imported: Imported, info: RunInfo, *, tool: str, versions: dict[str, str] | None = None
 ) -> Entry:
     """A new entry from what an importer read and what the person said (workload, backend, tags...)."""
+    imported = _valid_text(imported)
     given = info.fields()
     fields: dict[str, Any] = {**imported.fields, **{k: v for k, v in given.items() if k != "metrics"}}
     if imported.fields.get("metrics") or given.get("metrics"):
@@ -54,12 +56,33 @@ def create_imported(
 
 def add_to(kb: KnowledgeBase, ref: str, imported: Imported, section: str) -> Entry:
     """Add an importer's section (and its files) to an existing entry, e.g. a profile to the run it profiled."""
-    entry = kb.load(ref)
+    path = kb.locate(ref)
+    if not path.resolve().is_relative_to(kb.entries_path.resolve()):  # locate() takes any path to a .md file
+        raise KbError(f"--to {ref}: {path} is not in {kb.entries_path}; kb adds only to its own entries")
+    entry = Entry.read(path)
+    imported = _valid_text(imported)
     if section in entry.data:
         raise KbError(f"{entry.id} already has a {section} section; import into a new entry instead (drop --to)")
     entry.data[section] = imported.fields[section]
     entry.body = entry.body.rstrip("\n") + "\n\n" + imported.body if entry.body.strip() else imported.body
     return _attach(kb, entry, imported)
+
+
+# A JSON "\ud800" escape decodes to a lone surrogate, which no UTF-8 file can hold.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(imported: Imported) -> Imported:
+    """The import with every lone surrogate in its text replaced by U+FFFD, the mark for an undecodable character."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return _SURROGATE.sub("\ufffd", value)
+        if isinstance(value, dict):
+            return {clean(key): clean(item) for key, item in value.items()}
+        return [clean(item) for item in value] if isinstance(value, list) else value
+
+    return replace(imported, title=clean(imported.title), fields=clean(imported.fields), body=clean(imported.body))
 
 
 def _attach(kb: KnowledgeBase, entry: Entry, imported: Imported) -> Entry:

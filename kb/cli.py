@@ -76,3 +76,10 @@ def main() -> None:
     except KeyboardInterrupt:
         print("kb: interrupted", file=sys.stderr)
         sys.exit(130)
+    except OSError as exc:  # a file the command was given that cannot be read or written (too long a name...)
+        if os.environ.get(ENV_DEBUG):
+            raise
+        name = str(exc.filename or "")
+        where = f"{name if len(name) <= 200 else name[:120] + '...' + name[-60:]}: " if name else ""
+        print(f"kb: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)

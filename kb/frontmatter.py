@@ -23,6 +23,8 @@ _BaseLoader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # Past this many nodes a document is not an entry but an attack (or an accident).
 MAX_NODES = 200_000
+# Entries nest a few levels; past this many a document is refused before anything recurses through it.
+MAX_DEPTH = 64
 
 
 class Plain(str):
@@ -99,6 +101,9 @@ class _Builder:
             raise self._error(
                 node, where, f"the front matter has more than {MAX_NODES} values; move bulk data to an attachment"
             )
+        if len(where) > MAX_DEPTH and isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            message = f"values are nested more than {MAX_DEPTH} levels deep; flatten them"
+            raise EntryError([Problem(self.path, node.start_mark.line + 2, dotted(where[:1]), message)])
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -157,9 +162,34 @@ _Dumper.add_representer(Plain, _represent_str)
 
 def dump(data: dict[str, Any]) -> str:
     """Serialise front matter data canonically: the same data always gives the same text."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+    try:
+        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+    except UnicodeEncodeError:  # only a lone surrogate fails to encode as UTF-8
+        raise EntryError([Problem(None, None, dotted(_surrogate_at(data, ())) or None, _NOT_UTF8)]) from None
 
 
 def render(data: dict[str, Any], body: str) -> str:
     """A whole entry file: fence, front matter, fence, body."""
+    if not body.isascii() and _SURROGATE.search(body):
+        message = "the notes hold bytes that are not UTF-8 text (typed in another encoding?); give them as UTF-8"
+        raise EntryError([Problem(None, None, None, message)])
     return f"{FENCE}\n{dump(data)}{FENCE}\n{body}"
+
+
+# Python keeps bytes that are not UTF-8 (in arguments, in file names) as lone surrogates, which no file can hold.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_UTF8 = "holds bytes that are not UTF-8 text (typed in another encoding?); give the text as UTF-8"
+
+
+def _surrogate_at(value: Any, where: tuple) -> tuple:
+    """The location of the first string (key or value) holding a lone surrogate; () when there is none."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else ()
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and _SURROGATE.search(key):
+            return (*where, key)
+        found = _surrogate_at(item, (*where, key))
+        if found:
+            return found
+    return ()

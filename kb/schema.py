@@ -71,8 +71,9 @@ def _typed(text: Plain, types: set[str]) -> Any:
             return None
         if text in ("true", "false") and (not types or "boolean" in types):
             return text == "true"
-        if _INT.match(text) and (not types or types & {"integer", "number"}) and str(int(text)) == text:
-            return int(text)
+        number = _int(text) if _INT.match(text) and (not types or types & {"integer", "number"}) else None
+        if number is not None and str(number) == text:
+            return number
         if _FLOAT.match(text) and (not types or "number" in types) and yaml_float_text(_to_float(text)) == text:
             return _to_float(text)
         return str(text)
@@ -80,11 +81,18 @@ def _typed(text: Plain, types: set[str]) -> Any:
         return None
     if "boolean" in types and text in _TRUE | _FALSE:
         return text in _TRUE
-    if types & {"integer", "number"} and _INT.match(text):
-        return int(text)
+    if types & {"integer", "number"} and _INT.match(text) and (number := _int(text)) is not None:
+        return number
     if "number" in types and _FLOAT.match(text):
         return _to_float(text)
     return str(text)  # left for validation to report
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): text, for validation
+        return None
 
 
 def _resolve(schema: dict[str, Any] | bool | None) -> dict[str, Any] | None:
@@ -209,7 +217,14 @@ def problems(data: dict[str, Any], path: Path | str | None = None, lines: Lines 
         _fast_validator()(data)
         return []
     except fastjsonschema.JsonSchemaException as first:
-        return _all_problems(data, path, lines or {}) or [Problem(path, 1, None, first.message)]
+        found = _all_problems(data, path, lines or {})
+        if found:
+            return found
+        # The two validators can disagree (Python's `$` in a pattern lets a final line break through
+        # jsonschema): report the fast one's verdict at its field's line.
+        where = tuple(getattr(first, "path", ())[1:])  # the path starts with fastjsonschema's "data"
+        message = first.message.removeprefix(getattr(first, "name", "") or "").strip()
+        return [Problem(path, _line_of(where, lines or {}), dotted(where) or None, message)]
 
 
 def _all_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:
@@ -228,20 +243,27 @@ def _all_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -
 
 
 def _explain(error: Any) -> str:
+    found = _shown(error.instance)
     if error.validator == "enum":
-        return f"{error.instance!r} is not one of: {', '.join(map(str, error.validator_value))}"
+        return f"{found} is not one of: {', '.join(map(str, error.validator_value))}"
     if error.validator == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         hint = " (quote it to keep it as text)" if expected == "string" else ""
-        return f"expected {expected}, found {error.instance!r}{hint}"
+        return f"expected {expected}, found {found}{hint}"
     if error.validator == "pattern":
         if error.schema.get("description"):
-            return f"{error.instance!r} is not valid: {error.schema['description']}"
-        return f"{error.instance!r} does not have the expected form ({error.validator_value})"
+            return f"{found} is not valid: {error.schema['description']}"
+        return f"{found} does not have the expected form ({error.validator_value})"
     if error.validator == "const":
-        return f"must be {error.validator_value!r}, found {error.instance!r}"
+        return f"must be {error.validator_value!r}, found {found}"
     return error.message
+
+
+def _shown(value: Any, most: int = 80) -> str:
+    """A refused value as quoted in a message: whole when short, else its start (a value can be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[: most - 3]}..."
 
 
 def _line_of(where: tuple, lines: Lines) -> int | None:

@@ -67,8 +67,11 @@ def write_if_changed(path: Path, content: bytes) -> bool:
 def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool] | None:
     """Copy one attachment beside its page; a file that is missing or lies outside the entries folder is skipped."""
     entries = kb.entries_path.resolve()
-    source = (kb.entries_path / item["source"]).resolve()
-    if not source.is_relative_to(entries) or not source.is_file():
+    try:
+        source = (kb.entries_path / item["source"]).resolve()
+        if not source.is_relative_to(entries) or not source.is_file():
+            return None
+    except OSError:  # a name the file system cannot hold (too long): there is no such file to publish
         return None
     relative = f"entries/{item['source']}"
     target = out / relative
