@@ -5,6 +5,10 @@ needs memory for one case at a time plus the sort of the per-case table (done in
 merged from disk). Each case is reduced to a record: its id, outcome, the first line of its message, the
 group it counts under and its time. Failures group by exception type (or by timeout), skips by their
 reason with the variable parts (numbers, paths, addresses) collapsed, so that alike cases count together.
+Messages, skip reasons, exception types and suite names are masked (kb.redact) as they are read, before
+anything cuts or collapses them: a cut secret no longer looks like one. Case ids are masked where they
+leave for the entry: in the groups' examples here, and in cases.tsv as kb attaches it (in blocks, which
+costs a third of masking 100,000 ids one by one).
 
 The records are sorted by case id; a case reported twice (pytest writes a second testcase when a test
 fails and its fixture teardown then errors) is one case, with the first of failed, error, skipped,
@@ -26,6 +30,7 @@ from xml.parsers.expat import errors as expat_errors
 
 from ingest.imported import Imported
 from kb.errors import KbError
+from kb.redact import redact_text
 
 OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
 PRECEDENCE = ("failed", "error", "skipped", "passed")  # a case reported twice keeps the first of these
@@ -155,7 +160,7 @@ class Tally:
     def ranked_groups(self) -> list[dict[str, Any]]:
         ranked = sorted(self.groups.items(), key=lambda item: (-item[1][0], item[0]))
         return [
-            {"outcome": outcome, "reason": reason, "count": count, "example": example}
+            {"outcome": outcome, "reason": reason, "count": count, "example": redact_text(example)}
             for (outcome, reason), (count, example) in ranked
         ]
 
@@ -219,6 +224,8 @@ def _read_file(path: Path, records: SortedRecords, suites: dict[str, None]) -> N
                     parent.remove(element)
     except ET.ParseError as exc:
         raise KbError(_parse_error(path, exc)) from None
+    except (LookupError, ValueError) as exc:  # an encoding expat cannot read: unknown, or of several bytes
+        raise KbError(f"{path}: the XML declaration names an encoding kb cannot read ({exc}); save as UTF-8") from None
     except OSError as exc:
         raise KbError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -230,7 +237,7 @@ def _note_start(path: Path, element: ET.Element, open_elements: list[ET.Element]
         raise KbError(f"{path}: not JUnit XML: the root element is <{tag}>; expected <testsuites> or <testsuite>")
     name = element.get("name")
     if tag == "testsuite" and name and not any(_local(e.tag) == "testsuite" for e in open_elements):
-        suites.setdefault(name, None)
+        suites.setdefault(redact_text(name), None)
 
 
 def _parse_error(path: Path, exc: ET.ParseError) -> str:
@@ -256,9 +263,9 @@ def _case(path: Path, element: ET.Element) -> Case:
             reason = _skip_reason(child)
             return Case(case_id, outcome, reason, _collapse(reason), seconds)
         if outcome:
-            message = child.get("message") or ""
-            reason = _clean(_first_line(message or child.get("type") or child.text or ""))[:REASON_MAX]
-            return Case(case_id, outcome, reason, _failure_group(case_id, child, message), seconds)
+            message = redact_text(child.get("message") or "")
+            reason = _first_line(message) if message else _masked_first_line(child.get("type") or child.text)
+            return Case(case_id, outcome, _clean(reason)[:REASON_MAX], _failure_group(case_id, child, message), seconds)
     return Case(case_id, "passed", "", "", seconds)
 
 
@@ -268,18 +275,19 @@ def _seconds(path: Path, case_id: str, value: str | None) -> float:
     try:
         return float(value.replace(",", ""))  # some producers write thousands separators: 1,234.5
     except ValueError:
-        raise KbError(f"{path}: case {case_id}: time={value!r} is not a number of seconds") from None
+        shown = case_id if len(case_id) <= REASON_MAX else case_id[: REASON_MAX - 1] + "…"
+        raise KbError(f"{path}: case {shown}: time={value[:40]!r} is not a number of seconds") from None
 
 
 def _skip_reason(skipped: ET.Element) -> str:
-    reason = _SKIP_PREFIX.sub("", _first_line(skipped.get("message") or skipped.text or ""))
+    reason = _SKIP_PREFIX.sub("", _masked_first_line(skipped.get("message") or skipped.text))
     if skipped.get("type") == "pytest.xfail":
         reason = f"expected failure: {reason}" if reason else "expected failure"
     return _clean(reason)[:REASON_MAX]
 
 
 def _failure_group(case_id: str, child: ET.Element, message: str) -> str:
-    """What a failure or error counts under: a timeout, else its exception type, else its message."""
+    """What a failure or error counts under: a timeout, else its exception type, else its (masked) message."""
     text = child.text or ""
     phase, cause = _phase_and_cause(message)
     if _TIMEOUT.search(cause):
@@ -288,7 +296,7 @@ def _failure_group(case_id: str, child: ET.Element, message: str) -> str:
     else:
         exception = _exception_type(child.get("type"), cause, text)
         if exception and exception != "Failed":
-            group = exception
+            group = redact_text(exception)  # a token passes for a class name: `ghp_...: bad credentials`
         else:  # no type, or pytest.fail("why"): the message says why
             group = _collapse(re.sub(r"\AFailed:\s*", "", _first_line(cause))) or "no message"
     return f"{group} in {phase}" if phase else group
@@ -321,6 +329,11 @@ def _collapse(reason: str) -> str:
     for pattern, placeholder in _VARIABLE:
         reason = pattern.sub(placeholder, reason)
     return _clean(reason)[:REASON_MAX]
+
+
+def _masked_first_line(text: str | None) -> str:
+    """The first line with secrets masked; a line starting a private key block is masked whole."""
+    return redact_text(_first_line(text or ""))
 
 
 def _first_line(text: str) -> str:

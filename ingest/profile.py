@@ -11,6 +11,9 @@ busy: device compute, communication, memory copies, host work; else it was idle.
 copies count only their exposed part (what compute did not hide), and host only host work while no device
 worked; where a device was traced, `busy_s` keeps each one's whole time. Host work is every host event except the
 `ProfilerStep#N` spans, which wrap each step whole and would hide the gaps between its operators.
+
+Operator names and the trace's name are masked (kb.redact) before they are cut to length, and the
+attached trace is masked too, gzipped ones included.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import shutil
 import statistics
 import sys
 import zlib
@@ -30,12 +32,14 @@ from typing import Any, TextIO
 
 from ingest.imported import Imported
 from kb.errors import KbError
+from kb.redact import redact_text
 from kb.store import safe_name
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_COPY_ABOVE = 1 << 20  # a plain trace larger than this is attached gzipped (traces compress ~10x)
 CHUNK = 1 << 20  # characters read at a time
 MAX_VALUE_CHARS = 16 << 20  # no single event comes near this; a value that does is not read
+MAX_TIME_US = 1e15 * 1000  # a thousand times today's epoch in microseconds: beyond it a time is no measurement
 KNOWN_SCHEMA_VERSIONS = (1,)
 TOP = 10
 NAME_MAX = 120  # C++ kernel names run to thousands of characters
@@ -81,7 +85,7 @@ def read_trace(path: Path, workdir: Path) -> Imported:
     if "steps" in profile:
         fields["timings"] = {"step_s": {"median": profile["steps"]["median_s"], "count": profile["steps"]["count"]}}
     trace_name = header.get("traceName")
-    trace_name = trace_name if isinstance(trace_name, str) and trace_name.strip() else path.name
+    trace_name = redact_text(trace_name) if isinstance(trace_name, str) and trace_name.strip() else path.name
     return Imported(
         title=f"Profile: {_plain_stem(trace_name)}",
         kind="run",
@@ -165,6 +169,10 @@ class _Stream:
                         f"{HINT}, whose events are small"
                     ) from None
                 raise self.error(exc) from None
+            except RecursionError:
+                raise KbError(f"{self._where(self.pos)}: JSON nested too deeply; {HINT}") from None
+            except ValueError as exc:  # a number json will not convert, e.g. one of thousands of digits
+                raise KbError(f"{self._where(self.pos)}: not a usable JSON value ({exc}); {HINT}") from None
             if end < len(self.text) or not self._more():  # a number at the end of the text may go on
                 self.pos = end
                 return value
@@ -305,7 +313,7 @@ class _Tally:
         else:
             self.host.append(interval)
             if category not in NOT_OPERATOR_CATEGORIES:
-                self.threads[(event.get("pid"), event.get("tid"))].append((*interval, name))
+                self.threads[(_hashable(event.get("pid")), _hashable(event.get("tid")))].append((*interval, name))
 
     def _add_device(self, category: str, name: str, interval: Interval) -> None:
         if category in COPY_CATEGORIES:
@@ -319,12 +327,23 @@ class _Tally:
         total[1] += 1
 
 
+def _hashable(value: Any) -> Any:
+    """A pid or tid as a key: numbers and strings as they are, anything else (a list, an object) as its JSON."""
+    return value if isinstance(value, (str, int, float)) or value is None else json.dumps(value, sort_keys=True)
+
+
 def _interval(event: dict[str, Any], index: int, trace: str) -> Interval:
     start, duration = event.get("ts"), event.get("dur")
     if type(start) not in NUMBERS or type(duration) not in NUMBERS:  # type(), not isinstance: true is no time
         raise KbError(
-            f'{trace}: traceEvents[{index}] ({event.get("name")!r}) is a complete event ("ph": "X") without '
-            f"numeric ts and dur; {HINT}"
+            f'{trace}: traceEvents[{index}] ({_short(str(event.get("name")), 60)!r}) is a complete event ("ph": "X") '
+            f"without numeric ts and dur; {HINT}"
+        )
+    # NaN fails both comparisons; infinities and numbers of hundreds of digits are no measured time either.
+    if not (abs(start) <= MAX_TIME_US and abs(duration) <= MAX_TIME_US):  # type: ignore[arg-type]
+        raise KbError(
+            f"{trace}: traceEvents[{index}] ({_short(str(event.get('name')), 60)!r}) has ts {_short(repr(start), 40)} "
+            f"and dur {_short(repr(duration), 40)}, not times in microseconds; {HINT}"
         )
     begin = round(start * 1000)  # type: ignore[operator]
     # A negative duration is no measured time: count it as none rather than reject the whole trace.
@@ -341,7 +360,7 @@ def _check_is_pytorch_trace(trace: str, header: dict[str, Any], tally: _Tally) -
     if "schemaVersion" in header and (isinstance(version, bool) or version not in KNOWN_SCHEMA_VERSIONS):
         known = ", ".join(map(str, KNOWN_SCHEMA_VERSIONS))
         raise KbError(
-            f"{trace}: schemaVersion {json.dumps(version)} is not a torch.profiler trace version kb knows "
+            f"{trace}: schemaVersion {_short(json.dumps(version), 40)} is not a torch.profiler trace version kb knows "
             f"(expected {known}); was it written by a newer PyTorch, or by another profiler?"
         )
     if not PYTORCH_CATEGORIES & set(tally.categories) and (tally.categories or "schemaVersion" not in header):
@@ -358,14 +377,38 @@ def _check_is_pytorch_trace(trace: str, header: dict[str, Any], tally: _Tally) -
 
 
 def _attachment(path: Path, workdir: Path) -> tuple[Path, str]:
-    """The trace to attach: as it is when gzipped or small, else a gzipped copy (streamed, bounded memory)."""
+    """The trace to attach: as it is when plain and small (kb masks secrets in text as it attaches it), else a
+    gzipped copy with secrets masked, streamed in bounded memory; kb would attach gzip byte for byte."""
     name = safe_name(path.name)
-    if _is_gzipped(path) or path.stat().st_size <= GZIP_COPY_ABOVE:
+    gzipped = _is_gzipped(path)
+    if not gzipped and path.stat().st_size <= GZIP_COPY_ABOVE:
         return path, name
-    copy = workdir / f"{name}.gz"
-    with open(path, "rb") as source, gzip.open(copy, "wb", compresslevel=6) as target:
-        shutil.copyfileobj(source, target, CHUNK)
+    copy = workdir / (name if gzipped else f"{name}.gz")  # a gzipped trace keeps its name
+    try:
+        with _open_text(path) as source, gzip.open(copy, "wt", encoding="utf-8", newline="", compresslevel=6) as target:
+            for piece in _masked_pieces(source):
+                target.write(piece)
+    except OSError as exc:
+        raise KbError(f"cannot compress {path}: {exc.strerror or exc}") from None
     return copy, copy.name
+
+
+def _masked_pieces(source: TextIO) -> Iterator[str]:
+    """The text with secrets masked, in pieces of whole lines: a private key spans lines and is masked whole.
+
+    A trace written on one line is cut, once MAX_VALUE_CHARS of it are read, before an object's `{`: no
+    secret, nor the name it is assigned to, holds one, so none is cut in two.
+    """
+    pending = ""
+    for chunk in iter(lambda: source.read(CHUNK), ""):
+        pending += chunk
+        cut = pending.rfind("\n") + 1
+        if not cut and len(pending) > MAX_VALUE_CHARS:
+            cut = max(pending.rfind("{"), 0) or len(pending)
+        if cut:
+            yield redact_text(pending[:cut])
+            pending = pending[cut:]
+    yield redact_text(pending)
 
 
 # Summarising
@@ -439,7 +482,8 @@ def _top_host_ops(threads: dict[tuple[Any, Any], list[tuple[int, int, str]]]) ->
             totals[2] += 1
     ranked = sorted(ops.items(), key=lambda item: (-item[1][0], item[0]))[:TOP]
     return [
-        {"name": _short(name), "self_s": _seconds(own), "total_s": _seconds(whole), "calls": calls}
+        # Masked before it is cut: a secret cut short no longer looks like one.
+        {"name": _short(redact_text(name)), "self_s": _seconds(own), "total_s": _seconds(whole), "calls": calls}
         for name, (own, whole, calls) in ranked
     ]
 
@@ -470,7 +514,9 @@ def _self_times(events: list[tuple[int, int, str]]) -> Iterator[tuple[str, int, 
 
 def _top_device_ops(device_ops: dict[str, list[int]]) -> list[dict[str, Any]]:
     ranked = sorted(device_ops.items(), key=lambda item: (-item[1][0], item[0]))[:TOP]
-    return [{"name": _short(name), "total_s": _seconds(ns), "calls": calls} for name, (ns, calls) in ranked]
+    return [
+        {"name": _short(redact_text(name)), "total_s": _seconds(ns), "calls": calls} for name, (ns, calls) in ranked
+    ]
 
 
 def _seconds(nanoseconds: int | float) -> float:

@@ -15,7 +15,11 @@ from kb.entry import Entry, entry_now
 from kb.errors import KbError
 from kb.redact import redact_text
 
-_HARDWARE = re.compile(r"(?:(?P<count>\d+)\s*x\s*)?(?P<name>\S.*)\Z")
+_HARDWARE = re.compile(r"(?:(?P<count>\d{1,9})\s*x\s*)?(?P<name>\S.*)\Z")
+# The text a person types in; people paste from anywhere, so each is masked like any log.
+_TYPED = (
+    "title", "publisher", "measured", "url", "reported_by", "workload", "model", "backend", "mode", "hardware", "note",
+)  # fmt: skip
 
 
 @dataclass
@@ -37,6 +41,16 @@ class Report:
     caveats: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     note: str | None = None
+
+    def __post_init__(self) -> None:
+        # Masked as it is given, before anything uses it: the title becomes the entry's id and file name.
+        for name in _TYPED:
+            value = getattr(self, name)
+            if value:
+                setattr(self, name, redact_text(value))
+        self.versions = {package: redact_text(version) for package, version in self.versions.items()}
+        self.caveats = [redact_text(caveat) for caveat in self.caveats]
+        self.tags = [redact_text(tag) for tag in self.tags]
 
 
 def new_report(kb: Any, report: Report) -> Entry:
@@ -65,7 +79,7 @@ def new_report(kb: Any, report: Report) -> Entry:
         metrics=report.metrics or None,
         report={"measured": report.measured, "caveats": report.caveats or None},
     )
-    entry.body = redact_text(_body(report))  # people paste from anywhere: mask what looks like a secret
+    entry.body = _body(report)
     return kb.create(entry)
 
 

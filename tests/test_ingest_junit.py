@@ -9,9 +9,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 import pytest
 from conftest import only_entry, run_kb
+from data.secrets_corpus import SECRETS
 
 from kb.store import KnowledgeBase
 
@@ -386,3 +388,40 @@ def group(outcome: str, reason: str, count: int, example: str) -> dict:
 
 def tsv(*rows: tuple[str, str, str]) -> str:
     return "case\toutcome\treason\n" + "".join("\t".join(row) + "\n" for row in rows)
+
+
+def test_secrets_are_masked_before_reasons_are_cut_or_collapsed(kb: KnowledgeBase, tmp_path: Path) -> None:
+    secret = {s.id: s.value for s in SECRETS}
+    github, slack, aws, pem = secret["github-ghp"], secret["slack-bot"], secret["aws-access-key-id"], secret["pem-rsa"]
+    long_reason = "no network " * 17  # the token after it crosses the 200 characters a reason is cut to
+    xml = tmp_path / "secrets.xml"
+    xml.write_text(
+        f'<testsuite name="nightly HF_TOKEN={secret["huggingface"]}">'
+        f'<testcase classname="hub" name="test_login[{github}]"><failure message="{github}: Bad credentials"/>'
+        "</testcase>"
+        f'<testcase classname="hub" name="test_notify"><skipped message="webhook down: {slack}"/></testcase>'
+        f'<testcase classname="hub" name="test_mirror"><skipped message="{long_reason}{github}"/></testcase>'
+        f'<testcase classname="hub" name="test_s3"><error type="{aws}" message="denied"/></testcase>'
+        f'<testcase classname="hub" name="test_key"><failure message={quoteattr(pem)}/></testcase>'
+        "</testsuite>"
+    )
+    result = run_kb("ingest", "junit", str(xml))
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert entry.title == "Test coverage: nightly HF_TOKEN=[REDACTED]: 0 of 5 passed"
+    assert entry.data["coverage"]["groups"] == [
+        group("error", "[REDACTED]", 1, "hub::test_s3"),
+        group("failed", "[REDACTED]", 1, "hub::test_key"),
+        group("failed", "[REDACTED]: Bad credentials", 1, "hub::test_login[[REDACTED]]"),
+        group("skipped", f"{long_reason}[REDACTED]", 1, "hub::test_mirror"),
+        group("skipped", "webhook down: [REDACTED]", 1, "hub::test_notify"),  # not xoxb-N-N-Yt6Ur5...
+    ]
+    assert (kb.attachments_path(entry) / "cases.tsv").read_text() == tsv(
+        ("hub::test_key", "failed", "[REDACTED]"),
+        ("hub::test_login[[REDACTED]]", "failed", "[REDACTED]: Bad credentials"),
+        ("hub::test_mirror", "skipped", f"{long_reason}[REDACTED]"),
+        ("hub::test_notify", "skipped", "webhook down: [REDACTED]"),
+        ("hub::test_s3", "error", "denied"),
+    )
+    stored = "\n".join(p.read_text() for p in kb.entries_path.rglob("*") if p.is_file())  # the XML too
+    assert [s.id for s in SECRETS if s.probe in stored] == []

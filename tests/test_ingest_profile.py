@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 from conftest import only_entry, run_kb, write_entry
+from data.secrets_corpus import LOOK_ALIKES, SECRETS
 
+import ingest.profile
 from ingest.profile import read_trace
+from kb.redact import MASK, redact_text
 from kb.store import KnowledgeBase
 
 ACTIVE_STEPS = 3
@@ -129,7 +132,8 @@ def test_a_gzipped_trace_is_read_by_its_magic_bytes_and_summarised_alike(
     entry = only_entry(kb)
     plain = summary_of(traces.small, tmp_path / "work")
     assert entry.data["profile"] == {**plain, "trace": "rank0.pt.trace.json"}
-    assert (kb.attachments_path(entry) / "rank0.pt.trace.json").read_bytes() == compressed.read_bytes()
+    attached = (kb.attachments_path(entry) / "rank0.pt.trace.json").read_bytes()
+    assert gzip.decompress(attached) == traces.small.read_bytes()  # recompressed through the redactor: no secrets
 
 
 def test_a_plain_trace_over_a_megabyte_is_attached_gzipped(kb: KnowledgeBase, traces: Traces) -> None:
@@ -143,6 +147,31 @@ def test_a_plain_trace_over_a_megabyte_is_attached_gzipped(kb: KnowledgeBase, tr
     attached = kb.attachments_path(entry)
     assert sorted(p.name for p in attached.iterdir()) == ["long.pt.trace.json.gz"]
     assert gzip.decompress((attached / "long.pt.trace.json.gz").read_bytes()) == traces.large.read_bytes()
+
+
+def test_secrets_in_a_gzipped_one_line_trace_are_masked_in_pieces_that_cut_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace on one line (json.dump writes one) is masked in pieces; scaled down here to cut it often."""
+    monkeypatch.setattr(ingest.profile, "CHUNK", 4096)
+    monkeypatch.setattr(ingest.profile, "MAX_VALUE_CHARS", 10_000)
+    # A Cookie header is masked to the end of its line, which here is the rest of the trace: left out.
+    notes = [s.text for s in SECRETS if s.id != "cookie-header"] + [a.text for a in LOOK_ALIKES]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}] + [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": n, "dur": 1, "args": {"note": note}}
+        for n, note in enumerate(notes * 20)
+    ]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events})
+    assert "\n" not in text and len(text) > 20 * ingest.profile.MAX_VALUE_CHARS
+    trace = tmp_path / "rank0.pt.trace.json.gz"
+    trace.write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "work").mkdir()
+    attachment, name = read_trace(trace, tmp_path / "work").files[0]
+    assert name == "rank0.pt.trace.json.gz" and attachment.parent == tmp_path / "work"
+    masked = gzip.decompress(attachment.read_bytes()).decode()
+    assert masked == redact_text(text)  # the same as masking it whole: no secret was cut in two
+    assert [e["args"]["note"] for e in json.loads(masked)["traceEvents"][1:]] == [redact_text(n) for n in notes] * 20
+    assert [s.id for s in SECRETS if s.probe in masked] == [] and MASK in masked
 
 
 def test_to_adds_the_profile_to_the_run_it_profiled(kb: KnowledgeBase, traces: Traces, tmp_path: Path) -> None:
