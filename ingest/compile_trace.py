@@ -38,7 +38,7 @@ from typing import IO, Any
 from ingest.imported import Imported
 from ingest.pytorch.compile_evidence import CACHE_COUNTERS, break_reason, cache_state
 from kb.errors import KbError
-from kb.redact import redact_text
+from kb.redact import redact_pieces, redact_text
 from kb.store import REDACT_BLOCK
 
 LOG_GLOB = "dedicated_log_torch_trace_*.log"
@@ -461,17 +461,7 @@ def _attachable(log: Path, workdir: Path) -> tuple[Path, str]:
             open(log, encoding="utf-8", errors="replace", newline="") as src,
             gzip.open(target, "wt", encoding="utf-8", newline="") as dst,
         ):
-            # Blocks of whole lines, as kb.store does: a private key spans lines and must be masked whole.
-            pending = ""
-            for block in iter(lambda: src.read(REDACT_BLOCK), ""):
-                pending += block
-                cut = pending.rfind("\n") + 1
-                if not cut and len(pending) > MAX_LINE:  # one huge payload line: masked in pieces, memory bounded
-                    cut = len(pending)
-                if cut:
-                    dst.write(redact_text(pending[:cut]))
-                    pending = pending[cut:]
-            dst.write(redact_text(pending))
+            dst.writelines(redact_pieces(src, REDACT_BLOCK, MAX_LINE))
     except OSError as exc:
         raise KbError(f"cannot compress {log}: {exc.strerror}") from None
     return target, target.name

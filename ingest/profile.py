@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from ingest.imported import Imported
 from kb.errors import KbError
-from kb.redact import redact_text
+from kb.redact import redact_pieces, redact_text
 from kb.store import safe_name
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -386,29 +386,11 @@ def _attachment(path: Path, workdir: Path) -> tuple[Path, str]:
     copy = workdir / (name if gzipped else f"{name}.gz")  # a gzipped trace keeps its name
     try:
         with _open_text(path) as source, gzip.open(copy, "wt", encoding="utf-8", newline="", compresslevel=6) as target:
-            for piece in _masked_pieces(source):
+            for piece in redact_pieces(source, CHUNK, MAX_VALUE_CHARS):
                 target.write(piece)
     except OSError as exc:
         raise KbError(f"cannot compress {path}: {exc.strerror or exc}") from None
     return copy, copy.name
-
-
-def _masked_pieces(source: TextIO) -> Iterator[str]:
-    """The text with secrets masked, in pieces of whole lines: a private key spans lines and is masked whole.
-
-    A trace written on one line is cut, once MAX_VALUE_CHARS of it are read, before an object's `{`: no
-    secret, nor the name it is assigned to, holds one, so none is cut in two.
-    """
-    pending = ""
-    for chunk in iter(lambda: source.read(CHUNK), ""):
-        pending += chunk
-        cut = pending.rfind("\n") + 1
-        if not cut and len(pending) > MAX_VALUE_CHARS:
-            cut = max(pending.rfind("{"), 0) or len(pending)
-        if cut:
-            yield redact_text(pending[:cut])
-            pending = pending[cut:]
-    yield redact_text(pending)
 
 
 # Summarising

@@ -20,7 +20,8 @@ text's length, so megabyte logs are cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import TextIO
 
 MASK = "[REDACTED]"
 
@@ -103,14 +104,15 @@ _SHAPES = re.compile(
 # may be secret: the match is only a candidate, `is_secret_name` and the value decide. The value is a
 # quoted string (also with escaped quotes, as JSON inside a JSON string has them: `\"auth\": \"...\"`),
 # an earlier mask (so masking twice changes nothing) or a bare word; an HTTP auth scheme in front of it
-# is kept. A Cookie header is masked to the end of its line: it is all secrets.
+# is kept. A Cookie header is masked to the end of its line (it is all secrets), or of the JSON string
+# it is in.
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
 _ASSIGNMENT = re.compile(
     rf"""
     (?<![A-Za-z0-9_.-])(?=[A-Za-z_-])
     (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?=[{_STEM_STARTS}])(?i:{"|".join(_STEMS)}))
     (?:
-        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)(?P<cookie_value>[^\r\n]+)
+        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)(?P<cookie_value>[^"\\\s](?:[^"\\\r\n]|\\.)*)
       | (?:
             --?(?P<flag>{_NAME})[ \t]+(?!-)
           | -{{0,2}}(?P<name>{_NAME})\\?["']?\]?[ \t]*(?:=(?!=)|:(?!:))[ \t]*
@@ -191,3 +193,22 @@ def _mask_assignment(match: re.Match[str]) -> str | None:
         return None
     text = match.string
     return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]
+
+
+def redact_pieces(source: TextIO, block: int = 1 << 20, longest: int = 16 << 20) -> Iterator[str]:
+    """The text of `source` with secrets masked, in pieces of whole lines, for files of any size.
+
+    Whole lines, because a private key spans lines and must be masked whole. A line longer than `longest`
+    (a trace written on one line) is cut before an object's `{`, which no secret nor the name it is
+    assigned to holds, so none is cut in two; memory stays bounded either way.
+    """
+    pending = ""
+    for chunk in iter(lambda: source.read(block), ""):
+        pending += chunk
+        cut = pending.rfind("\n") + 1
+        if not cut and len(pending) > longest:
+            cut = max(pending.rfind("{"), 0) or len(pending)
+        if cut:
+            yield redact_text(pending[:cut])
+            pending = pending[cut:]
+    yield redact_text(pending)

@@ -233,22 +233,14 @@ class KnowledgeBase:
             if not text:
                 shutil.copyfile(source, target)
                 return target
-            from kb.redact import redact_text
+            from kb.redact import redact_pieces
 
             tmp = target.with_name(f".{target.name}.tmp")
             with (
                 open(source, encoding="utf-8", errors="replace", newline="") as src,
                 open(tmp, "w", encoding="utf-8", newline="") as dst,
             ):
-                # Blocks of whole lines, not single lines: a private key spans lines and must be masked whole.
-                pending = ""
-                for block in iter(lambda: src.read(REDACT_BLOCK), ""):
-                    pending += block
-                    cut = pending.rfind("\n") + 1
-                    if cut:
-                        dst.write(redact_text(pending[:cut]))
-                        pending = pending[cut:]
-                dst.write(redact_text(pending))
+                dst.writelines(redact_pieces(src, REDACT_BLOCK))
             os.replace(tmp, target)
         except OSError as exc:
             raise KbError(f"cannot attach {source}: {exc.strerror}") from None

@@ -309,3 +309,22 @@ def test_idempotent_on_fragments(text: str) -> None:
 def test_idempotent_and_total_on_any_text(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
+
+
+def test_a_cookie_inside_json_is_masked_and_the_json_stays_valid() -> None:
+    import json
+
+    text = json.dumps({"args": {"header": "Cookie: session=abcdef123456; csrf=zzzzyyyyxxxx"}, "cookie": "s3cr3tv4lue"})
+    masked = redact_text(text)
+    assert json.loads(masked) == {"args": {"header": f"Cookie: {MASK}"}, "cookie": MASK}
+
+
+def test_pieces_of_a_one_line_file_are_masked_as_the_whole() -> None:
+    import io
+
+    from kb.redact import redact_pieces
+
+    events = ",".join(f'{{"name": "op{n}", "args": {{"token": "ghp_{n:04d}{"a" * 32}"}}}}' for n in range(400))
+    text = f'{{"traceEvents": [{events}]}}'
+    pieces = list(redact_pieces(io.StringIO(text), block=1000, longest=3000))
+    assert len(pieces) > 10 and "".join(pieces) == redact_text(text) and "ghp_" not in "".join(pieces)
