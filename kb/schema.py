@@ -178,15 +178,20 @@ def _fast_validator() -> Any:
     far quicker to import, which matters for every `kb record` and for indexing large knowledge bases. Making the
     code takes longer than a short command, so it is kept in the user's cache folder and imported from there."""
     import fastjsonschema
+    from fastjsonschema.ref_resolver import RefResolver
 
     schema = entry_schema()
-    digest = hashlib.sha256((json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION).encode()).hexdigest()[:16]
+    key = json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION + "named"  # "named": files with `validate`
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = _cache_folder() / f"entry_v{SCHEMA_VERSION}_{digest}.py"
     try:
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
+            # The generated function is named after the schema's $id: `validate` names it for the import below.
+            entry_point = RefResolver.from_schema(schema).get_scope_name()
+            code = f"{fastjsonschema.compile_to_code(schema)}\n\nvalidate = {entry_point}\n"
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(fastjsonschema.compile_to_code(schema), "utf-8")
+            tmp.write_text(code, "utf-8")
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location(f"kb_entry_validator_{digest}", path)
         module = importlib.util.module_from_spec(spec)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import importlib.util
 import re
 import resource
 import sys
@@ -113,7 +114,10 @@ def backend_notes() -> dict[str, str]:
     notes: dict[str, str] = {}
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         notes["torch-neuronx"] = neuron_flavour(importlib.metadata.version("torch-neuronx"))
-    providers = _call(lambda: importlib.metadata.packages_distributions().get("torch_tpu")) or []
+    # Which distribution provides a module is only in every installed package's file list (slow to read):
+    # looked up only when there is a torch_tpu to ask about.
+    present = _call(lambda: importlib.util.find_spec("torch_tpu") is not None)
+    providers = (_call(lambda: importlib.metadata.packages_distributions().get("torch_tpu")) or []) if present else []
     for name in providers:
         summary = _call(lambda name=name: importlib.metadata.metadata(name).get("Summary")) or ""
         notes["torch_tpu"] = f"import torch_tpu comes from the distribution {name}: {summary}".strip().rstrip(":")
