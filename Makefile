@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser demo test lint bench bench-quick
+.PHONY: install browser demo test lint bench bench-quick bench-peers
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -32,3 +32,7 @@ bench: install browser
 
 bench-quick: install browser
 	$(BIN)/python -m bench --quick
+
+# kb beside MLflow, W&B, collect_env, MkDocs, grep and FTS5 (installs the peers into a venv of its own).
+bench-peers: install browser
+	$(BIN)/python -m bench.peers
