@@ -72,7 +72,11 @@ def _remove_unpublished(kb: KnowledgeBase) -> None:
         try:
             entry = Entry.parse(path.read_text("utf-8"), path)
         except (KbError, OSError, UnicodeDecodeError):
-            continue  # not a whole entry: still being written, or not a recorder's
+            # Cut short: killed while writing it, or still being written (for milliseconds) by a live one.
+            writer = atomic.writer_of(path)
+            if writer is not None and _gone(writer):
+                _remove(path)
+            continue
         if is_orphan(entry) and _gone(entry.data["recorder"]["pid"]):
             _remove(path)
 

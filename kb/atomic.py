@@ -16,6 +16,12 @@ def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
+def writer_of(temporary: Path) -> int | None:
+    """The pid of the process that made a temporary file (from its name), or None for any other file."""
+    match = _TEMPORARY.fullmatch(temporary.name)
+    return int(match["pid"]) if match else None
+
+
 def temporaries(folder: Path, pid: int | None = None) -> list[Path]:
     """The temporary files in `folder` (only writer `pid`'s, if given). A writer killed between writing one
     and renaming it leaves it behind; a live writer's are in use, so only remove those of a dead one."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,11 @@ from kb.entry import Entry, new_entry
 from kb.store import ENV_HOME, KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A shell that starts a job in the background without job control makes it ignore SIGINT, and an ignored
+# signal is inherited by every child: the tests that send Ctrl-C to commands need it handled as usual.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
