@@ -14,10 +14,14 @@ import pytest
 from bench import peers, peers_scale, peers_venv
 from bench.peers_venv import job, measure, new_store
 
-needs_peers = pytest.mark.skipif(
-    not peers_venv.installed(),
-    reason=f"{', '.join(peers_venv.PINS[:4])} not installed in {peers_venv.VENV}: `python -m bench.peers` makes it",
-)
+
+@pytest.fixture(scope="module")
+def peers_python() -> Path:
+    """The peers' venv, made on first use (MLflow, W&B: a minute or two, once per machine, as `make bench-peers`)."""
+    return peers_venv.ensure()
+
+
+needs_peers = pytest.mark.usefixtures("peers_python")
 
 
 def test_measure_reports_peak_memory_and_output() -> None:
@@ -55,7 +59,7 @@ def test_table_shows_ratios_and_keeps_rows_in_order() -> None:
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def loaded(peers_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """300 generated entries, indexed; their runs in an MLflow store: all by SQL, the first 8 also through
     MlflowClient into a second experiment of the same store."""
     from bench.generate import generate
