@@ -26,7 +26,7 @@ from kb.errors import KbError, Problem
 from kb.store import KnowledgeBase
 from kb.website import search_index
 from kb.website.pages import Page, Site, digest
-from kb.website.render import Rendered, render_page, write_if_changed
+from kb.website.render import Rendered, write_if_changed
 from kb.website.workers import render_pages
 
 MANIFEST = ".kb-site.json"
@@ -155,15 +155,19 @@ def _write(
     current = old.get("renderer") == fingerprint  # else every page looks different: build it all again
     old_pages = old.get("pages", {}) if current else {}
     new_pages: dict[str, dict[str, Any]] = {}
-    fresh = []
-    for page in pages:
-        known = old_pages.get(page.path)
-        if known and known["key"] == page.key and (out / page.path).is_file():
-            new_pages[page.path] = known
-        else:
-            fresh.append(page)
-    report.unchanged += len(pages) - len(fresh)
     total = len(pages) + 1
+
+    def changed(batch: list[Page]) -> list[Page]:
+        """The pages whose key or file differs from the manifest's; the others are noted as unchanged."""
+        fresh = []
+        for page in batch:
+            known = old_pages.get(page.path)
+            if known and known["key"] == page.key and (out / page.path).is_file():
+                new_pages[page.path] = known
+                report.unchanged += 1
+            else:
+                fresh.append(page)
+        return fresh
 
     def note(done: Rendered) -> None:
         new_pages[done.path] = {"key": done.key, "files": done.files}
@@ -173,17 +177,12 @@ def _write(
         if progress:
             progress(len(new_pages), total)
 
-    for done in render_pages(kb, out, base_url, fresh):
+    for done in render_pages(kb, out, base_url, changed(pages)):
         note(done)
     # The search page names the bundles and their stale results, so it comes after the search index.
     search = search_index.update(out, pages, search_index.SearchState.from_json(old.get("search") if current else {}))
-    page = search_page(search)
-    known = old_pages.get(page.path)
-    if known and known["key"] == page.key and (out / page.path).is_file():
-        new_pages[page.path] = known
-        report.unchanged += 1
-    else:
-        note(render_page(kb, out, base_url, page))
+    for done in render_pages(kb, out, base_url, changed([search_page(search)])):
+        note(done)
     report.pages = total
     report.bundles, report.bundles_rebuilt = len(search.bundles), search.rebuilt
     assets = _copy_assets(out)
