@@ -148,6 +148,63 @@ def test_cold_then_warm_across_processes(tmp_path: Path) -> None:
     assert all(frame["backend_s"] is None for frame in warm["frames"])  # inductor did not run on the hit
 
 
+DEFERRED_SCRIPT = textwrap.dedent(
+    """
+    import json, logging, sys
+    import torch
+    from ingest.pytorch.compile_evidence import CompileWatch
+
+    def branchy(x):
+        y = torch.sin(x) * 2
+        if y.sum() > 0:
+            return y
+        return -y
+
+    stale = CompileWatch()
+    stale.start()
+    stale.stop()  # leaves a post-import hook behind that must do nothing
+    watch = CompileWatch()
+    watch.start()
+    eager = watch.stop()
+    imported_eagerly = "torch._dynamo" in sys.modules
+    watch.start()
+    compiled = torch.compile(branchy)
+    compiled(torch.ones(8, 16))
+    compiled(torch.ones(4, 16))
+    section = watch.stop()
+    from ingest.pytorch.compile_evidence import _Capture
+    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    print(json.dumps({
+        "imported_eagerly": imported_eagerly,
+        "eager": eager,
+        "section": section,
+        "left_attached": any(isinstance(h, _Capture) for h in logger.handlers),
+    }))
+    """
+)
+
+
+def test_a_process_without_dynamo_imports_it_only_when_the_script_compiles(tmp_path: Path) -> None:
+    # Importing Dynamo takes seconds; an eager run must not pay them, and a run that compiles later must
+    # still see every frame, graph break and recompile, as captured log records too, with nothing printed.
+    script = tmp_path / "deferred.py"
+    script.write_text(DEFERRED_SCRIPT)
+    env = {**os.environ, **FAST_COMPILE, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    env.pop("TORCH_LOGS", None)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Graph break" not in done.stderr and "Recompiling" not in done.stderr, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["imported_eagerly"] is False
+    assert "unreadable" not in seen["eager"] and seen["eager"]["frame_count"] == seen["eager"]["graphs"] == 0
+    section = seen["section"]
+    assert "unreadable" not in section, section
+    assert {frame["function"] for frame in section["frames"]} >= {"branchy"}
+    assert section["graph_breaks"]["count"] >= 1 and section["recompiles"]["count"] >= 1
+    assert any("size mismatch" in reason for reason in section["recompiles"]["reasons"]), section["recompiles"]
+    assert seen["left_attached"] is False
+
+
 def square_plus_one(x: torch.Tensor) -> torch.Tensor:
     return x * x + 1
 

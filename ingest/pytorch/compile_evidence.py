@@ -35,7 +35,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 SIGNIFICANT = 6
 MAX_FRAMES = 200
@@ -145,7 +145,9 @@ class CompileWatch:
     """Collects compile evidence between start() and stop(); one per run.
 
     start() notes baselines (the compile records and counters already there) so only this run's compiles
-    count, and captures the graph-break and recompile log records. Nothing new reaches the user's stderr:
+    count, and captures the graph-break and recompile log records. In a process that has not imported
+    torch._dynamo yet, the baselines are empty and the capture begins when the script imports it (a wrapt
+    post-import hook), so an eager run never pays for the import. Nothing new reaches the user's stderr:
     when the user has not enabled those logs, their loggers are raised to DEBUG with propagation off (and
     any handler of their own set aside), so the records reach only this module's handler; when the user
     has, the handler is only added. Dynamo formats the recompile message only while "recompiles" is on in
@@ -168,6 +170,7 @@ class CompileWatch:
         self._capture = _Capture()
         self._loggers: list[tuple[logging.Logger, int, bool, list[logging.Handler]]] = []
         self._enabled_recompiles = False
+        self._token = object()  # a hook left by an earlier start() sees another token and does nothing
 
     def start(self) -> None:
         if self._started:  # a second start() begins again rather than stacking a second set of changes
@@ -175,6 +178,16 @@ class CompileWatch:
             self._restore_metrics_limit([])
         self._reset()
         self._started = True
+        if "torch._dynamo" not in sys.modules:
+            # Nothing has compiled in this process yet, so every baseline is empty. Importing Dynamo takes
+            # seconds that an eager script should not pay: the watch begins when the script imports it
+            # (torch.compile does, at its first call), before anything compiles.
+            from wrapt import register_post_import_hook
+
+            self._metrics_before, self._counters_before, self._time_before = [], {}, {}
+            token = self._token
+            register_post_import_hook(lambda module: self._begin_on_import(token), "torch._dynamo")
+            return
         try:
             from torch._dynamo import utils
         except Exception as exc:
@@ -195,6 +208,15 @@ class CompileWatch:
         except Exception as exc:
             self._unreadable.append(_failed("calculate_time_spent", exc))
         self._attach_loggers()
+
+    def _begin_on_import(self, token: object) -> None:
+        if token is not self._token or not self._started:
+            return
+        try:  # runs inside the script's import of Dynamo: whatever happens, that import must go on
+            self._raise_metrics_limit(sys.modules["torch._dynamo.utils"])
+            self._attach_loggers()
+        except Exception as exc:
+            self._unreadable.append(_failed("watch Dynamo once imported", exc))
 
     def stop(self) -> dict[str, Any]:
         """The `compile` section; see the module docstring for where each figure comes from."""
@@ -284,7 +306,7 @@ class CompileWatch:
     def _collect(self, unreadable: list[str]) -> dict[str, Any]:
         import torch
 
-        utils = sys.modules.get("torch._dynamo.utils")
+        utils = sys.modules.get("torch._dynamo.utils") or _NeverImported
         section: dict[str, Any] = {}
         records = self._new_records(utils, unreadable)
         if records is not None:
@@ -386,6 +408,20 @@ class CompileWatch:
             "count": max(from_records, self._capture.recompile_events),
             "reasons": list(dict.fromkeys(reasons))[:MAX_REASONS],
         }
+
+
+class _NeverImported:
+    """Dynamo's bookkeeping in a process that never imported it: nothing compiled, nothing counted."""
+
+    counters: ClassVar[dict[str, dict[str, int]]] = {}
+
+    @staticmethod
+    def get_compilation_metrics() -> list[Any]:
+        return []
+
+    @staticmethod
+    def calculate_time_spent() -> dict[str, float]:
+        return {}
 
 
 def _forward(records: list[Any]) -> list[Any]:
