@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ingest.finish import OUTPUT_LOG, Outcome, finish
 from kb import atomic
 from kb.entry import Entry
 from kb.errors import KbError
@@ -42,6 +41,8 @@ def is_orphan(entry: Entry) -> bool:
 
 def settle(kb: KnowledgeBase, entry: Entry) -> Entry:
     """Close an orphaned entry as killed; if the file cannot be written, the entry is still shown as killed."""
+    from ingest.finish import Outcome, finish  # every query command looks for orphans; few ever settle one
+
     recorder = entry.data["recorder"]
     message = (
         f"kb record (pid {recorder['pid']} on {recorder['host']}) stopped before finishing this entry, "
@@ -119,6 +120,8 @@ def settle_indexed(kb: KnowledgeBase) -> int:
 
 def _last_sign_of_life(kb: KnowledgeBase, entry: Entry) -> datetime:
     """When the run last wrote output (or the entry was last written): the best estimate of its end."""
+    from ingest.finish import OUTPUT_LOG
+
     candidates = [path for path in (kb.attachments_path(entry) / OUTPUT_LOG, entry.path) if path and path.exists()]
     latest = max(path.stat().st_mtime for path in candidates)
     return datetime.fromtimestamp(latest, timezone.utc)

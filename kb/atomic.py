@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from pathlib import Path
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
@@ -13,7 +12,7 @@ _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
 def _temporary(path: Path) -> Path:
     # Same folder as the target, so the final rename never crosses a file system; a leading dot keeps
     # scans of the entries folder from mistaking it for an entry. The pid says whose it is (temporaries()).
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def writer_of(temporary: Path) -> int | None:

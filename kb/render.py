@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
@@ -45,6 +44,8 @@ def entry_view(entry: Entry) -> Group:
     if rest:
         parts.append(_section("More", rest))
     if entry.body.strip():
+        from rich.markdown import Markdown  # a tenth of a second to import (markdown-it, Pygments): only here
+
         parts.append(Markdown(entry.body))
     return Group(*parts)
 
@@ -88,8 +89,16 @@ def search_results(results: list[tuple[Any, dict[str, Any]]]) -> Group:
             (row["id"], "bold"), "  ", status_text(row["status"]), marker, "  ", where,
             (f"  score {hit.score:.2f}", "dim"),
         )  # fmt: skip
-        parts += [head, Text(row["title"]), Markdown(hit.snippet) if hit.snippet else Text(""), Text("")]
+        parts += [head, Text(row["title"]), snippet_text(hit.snippet), Text("")]
     return Group(*parts)
+
+
+def snippet_text(snippet: str) -> Text:
+    """A search snippet, its matched words (marked **like this**) in bold and the rest exactly as written."""
+    text = Text()
+    for index, piece in enumerate(snippet.split("**")):
+        text.append(piece, style="bold" if index % 2 else "")
+    return text
 
 
 def write_csv(rows: list[dict[str, Any]]) -> None:

@@ -133,6 +133,21 @@ def test_search_results_carry_snippets(sample: KnowledgeBase) -> None:
     assert rows[0]["status"] == "failed" and rows[0]["backend"] == "neuron"
 
 
+def test_search_prints_each_result_with_its_snippet_as_written(sample: KnowledgeBase) -> None:
+    # A snippet is shown as it was written, the matched word marked; Markdown in it is not interpreted.
+    printed = run_kb("search", "unroll").stdout
+    assert "2026-03-01-flex-trn3-000001" in printed and "FlexAttention on Trainium3" in printed
+    assert "made the compiler unroll every block" in printed and "**" not in printed
+    from kb.render import snippet_text
+
+    shown = snippet_text("a __dunder__ # **unroll** and **2**")
+    assert shown.plain == "a __dunder__ # unroll and 2"
+    assert [(shown.plain[span.start : span.end], span.style) for span in shown.spans] == [
+        ("unroll", "bold"),
+        ("2", "bold"),
+    ]
+
+
 def test_filters_narrow_search_and_ls_with_pep440_version_ranges(sample: KnowledgeBase) -> None:
     assert search("flexattention", "--status", "completed") == ["2026-06-01-flex-trn3-000002"]
     # 2.10.0 is newer than 2.9.0, which is newer than 2.1.0: version order, not text order.
@@ -305,4 +320,4 @@ def test_queries_do_not_import_heavy_modules_before_they_need_them() -> None:
         [sys.executable, "-X", "importtime", "-m", "kb", "search", "--help"], capture_output=True, text=True, check=True
     )
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
-    assert not imported & {"whoosh", "sqlite_utils", "torch", "markdown"}
+    assert not imported & {"whoosh", "sqlite_utils", "torch", "markdown", "markdown_it", "pygments"}
