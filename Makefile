@@ -30,8 +30,10 @@ test: install browser lint
 bench: install browser
 	$(BIN)/python -m bench
 
+# The smoke run CI makes, so that no benchmark rots: every benchmark, then kb beside its peers (about 4 minutes).
 bench-quick: install browser
 	$(BIN)/python -m bench --quick
+	$(BIN)/python -m bench.peers --quick
 
 # kb beside MLflow, W&B, collect_env, MkDocs, grep and FTS5 (installs the peers into a venv of its own).
 bench-peers: install browser
