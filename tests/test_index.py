@@ -321,3 +321,49 @@ def test_queries_do_not_import_heavy_modules_before_they_need_them() -> None:
     )
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
     assert not imported & {"whoosh", "sqlite_utils", "torch", "markdown", "markdown_it", "pygments"}
+
+
+def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
+    # A git checkout or a `touch` changes the modification time and not the text: nothing to index again.
+    path = write_entry(kb, "2026-01-01-touched-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    assert sync(kb).added == 1
+    path.touch()
+    report = sync(kb)
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+    assert ls() == ["2026-01-01-touched-000001"]
+    assert fulltext(kb).count() == 1
+
+
+def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: KnowledgeBase) -> None:
+    # A file listed by the walk but deleted or renamed before it is read (a git checkout, an editor saving):
+    # the sync counts it as gone, and never reports the index damaged nor rebuilds it.
+    for n in range(300):
+        write_entry(kb, f"2026-01-01-churn-{n:06d}", recorded="2026-01-01T00:00:00Z", status="completed")
+    assert sync(kb).problems == []
+    paths = sorted(kb.entries_path.glob("*.md"))
+    stop = time.monotonic() + 4
+
+    def churn() -> None:
+        while time.monotonic() < stop:
+            for path in paths[::7]:
+                aside = path.with_name(f"{path.stem}-moved.md")
+                path.rename(aside)
+                aside.rename(path)
+
+    with ThreadPoolExecutor(1) as pool:
+        churning = pool.submit(churn)
+        reports = []
+        while not churning.done():
+            for path in paths[::7]:
+                path.touch()  # a changed mtime: read again, so the race is on the read as well as the walk
+            reports.append(sync(kb))
+        churning.result()
+    assert reports and all(report.repaired is None for report in reports), [r.repaired for r in reports]
+    final = sync(kb)
+    assert final.repaired is None and not final.problems
+    db = connect(index_path(kb.cache_path))
+    try:
+        assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 300
+    finally:
+        db.close()
+    assert fulltext(kb).count() == 300

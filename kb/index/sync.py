@@ -132,8 +132,11 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
     for relative, item in kb.scan():
+        try:
+            stat = item.stat()
+        except FileNotFoundError:  # deleted or renamed since the folder was listed: gone, not damage
+            continue
         seen.add(relative)
-        stat = item.stat()
         indexed = known.get(relative)
         if indexed is not None and indexed.size == stat.st_size and indexed.mtime_ns == stat.st_mtime_ns:
             report.unchanged += 1
@@ -146,12 +149,19 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
     upserts: dict[str, tuple[str, Entry]] = {}  # entry id -> (path, entry)
     problems: dict[str, list[Problem]] = {}
     for relative, path in candidates:
-        raw = path.read_bytes()
-        stat = path.stat()
+        try:
+            raw = path.read_bytes()
+            stat = path.stat()
+        except FileNotFoundError:  # as above: it goes the way of a file that was never seen
+            seen.discard(relative)
+            if relative in known:
+                gone.append(relative)
+            continue
         digest = hashlib.sha256(raw).hexdigest()
         indexed = known.get(relative)
-        if indexed is not None and indexed.sha256 == digest:  # touched, not changed
+        if indexed is not None and indexed.sha256 == digest:  # touched, not changed: it keeps its entry
             files.append((relative, stat.st_size, stat.st_mtime_ns, digest, indexed.entry_id))
+            moving.discard(relative)
             report.unchanged += 1
             continue
         entry, found = _parse(raw, path)
