@@ -131,7 +131,11 @@ def test_the_fast_validator_is_made_once_and_then_imported(tmp_path: Path) -> No
     # Making it takes about 0.13 s, paid by every command that reads an entry unless the cached file loads.
     probe = "from kb import schema; print(schema._fast_validator().__module__)"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    stamps = []
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
         assert done.stdout.startswith("kb_entry_validator_"), done.stdout + done.stderr
-    assert len(list((tmp_path / "cache" / "kb" / "validators").glob("entry_v*.py"))) == 1  # made by the first only
+        made = list((tmp_path / "cache" / "kb" / "validators").glob("entry_v*.py"))
+        assert len(made) == 1
+        stamps.append((made[0].stat().st_ino, made[0].stat().st_mtime_ns))
+    assert stamps[0] == stamps[1]  # made by the first only: the second imported it, and did not write it again

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -19,7 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import run_kb
+
 from kb.fulltext import FullText
+from kb.index.db import index_path
 from kb.store import KnowledgeBase
 
 RECORDERS = 32
@@ -40,9 +42,8 @@ class Finished:
 
 
 def _kb(role: str, *args: str) -> Finished:
-    argv = [sys.executable, "-m", "kb", *args]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    return Finished(role, argv, done.returncode, done.stdout, done.stderr)
+    done = run_kb(*args, timeout=600)
+    return Finished(role, list(done.args), done.returncode, done.stdout, done.stderr)
 
 
 def _lane(role: str, lane: int, deadline: float) -> list[Finished]:
@@ -121,7 +122,7 @@ def _every_run_is_a_complete_entry(kb: KnowledgeBase, runs: dict[str, Finished])
 
 
 def _both_indexes_hold_exactly(kb: KnowledgeBase, ids: set[str] | frozenset[str]) -> None:
-    db = sqlite3.connect(kb.cache_path / "index.db")
+    db = sqlite3.connect(index_path(kb.cache_path))
     try:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert {row[0] for row in db.execute("SELECT id FROM entries")} == set(ids)

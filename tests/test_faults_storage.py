@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import run_kb, write_entry
 
+from kb.index.db import index_path
 from kb.store import KnowledgeBase
 
 ROUNDS = int(os.environ.get("KB_FAULT_ROUNDS", "1"))
@@ -84,7 +85,7 @@ def test_a_full_disk_while_indexing_is_one_line_and_the_next_command_catches_up(
 def test_a_full_disk_before_the_index_exists_is_one_line(kb: KnowledgeBase) -> None:
     _entries(kb, 3)
     result = _kb_limited(0, "search", MARK)
-    _assert_clean_error(result, f"cannot update {kb.cache_path / 'index.db'}: ")
+    _assert_clean_error(result, f"cannot update {index_path(kb.cache_path)}: ")
     _assert_all_found(kb)
 
 
@@ -231,7 +232,7 @@ def test_a_damaged_index_found_by_any_command_is_one_line_and_rebuilt(
             links={"reference": "2026-01-01-w-000000"}, tags=["t"],
         )  # fmt: skip
     assert run_kb(*command).returncode == 0  # the command works on a sound index
-    index = kb.cache_path / "index.db"
+    index = index_path(kb.cache_path)
     db = sqlite3.connect(index)
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
     (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?", [table]).fetchone()
