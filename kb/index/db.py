@@ -187,9 +187,10 @@ def remove(path: Path) -> None:
 
 def storage_error(path: Path, exc: BaseException) -> KbError:
     """A disk or lock problem with a cache file, as an error naming the file and what to do."""
-    code = getattr(exc, "errno", None)  # SQLite says only "disk I/O error" or "database or disk is full"
+    # SQLite says only "disk I/O error" or "database or disk is full"; over a file-size limit it is the I/O error
+    code = getattr(exc, "errno", None)
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or "full" in reason:
+    if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or "disk" in reason:
         advice = "free some disk space"
     elif code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in reason:
         advice = f"make {path.parent} writable"
