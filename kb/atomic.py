@@ -25,7 +25,8 @@ def temporaries(folder: Path, pid: int | None = None) -> list[Path]:
     """The temporary files in `folder` (only writer `pid`'s, if given). A writer killed between writing one
     and renaming it leaves it behind; a live writer's are in use, so only remove those of a dead one."""
     try:
-        names = sorted(os.listdir(folder))
+        # The cheap test first: at 100,000 entries, sorting and matching every name took 0.2 s per command.
+        names = sorted(name for name in os.listdir(folder) if name.startswith(".") and name.endswith(".tmp"))
     except OSError:
         return []
     matches = [(name, _TEMPORARY.fullmatch(name)) for name in names]

@@ -323,10 +323,16 @@ class FullText:
 
     def exists(self) -> bool:
         """Whether an index of this SCHEMA_VERSION is there; if not, update() starts a new one."""
-        from whoosh import index
+        from whoosh.index import EmptyIndexError
 
-        with self._guard():  # exists_in reads the table of contents
-            return self._version() == SCHEMA_VERSION and index.exists_in(self.folder, _INDEX_NAME)
+        if self._version() != SCHEMA_VERSION:
+            return False
+        with self._guard():  # the index opened once (its table of contents read) serves every later call
+            try:
+                return self._open().latest_generation() > -1
+            except EmptyIndexError:
+                self._index = None
+                return False
 
     def clear(self, timeout_s: float = 30.0) -> None:
         """Drop every document, leaving an empty index (for `kb index --rebuild`)."""
