@@ -147,6 +147,18 @@ class KnowledgeBase:
                     yield f"{prefix}{item.name}", item
             stack.extend(reversed(folders))
 
+    def is_entry_path(self, relative: str) -> bool:
+        """Whether scan() would list this path (relative to entries/, with '/'), were the file there."""
+        *folders, name = parts = relative.split("/")
+        if not name.endswith(".md") or any(part.startswith(".") or not part for part in parts):
+            return False
+        parent = self.entries_path
+        for folder in folders:  # inside an entry's attachment folder: not an entry
+            if (parent / f"{folder}.md").is_file():
+                return False
+            parent = parent / folder
+        return True
+
     def iter_entries(self, problems: list[Problem] | None = None) -> Iterator[Entry]:
         """Every entry that parses; each one that does not is added to `problems` and the scan goes on."""
         for path in self.iter_entry_paths():

@@ -280,7 +280,7 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
-    assert applied == [("m001_initial",)]
+    assert applied == [("m001_initial",), ("m002_watch_position",)]
 
 
 def test_concurrent_indexers_and_searchers_with_recordings(sample: KnowledgeBase) -> None:

@@ -139,8 +139,13 @@ def m001_initial(db: Database) -> None:
     )
 
 
+def m002_watch_position(db: Database) -> None:
+    # How far into `kb watch`'s journal the files table is up to date (kb/index/watch.py): at most one row.
+    db.execute("CREATE TABLE watch_position (token TEXT NOT NULL, offset INTEGER NOT NULL)")
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
-MIGRATIONS = (m001_initial,)
+MIGRATIONS = (m001_initial, m002_watch_position)
 
 
 @cache

@@ -13,17 +13,20 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import shutil
 import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
 from kb.fulltext import FullText, FullTextDamaged
+from kb.index import watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
 from kb.schema import SCHEMA_VERSION
@@ -33,6 +36,7 @@ LOCK_NAME = "index.lock"
 FULLTEXT_FOLDER = "whoosh"
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
+_MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
 @dataclass
@@ -99,12 +103,14 @@ def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
                 db.close()
                 return _update(kb, rebuild=True)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        position = _watch_position(db)
         if text.exists():
             text.check()
         else:  # the full-text half is gone: every entry must be indexed again
             db.execute("DELETE FROM files")
+            position = None
         report = SyncReport()
-        _sync(kb, db, text, report)
+        _sync(kb, db, text, report, position, watch.changes(cache, position))
     finally:
         db.close()
     return report
@@ -125,15 +131,49 @@ def _storage_errors(database: Path) -> Iterator[None]:
         raise storage_error(Path(exc.filename) if exc.filename else database.parent, exc) from None
 
 
-def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: SyncReport) -> None:
-    rows = db.execute("SELECT path, size, mtime_ns, sha256, entry_id FROM files").fetchall()
+def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
+    row = db.execute("SELECT token, offset FROM watch_position").fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def _sync(
+    kb: KnowledgeBase,
+    db: sqlite3.Connection,
+    text: FullText,
+    report: SyncReport,
+    position: tuple[str, int] | None,
+    watched: watch.Changes | None,
+) -> None:
+    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
+    changed = watched.paths if watched else None
+    if changed is None:
+        rows = db.execute(f"SELECT {_MANIFEST} FROM files").fetchall()
+        listing = ((relative, item.path, item.stat) for relative, item in kb.scan())
+    else:
+        rows = [
+            row
+            for chunk in _chunks(sorted(changed))
+            for row in db.execute(
+                f"SELECT {_MANIFEST} FROM files WHERE path IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+        ]
+        report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(rows)
+        listing = (
+            (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
+            for relative in sorted(changed)
+            if kb.is_entry_path(relative)
+        )
     known = {row[0]: _Indexed(*row[1:]) for row in rows}
-    path_of = {indexed.entry_id: path for path, indexed in known.items() if indexed.entry_id}
+    if changed is None:
+        path_of = {indexed.entry_id: path for path, indexed in known.items() if indexed.entry_id}.get
+    else:
+        path_of = partial(_indexed_path, db)
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
-    for relative, item in kb.scan():
+    for relative, path, stat_of in listing:
         try:
-            stat = item.stat()
+            stat = stat_of()
         except FileNotFoundError:  # deleted or renamed since the folder was listed: gone, not damage
             continue
         seen.add(relative)
@@ -141,7 +181,7 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
         if indexed is not None and indexed.size == stat.st_size and indexed.mtime_ns == stat.st_mtime_ns:
             report.unchanged += 1
         else:
-            candidates.append((relative, Path(item.path)))
+            candidates.append((relative, Path(path)))
     gone = [relative for relative in known if relative not in seen]
     moving = {relative for relative, _ in candidates}
 
@@ -166,11 +206,11 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
             continue
         entry, found = _parse(raw, path)
         if entry is not None:
-            other = upserts[entry.id][0] if entry.id in upserts else path_of.get(entry.id)
+            other = upserts[entry.id][0] if entry.id in upserts else path_of(entry.id)
             if (
                 other is not None
                 and other != relative
-                and other in seen
+                and (other in seen or (changed is not None and other not in changed))  # still there
                 and (other not in moving or entry.id in upserts)
             ):
                 found = [Problem(path, 1, "id", f"the id {entry.id} is also used by {other}; give this one a new id")]
@@ -183,7 +223,7 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
 
     before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
     deletes = before - set(upserts)
-    report.added = len([entry_id for entry_id in upserts if entry_id not in path_of])
+    report.added = len([entry_id for entry_id in upserts if path_of(entry_id) is None])
     report.updated = len(upserts) - report.added
     report.removed = len(deletes)
     report.problems = [p for found in problems.values() for p in found]
@@ -208,10 +248,26 @@ def _sync(kb: KnowledgeBase, db: sqlite3.Connection, text: FullText, report: Syn
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
+        now = (watched.token, watched.offset) if watched else None
+        if now != position:
+            db.execute("DELETE FROM watch_position")
+            if now:
+                db.execute("INSERT INTO watch_position (token, offset) VALUES (?, ?)", now)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _indexed_path(db: sqlite3.Connection, entry_id: str) -> str | None:
+    row = db.execute("SELECT path FROM files WHERE entry_id = ?", [entry_id]).fetchone()
+    return row[0] if row else None
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    """Pieces small enough for one statement's parameters."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _insert(db: sqlite3.Connection, table: str, rows: list[dict]) -> None:

@@ -1,0 +1,151 @@
+"""`kb watch`: a real watcher process on real inotify; syncs look only at the files it journals."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kb.index.db import connect, index_path
+from kb.index.query import Filters, search
+from kb.index.sync import fulltext, sync
+from kb.store import KnowledgeBase
+from tests.conftest import run_kb, write_entry
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kb watch needs Linux's inotify")
+
+
+@contextlib.contextmanager
+def _watching() -> Iterator[subprocess.Popen]:
+    """`kb watch` running on the test's knowledge base, past its first sync; stopped with Ctrl-C after."""
+    process = subprocess.Popen([sys.executable, "-m", "kb", "watch"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()
+        assert "watching" in line, line
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+
+
+@pytest.fixture
+def watcher(kb: KnowledgeBase) -> Iterator[subprocess.Popen]:
+    write_entry(kb, "2026-01-01-first-000001", "First", recorded="2026-01-01T10:00:00Z", status="completed")
+    with _watching() as process:
+        yield process
+
+
+def _found(kb: KnowledgeBase, query: str) -> list[str]:
+    db = connect(index_path(kb.cache_path))
+    try:
+        return sorted(hit.id for hit, _ in search(db, fulltext(kb), query, Filters()))
+    finally:
+        db.close()
+
+
+def _outside_edit(kb: KnowledgeBase, path: Path, word: str, tmp_path: Path) -> None:
+    """Change an entry through a hard link in another folder: inotify reports a change to a watched folder's
+    file only when it is made through that folder, so the watcher does not see this one, a full look does."""
+    link = tmp_path / "elsewhere.md"
+    link.unlink(missing_ok=True)
+    os.link(path, link)
+    with open(link, "a") as handle:
+        handle.write(f"\n{word}\n")
+
+
+def test_edits_additions_renames_and_deletions_are_picked_up(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    first.write_text(first.read_text() + "\nbasilisk\n")
+    report = sync(kb)
+    assert (report.updated, report.unchanged) == (1, 0), report
+    assert _found(kb, "basilisk") == ["2026-01-01-first-000001"]
+
+    (kb.entries_path / "2026").mkdir()  # a new folder, its entries written before the watcher could watch it
+    write_entry(kb, "2026-02-01-second-000002", recorded="2026-02-01T10:00:00Z", status="completed", body="chimera")
+    (kb.entries_path / "2026-02-01-second-000002.md").rename(kb.entries_path / "2026" / "second.md")
+    report = sync(kb)
+    assert (report.added, report.unchanged) == (1, 1)
+    assert _found(kb, "chimera") == ["2026-02-01-second-000002"]
+
+    (kb.entries_path / "2026" / "second.md").rename(kb.entries_path / "2026" / "renamed.md")
+    report = sync(kb)
+    assert (report.added, report.updated, report.removed) == (0, 1, 0)
+    db = connect(index_path(kb.cache_path))
+    assert db.execute("SELECT path FROM entries WHERE id = '2026-02-01-second-000002'").fetchone() == (
+        "2026/renamed.md",
+    )
+    db.close()
+
+    (kb.entries_path / "2026" / "renamed.md").unlink()
+    (kb.entries_path / "2026").rmdir()
+    assert sync(kb).removed == 1
+    assert _found(kb, "chimera") == []
+
+
+def test_a_sync_looks_only_at_what_the_watcher_saw(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    _outside_edit(kb, first, "griffin", tmp_path)
+    assert sync(kb).updated == 0  # not journaled, so not looked at: the proof that the sync did not stat it
+    assert _found(kb, "griffin") == []
+    first.touch()  # any change through the folder is seen
+    assert sync(kb).updated == 1
+    assert _found(kb, "griffin") == ["2026-01-01-first-000001"]
+
+
+def test_without_a_live_watcher_every_file_is_looked_at_again(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    watcher.kill()  # SIGKILL: no chance to say goodbye; the kernel drops its lock
+    watcher.wait()
+    _outside_edit(kb, first, "hippogriff", tmp_path)
+    assert sync(kb).updated == 1
+    assert _found(kb, "hippogriff") == ["2026-01-01-first-000001"]
+    with _watching():
+        _outside_edit(kb, first, "kraken", tmp_path)  # unseen again, now that a watcher vouches for the folder
+        assert sync(kb).updated == 0
+
+
+def test_a_stopped_watcher_is_not_waited_for_long(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    watcher.send_signal(signal.SIGSTOP)  # alive (its lock held) but not answering the cookie
+    try:
+        _outside_edit(kb, first, "manticore", tmp_path)
+        assert sync(kb).updated == 1  # after the cookie's wait, a full look
+    finally:
+        watcher.send_signal(signal.SIGCONT)
+    assert _found(kb, "manticore") == ["2026-01-01-first-000001"]
+
+
+def test_a_second_watcher_is_refused_and_ctrl_c_stops_the_first(kb: KnowledgeBase, watcher) -> None:
+    second = run_kb("watch", timeout=30)
+    assert second.returncode == 1
+    assert "another kb watch is already watching" in second.stderr
+    watcher.send_signal(signal.SIGINT)
+    _, err = watcher.communicate(timeout=30)
+    assert "stopped watching; commands check every entry file again" in err
+    assert watcher.returncode == 0
+
+
+def test_commands_see_edits_at_once(kb: KnowledgeBase, watcher) -> None:
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    for word in ("phoenix", "roc", "wyvern"):
+        first.write_text(first.read_text() + f"\n{word}\n")
+        result = run_kb("search", word, "--json")
+        assert '"2026-01-01-first-000001"' in result.stdout, result.stderr
+
+
+def test_the_watcher_stops_when_the_cache_is_deleted(kb: KnowledgeBase, watcher) -> None:
+    import shutil
+
+    shutil.rmtree(kb.cache_path)
+    _, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 1
+    assert "was removed, so kb watch stopped; start it again" in err
+    assert sync(kb).added == 1  # and the next command rebuilds from the entries, watcher or not
