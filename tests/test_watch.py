@@ -149,3 +149,43 @@ def test_the_watcher_stops_when_the_cache_is_deleted(kb: KnowledgeBase, watcher)
     assert watcher.returncode == 1
     assert "was removed, so kb watch stopped; start it again" in err
     assert sync(kb).added == 1  # and the next command rebuilds from the entries, watcher or not
+
+
+def test_an_attachment_folder_that_loses_its_entry_counts_as_a_folder_of_entries(kb: KnowledgeBase, watcher) -> None:
+    write_entry(kb, "2026-03-01-third-000003", recorded="2026-03-01T10:00:00Z", status="completed")
+    folder = kb.entries_path / "2026-03-01-third-000003"
+    folder.mkdir()  # its attachment folder: an .md file in it is an attachment, not an entry
+    write_entry(kb, "2026-03-02-inner-000004", recorded="2026-03-02T10:00:00Z", status="completed", body="selkie")
+    (kb.entries_path / "2026-03-02-inner-000004.md").rename(folder / "inner.md")
+    assert sync(kb).added == 1
+    assert _found(kb, "selkie") == []
+    (kb.entries_path / "2026-03-01-third-000003.md").unlink()  # now a folder like any other: inner.md is an entry
+    report = sync(kb)
+    assert (report.added, report.removed) == (1, 1)
+    assert _found(kb, "selkie") == ["2026-03-02-inner-000004"]
+    (folder / "inner.md").write_text((folder / "inner.md").read_text() + "\nkelpie\n")  # and its folder is watched
+    assert sync(kb).updated == 1
+    assert _found(kb, "kelpie") == ["2026-03-02-inner-000004"]
+
+
+def test_a_linked_folder_of_entries_is_watched_like_any(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "team-entries"
+    elsewhere.mkdir()
+    write_entry(kb, "2026-04-01-linked-000005", recorded="2026-04-01T10:00:00Z", status="completed", body="wendigo")
+    (kb.entries_path / "2026-04-01-linked-000005.md").rename(elsewhere / "linked.md")
+    (kb.entries_path / "team").symlink_to(elsewhere)
+    assert sync(kb).added == 1
+    assert _found(kb, "wendigo") == ["2026-04-01-linked-000005"]
+    (kb.entries_path / "team").unlink()
+    assert sync(kb).removed == 1
+
+
+def test_the_watcher_stops_when_the_entries_folder_goes(kb: KnowledgeBase, watcher) -> None:
+    import shutil
+
+    shutil.rmtree(kb.entries_path)
+    _, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 1
+    assert "was moved or deleted, so kb watch stopped; start it again" in err
+    kb.entries_path.mkdir()
+    assert sync(kb).removed == 1  # the new, empty folder is checked in full

@@ -24,8 +24,8 @@ def register(app: typer.Typer) -> None:
         """Watch the entries folder, so that each command looks only at the files that changed (Linux).
 
         Without it every command checks every entry file (seconds at 100,000 entries). Run it in a terminal
-        of its own, or in the background (`kb watch &`); Ctrl-C stops it, and commands then check every file
-        again.
+        of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`); once it
+        stops, commands check every file again.
         """
         from kb.commands.common import knowledge_base
         from kb.index.sync import sync
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
             report = sync(kb)  # from the watcher's first journal on, commands look only at what changed
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
-                "commands now look only at the files that change. Ctrl-C stops.",
+                "commands now look only at the files that change.",
                 err=True,
             )
 

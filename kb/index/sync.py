@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from stat import S_ISDIR
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
@@ -37,6 +38,8 @@ FULLTEXT_FOLDER = "whoosh"
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
+# A file that went between the listing (or the journal) and the look at it; a folder on its path or in its place.
+_GONE = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 @dataclass
@@ -161,7 +164,7 @@ def _sync(
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(rows)
         listing = (
             (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
-            for relative in sorted(changed)
+            for relative in sorted(changed, key=_scan_order)
             if kb.is_entry_path(relative)
         )
     known = {row[0]: _Indexed(*row[1:]) for row in rows}
@@ -174,7 +177,9 @@ def _sync(
     for relative, path, stat_of in listing:
         try:
             stat = stat_of()
-        except FileNotFoundError:  # deleted or renamed since the folder was listed: gone, not damage
+        except _GONE:  # deleted or renamed since the folder was listed: gone, not damage
+            continue
+        if S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
             continue
         seen.add(relative)
         indexed = known.get(relative)
@@ -192,7 +197,7 @@ def _sync(
         try:
             raw = path.read_bytes()
             stat = path.stat()
-        except FileNotFoundError:  # as above: it goes the way of a file that was never seen
+        except _GONE:  # as above: it goes the way of a file that was never seen
             seen.discard(relative)
             if relative in known:
                 gone.append(relative)
@@ -257,6 +262,12 @@ def _sync(
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _scan_order(relative: str) -> tuple[tuple[int, str], ...]:
+    """KnowledgeBase.scan()'s order: in each folder its files by name, then its folders by name."""
+    *folders, name = relative.split("/")
+    return (*((1, folder) for folder in folders), (0, name))
 
 
 def _indexed_path(db: sqlite3.Connection, entry_id: str) -> str | None:

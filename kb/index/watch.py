@@ -114,8 +114,8 @@ def _read_to_cookie(journal: BinaryIO, cookies: Path, offset: int) -> tuple[list
             offset += len(line) + 1
             try:
                 record = json.loads(line)
-            except ValueError:
-                continue
+            except ValueError:  # not written whole: what it named is unknown
+                record = ["r"]
             if record == ["c", name]:
                 return records, offset
             records.append(record)
@@ -145,10 +145,14 @@ def watch(kb: KnowledgeBase, ready: Callable[[int], None] | None = None) -> None
 @contextlib.contextmanager
 def _only_watcher(path: Path) -> Iterator[None]:
     with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise KbError(f"another kb watch is already watching this knowledge base ({path} is locked)") from None
+        for _ in range(20):  # a command checking whether a watcher runs holds the lock for a moment
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.05)
+        else:
+            raise KbError(f"another kb watch is already watching this knowledge base ({path} is locked)")
         yield
 
 
@@ -217,13 +221,16 @@ class _Watcher:
                 if not records or record != records[-1]:  # a write is several events: one line will do
                     records.append(record)
         if records:
-            os.write(self.journal, "".join(json.dumps(r) + "\n" for r in records).encode("utf-8", "surrogateescape"))
+            data = "".join(json.dumps(record) + "\n" for record in records).encode()  # ASCII: json escapes the rest
+            while data:
+                data = data[os.write(self.journal, data) :]
             if os.fstat(self.journal).st_size > JOURNAL_LIMIT:
                 self._start_journal()
 
     def _records(self, event: Event) -> list[list[str]]:
         flags = self.flags
-        if event.mask & flags.Q_OVERFLOW:
+        if event.mask & flags.Q_OVERFLOW:  # events were lost, a new folder's among them perhaps: watch anew
+            self._watch_tree("", self.kb.entries_path, journal=False)
             return [["r"]]
         if event.wd == self.cookies:
             if event.mask & (flags.DELETE_SELF | flags.IGNORED):  # the cache folder was deleted, journal and all
@@ -232,31 +239,35 @@ class _Watcher:
         prefix = self.folders.get(event.wd)
         if prefix is None:
             return []
-        if event.mask & flags.IGNORED:  # the folder itself went away
-            del self.folders[event.wd]
-            return [["r"]]
-        if event.mask & (flags.DELETE_SELF | flags.MOVE_SELF):
+        if event.mask & (flags.DELETE_SELF | flags.MOVE_SELF | flags.IGNORED):
+            if prefix == "":  # the entries folder itself: whatever replaces it is unwatched
+                raise KbError(f"{self.kb.entries_path} was moved or deleted, so kb watch stopped; start it again")
+            if event.mask & flags.IGNORED:
+                del self.folders[event.wd]
             return [["r"]]
         if not event.name or event.name.startswith("."):  # hidden: temporary files, the cache
             return []
         relative = prefix + event.name
-        if event.mask & flags.ISDIR:
+        path = self.kb.entries_path / relative
+        if event.mask & flags.ISDIR or (not event.name.endswith(".md") and path.is_dir()):  # a link to one too
             if event.mask & (flags.CREATE | flags.MOVED_TO):
                 if (self.kb.entries_path / f"{relative}.md").is_file():
                     return []  # an entry's attachment folder
-                return self._watch_tree(f"{relative}/", self.kb.entries_path / relative, journal=True)
-            return [["r"]]  # a folder moved away or deleted: the entries that were in it
+                return self._watch_tree(f"{relative}/", path, journal=True)
+            return [["r"]] if event.mask & (flags.DELETE | flags.MOVED_FROM) else []
         if not event.name.endswith(".md"):
+            if event.mask & (flags.DELETE | flags.MOVED_FROM) and f"{relative}/" in self.folders.values():
+                return [["r"]]  # a link to a folder, gone
             return []
-        if event.mask & (flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO) and _holds_entries(
-            self.kb.entries_path / relative[:-3]
-        ):
-            return [["r"]]  # the folder beside it turns into an attachment folder, or back: its entries come or go
+        folder = path.with_suffix("")  # the entry's attachment folder, if it has one
+        if event.mask & (flags.DELETE | flags.MOVED_FROM) and folder.is_dir():
+            # No longer an attachment folder: the entries in it count now (the scan's rule).
+            return [["p", relative], *self._watch_tree(f"{relative[:-3]}/", folder, journal=True)]
+        if event.mask & (flags.CREATE | flags.MOVED_TO) and _holds_entries(folder):
+            return [["r"]]  # an attachment folder now: the entries in it no longer count
         return [["p", relative]]
 
 
 def _holds_entries(folder: Path) -> bool:
-    try:
-        return any(name.endswith(".md") for name in os.listdir(folder))
-    except OSError:
-        return False
+    """Whether an .md file lies anywhere below `folder` (an attachment folder rarely holds one)."""
+    return any(name.endswith(".md") for _, _, names in os.walk(folder) for name in names)
