@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import frontmatter
 from kb.entry import Entry
@@ -26,6 +26,9 @@ from kb.index.query import COLUMNS, Filters, list_entries, version_key
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.store import KnowledgeBase
 from kb.website.markup import inside_site, markdown_html
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 PAGE_SIZE = 100
 RECENT = 20
@@ -85,6 +88,8 @@ class Site:
         self.db = db
         rows = db.execute("SELECT id, path FROM entries").fetchall()
         self.paths = {entry_id: entry_page_path(path) for entry_id, path in rows}
+        self._rows_html: dict[tuple[str, int], Markup] = {}
+        self._sidebars_html: dict[tuple[int, str | None], Markup] = {}
 
     # -- entry pages ------------------------------------------------------------------------------
     def entry_pages(self, due: dict[str, Any]) -> Iterator[Page]:
@@ -258,15 +263,29 @@ class Site:
                 depth = path.count("/")
                 return {
                     "title": title,
-                    "rows": [dict(row, href=self.href(self.paths[row["id"]], depth)) for row in chunk],
+                    "rows": [self._row_html(row, depth) for row in chunk],
                     "total": len(rows),
-                    "facets": facets,
-                    "active": dim,
+                    "sidebar": self._sidebar_html(facets, depth, dim),
                     "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
                     "first": (number - 1) * PAGE_SIZE + 1,
                 }
 
             yield Page(path, "listing.html", key, context)
+
+    # An entry's row is on every listing page of its facets, and the sidebar on every listing page: each is
+    # rendered once per folder depth (links are relative) instead of once per page, a fifth of the CPU.
+    def _row_html(self, row: dict[str, Any], depth: int) -> Markup:
+        key = (row["id"], depth)
+        if key not in self._rows_html:
+            linked = dict(row, href=self.href(self.paths[row["id"]], depth))
+            self._rows_html[key] = _macro("entry_row")(linked)
+        return self._rows_html[key]
+
+    def _sidebar_html(self, facets: list, depth: int, dim: str | None) -> Markup:
+        key = (depth, dim)
+        if key not in self._sidebars_html:
+            self._sidebars_html[key] = _macro("facet_list")(facets, "../" * depth, dim)
+        return self._sidebars_html[key]
 
     # -- home, comparisons, trends, decisions ----------------------------------------------------------
     def home_page(self, facets: list, due: dict[str, Any], problems: list[Any]) -> Page:
@@ -413,6 +432,12 @@ class Site:
 def facet_path(dim: str, value: str) -> str:
     folder = dim.replace("package:", "version-")
     return f"list/{folder}/{slug(value)}.html"
+
+
+def _macro(name: str) -> Any:
+    from kb.website.render import environment  # it renders pages: imported here, where a page needs a piece
+
+    return getattr(environment("/").get_template("macros.html").module, name)
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
