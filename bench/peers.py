@@ -31,7 +31,7 @@ from typing import Any
 
 from bench import peers_jobs as jobs
 from bench import peers_scale, peers_venv, site
-from bench.peers_venv import Sample, alternated, env, job, measure, new_store
+from bench.peers_venv import alternated, env, job, measure, median_s, new_store, peak_mb
 from bench.timing import machine
 
 STEP_S = 0.005  # the training step the per-step cost is set against
@@ -117,9 +117,9 @@ def row_capture(folder: Path, rounds: int, quick: bool) -> list[Line]:
             f"collect_env: {len(samples['collect_env'][-1].out) / 1000:.1f} KB of text")  # fmt: skip
     peer = "`python -m torch.utils.collect_env`"
     return [
-        Line("2", "environment capture, as a process", _seconds(samples["kb"]), peer,
-             _seconds(samples["collect_env"]), "s", note),
-        Line("2", "peak memory of that process", _peak(samples["kb"]), peer, _peak(samples["collect_env"]), "MB"),
+        Line("2", "environment capture, as a process", median_s(samples["kb"]), peer,
+             median_s(samples["collect_env"]), "s", note),
+        Line("2", "peak memory of that process", peak_mb(samples["kb"]), peer, peak_mb(samples["collect_env"]), "MB"),
     ]  # fmt: skip
 
 
@@ -154,9 +154,9 @@ def row_record(peers: Path, folder: Path, rounds: int, quick: bool) -> list[Line
     )
     peer = "MLflow run logging the same (script)"
     return [
-        Line("3", "record `true`, start to entry on disk", _seconds(samples["kb"]), peer, _seconds(samples["mlflow"]),
+        Line("3", "record `true`, start to entry on disk", median_s(samples["kb"]), peer, median_s(samples["mlflow"]),
              "s", "MLflow logs values handed to it; kb also gathers them (row 2)"),
-        Line("3", "peak memory of that process", _peak(samples["kb"]), peer, _peak(samples["mlflow"]), "MB"),
+        Line("3", "peak memory of that process", peak_mb(samples["kb"]), peer, peak_mb(samples["mlflow"]), "MB"),
     ]  # fmt: skip
 
 
@@ -243,6 +243,8 @@ def scale_lines(size: int, f: dict[str, Any]) -> list[Line]:
              client_all, "s", f"{load['client_s_per_run'] * 1e3:.0f} ms per run × {load['runs']:,}"),
         Line(six, "one entry added or edited, until found", index["pick_s"], "MLflow: one run through MlflowClient",
              load["client_s_per_run"], "s"),
+        Line(six, "the same, with `kb watch` running", index["watched_pick_s"], "MLflow: one run through MlflowClient",
+             load["client_s_per_run"], "s"),
         Line(six, "peak memory: index build / load", f["index_peak_mb"], "MLflow load (bulk and client)",
              load["peak_mb"], "MB", "kb: bench.index's whole process (build, edits, searches)"),
     ]  # fmt: skip
@@ -254,6 +256,7 @@ def growth(at: dict[int, dict[str, Any]]) -> list[list[str]]:
     series = {
         ("kb index build, s", "kb"): lambda f: f["index"]["build_s"],
         ("one edited entry found, s", "kb"): lambda f: f["index"]["pick_s"],
+        ("one edited entry found, s", "kb with `kb watch`"): lambda f: f["index"]["watched_pick_s"],
         ("full-text query in process, ms", "kb"): lambda f: f["index"]["query_ms"],
         ("full-text query in process, ms", "FTS5"): lambda f: f["index"]["fts_ms"],
         ("`kb search` as a process, s", "kb"): lambda f: f["index"]["search_process_s"],
@@ -293,14 +296,6 @@ def slope(sizes: list[int], values: list[float]) -> float:
 
 
 # -- the table ------------------------------------------------------------------------------------------------
-
-
-def _seconds(samples: list[Sample]) -> float:
-    return statistics.median(s.seconds for s in samples)
-
-
-def _peak(samples: list[Sample]) -> float:
-    return max(s.peak_mb for s in samples)
 
 
 def figure(value: float, unit: str) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sys
 import time
 from datetime import datetime
@@ -22,7 +21,7 @@ from typing import Any
 
 from bench import peers_jobs as jobs
 from bench import site
-from bench.peers_venv import Sample, alternated, env, job, measure, new_store
+from bench.peers_venv import Sample, alternated, env, job, measure, median_s, new_store, peak_mb
 
 KB = [sys.executable, "-m", "kb"]
 STATUS = {"completed": "FINISHED", "failed": "FAILED", "interrupted": "KILLED", "killed": "KILLED",
@@ -61,7 +60,7 @@ def measure_size(size: int, folder: Path, rounds: int, quick: bool, peers: Path,
         runs.write_text(json.dumps(mlflow_runs(kb)))
         db = new_store(peers, folder / "mlflow.db")
         load = job(peers, "mlflow-load", db, runs, 2 if quick else 5, cwd=folder, timeout=timeout)
-        figures["load"] = {**load.json(), "peak_mb": load.peak_mb, "process_s": load.seconds}
+        figures["load"] = {**load.json(), "peak_mb": load.peak_mb}
         _say(f"{figures['load']['runs']:,} runs loaded into MLflow; asking ...")
 
         figures["ask"] = _ask(kb, db, folder, peers, rounds, quick, timeout)
@@ -169,8 +168,7 @@ def _ask(kb: Any, db: Path, folder: Path, peers: Path, rounds: int, quick: bool,
     }
     answers = {tool: sample.json() for tool, sample in warm.items()}
     return {
-        "process_s": {q: {tool: _median(samples) for tool, samples in by.items()} for q, by in processes.items()},
-        "process_peak_mb": {q: {tool: _peak(samples) for tool, samples in by.items()} for q, by in processes.items()},
+        "process_s": {q: {tool: median_s(samples) for tool, samples in by.items()} for q, by in processes.items()},
         "warm_s": {tool: answer["seconds"] for tool, answer in answers.items()},
         "agreement": {q: agreement(answers["kb"]["ids"][q], answers["mlflow"]["ids"][q]) for q in jobs.QUESTIONS},
     }
@@ -182,14 +180,6 @@ def agreement(kb_ids: list[str], mlflow_ids: list[str]) -> str:
     if set(kb_ids) == set(mlflow_ids):
         return f"same {both} runs"
     return f"kb {len(kb_ids)}, MLflow {len(mlflow_ids)}, {both} in both"
-
-
-def _median(samples: list[Sample]) -> float:
-    return statistics.median(sample.seconds for sample in samples)
-
-
-def _peak(samples: list[Sample]) -> float:
-    return max(sample.peak_mb for sample in samples)
 
 
 # -- row 5: the sites ---------------------------------------------------------------------------------------
@@ -223,8 +213,8 @@ def _sites(kb: Any, folder: Path, rounds: int, quick: bool, mkdocs: Path | None,
                 handle.write(line)
             edited["mkdocs"].append(_mkdocs(mkdocs, project, timeout, dirty=True))
     for kind, samples in (("full", full), ("edit", edited)):
-        figures[f"{kind}_s"] = {tool: _median(values) for tool, values in samples.items() if values}
-        figures[f"{kind}_peak_mb"] = {tool: _peak(values) for tool, values in samples.items() if values}
+        figures[f"{kind}_s"] = {tool: median_s(values) for tool, values in samples.items() if values}
+        figures[f"{kind}_peak_mb"] = {tool: peak_mb(values) for tool, values in samples.items() if values}
     return figures
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,14 @@ class Sample:
     def json(self) -> Any:
         """The job's answer: the last line it printed."""
         return json.loads(self.out.strip().splitlines()[-1])
+
+
+def median_s(samples: list[Sample]) -> float:
+    return statistics.median(sample.seconds for sample in samples)
+
+
+def peak_mb(samples: list[Sample]) -> float:
+    return max(sample.peak_mb for sample in samples)
 
 
 def measure(argv: list[str], *, environ: dict[str, str], cwd: Path | None = None, timeout: float) -> Sample:
