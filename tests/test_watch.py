@@ -189,3 +189,13 @@ def test_the_watcher_stops_when_the_entries_folder_goes(kb: KnowledgeBase, watch
     assert "was moved or deleted, so kb watch stopped; start it again" in err
     kb.entries_path.mkdir()
     assert sync(kb).removed == 1  # the new, empty folder is checked in full
+
+
+def test_a_journal_line_that_does_not_read_means_a_full_look(kb: KnowledgeBase, watcher, tmp_path: Path) -> None:
+    sync(kb)  # the stored position is past everything written so far
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    _outside_edit(kb, first, "bunyip", tmp_path)  # unseen by the watcher
+    with open(kb.cache_path / "watch" / "journal", "a") as journal:
+        journal.write('["p", "2026-01-01-fi\n')  # as a write cut short would leave it
+    assert sync(kb).updated == 1
+    assert _found(kb, "bunyip") == ["2026-01-01-first-000001"]

@@ -74,7 +74,7 @@ def changes(cache: Path, since: tuple[str, int] | None) -> Changes | None:
         return None
     if records is None or ["r"] in records:
         return Changes(token, offset, None)
-    return Changes(token, offset, frozenset(record[1] for record in records if record[0] == "p"))
+    return Changes(token, offset, frozenset(record[1] for record in records if record[0] == "p" and len(record) == 2))
 
 
 def _alive(folder: Path) -> bool:
@@ -116,6 +116,8 @@ def _read_to_cookie(journal: BinaryIO, cookies: Path, offset: int) -> tuple[list
                 record = json.loads(line)
             except ValueError:  # not written whole: what it named is unknown
                 record = ["r"]
+            if not (isinstance(record, list) and record and all(isinstance(part, str) for part in record)):
+                record = ["r"]  # not the watcher's writing: trust none of it
             if record == ["c", name]:
                 return records, offset
             records.append(record)
