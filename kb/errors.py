@@ -6,7 +6,17 @@ wrong and what to do, and the CLI prints it as one line with the exit code of it
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
+
+# OSError numbers of a disk that is full (or a file over a size limit), and of a place kb may not write to.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def quoted(text: str, limit: int = 80) -> str:
+    """Text quoted for an error message, shortened: a pasted page need not be echoed whole."""
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 class ExitCode:

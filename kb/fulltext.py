@@ -7,7 +7,6 @@ whoosh, and this module imports it only inside functions so that `kb --help` sta
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb import atomic
 from kb.entry import Entry
-from kb.errors import KbError
+from kb.errors import DISK_FULL, NOT_WRITABLE, KbError, quoted
 
 if TYPE_CHECKING:
     from whoosh.fields import Schema
@@ -89,7 +88,9 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # Errors of a full disk or a read-only folder: reported as they are. Any other error while reading the index means
 # damaged files (Whoosh has no error of its own for that: truncated or overwritten files raise EOFError,
 # UnpicklingError, struct.error, a bare Exception...).
-_STORAGE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
+_STORAGE_ERRNOS = DISK_FULL | NOT_WRITABLE
+
+QUOTED_CHARS = 120  # of a query in an error message: longer than an option's value
 
 
 class FullTextDamaged(KbError):
@@ -238,20 +239,21 @@ def _parse(query: str) -> Query:
     """The Whoosh query for a query string; a KbError says what is wrong with one that does not parse."""
     if len(query) > MAX_QUERY_CHARS:  # Whoosh's analysis takes seconds on a page of text
         raise KbError(f"the query is {len(query)} characters long; search for at most {MAX_QUERY_CHARS}")
+    shown = quoted(query, QUOTED_CHARS)
     if re.search("[\ud800-\udfff]", query):  # bytes in the command line that are not UTF-8
-        raise KbError(f"the query {_clipped(query)} holds bytes that are not UTF-8 text; type it as UTF-8")
+        raise KbError(f"the query {shown} holds bytes that are not UTF-8 text; type it as UTF-8")
     _check_brackets(query)
     try:
         parsed = _parser().parse(query)
     except (IndexError, AssertionError):  # Whoosh's parser fails on operators with nothing to join: "NOT AND x"
-        raise KbError(f"the query {_clipped(query)} has an operator (AND, OR, NOT) with nothing beside it") from None
+        raise KbError(f"the query {shown} has an operator (AND, OR, NOT) with nothing beside it") from None
     known = set(_schema().names())
     for leaf in parsed.leaves():
         name = leaf.field()
         if name is not None and name not in known:
             fields = ", ".join(sorted({*DEFAULT_FIELDS, "id", "recorded", *(a for v in ALIASES.values() for a in v)}))
             raise KbError(
-                f"unknown field {_clipped(name)} in the query {_clipped(query)} (fields: {fields}); "
+                f"unknown field {quoted(name, QUOTED_CHARS)} in the query {shown} (fields: {fields}); "
                 'to search for text that contains ":", put it in double quotes'
             )
     return parsed
@@ -280,9 +282,10 @@ def _merge_similar(writer: IndexWriter, segments: list[Any]) -> list[Any]:
 
 def _check_brackets(query: str) -> None:
     # Whoosh parses anything, silently dropping what it cannot place: say so instead of searching for something else.
+    shown = quoted(query, QUOTED_CHARS)
     if query.count('"') % 2:
         raise KbError(
-            f'the query {_clipped(query)} has an unclosed double quote; close the phrase, as in "flex attention"'
+            f'the query {shown} has an unclosed double quote; close the phrase, as in "flex attention"'
         )
     closer = {"(": ")", "[": "]}", "{": "]}"}  # ranges may mix ends: [a TO b} includes a, excludes b
     stack: list[str] = []
@@ -291,17 +294,12 @@ def _check_brackets(query: str) -> None:
             stack.append(char)
         elif char in ")]}" and not (stack and char in closer[stack.pop()]):
             raise KbError(
-                f"the query {_clipped(query)} has an unmatched {char!r}; put text with brackets in double quotes"
+                f"the query {shown} has an unmatched {char!r}; put text with brackets in double quotes"
             )
     if stack:
         raise KbError(
-            f"the query {_clipped(query)} has an unclosed {stack[-1]!r}; close it, or put the text in double quotes"
+            f"the query {shown} has an unclosed {stack[-1]!r}; close it, or put the text in double quotes"
         )
-
-
-def _clipped(text: str, limit: int = 120) -> str:
-    """Text quoted for an error message, shortened: a pasted page of query need not be echoed whole."""
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _clip(text: str) -> str:

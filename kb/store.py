@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import errno
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 from kb import atomic, ids
 from kb.config import CONFIG_NAME, TEMPLATE, Config, load_config
 from kb.entry import Entry
-from kb.errors import EntryError, EntryNotFound, KbError, KbNotFound, Problem
+from kb.errors import DISK_FULL, EntryError, EntryNotFound, KbError, KbNotFound, Problem
 
 ENV_HOME = "KB_HOME"
 ENTRIES = "entries"
@@ -277,7 +276,7 @@ class KnowledgeBase:
 
 
 def _write_error(path: Path, exc: OSError) -> KbError:
-    full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    full = exc.errno in DISK_FULL
     advice = "free some disk space" if full else "check the entries folder is writable"
     return KbError(f"cannot write {path}: {exc.strerror}; {advice}")
 

@@ -10,14 +10,13 @@ A database that cannot be opened is deleted and rebuilt: it holds nothing the en
 from __future__ import annotations
 
 import contextlib
-import errno
 import sqlite3
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb.errors import KbError
+from kb.errors import DISK_FULL, NOT_WRITABLE, KbError
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -195,9 +194,9 @@ def storage_error(path: Path, exc: BaseException) -> KbError:
     # SQLite says only "disk I/O error" or "database or disk is full"; over a file-size limit it is the I/O error
     code = getattr(exc, "errno", None)
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or "disk" in reason:
+    if code in DISK_FULL or "disk" in reason:
         advice = "free some disk space"
-    elif code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in reason:
+    elif code in NOT_WRITABLE or "readonly" in reason:
         advice = f"make {path.parent} writable"
     elif "locked" in reason:
         return KbError(f"{path}: {reason}: another kb process is using it; retry when it is done")

@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from functools import cache
 from typing import Any
 
-from kb.errors import KbError
+from kb.errors import KbError, quoted
 from kb.fulltext import FullText, Hit
 from kb.index.db import reading
 from kb.index.rows import normalise_package
@@ -90,7 +90,7 @@ class Filters:
             for text in value if isinstance(value, list) else [value]:
                 if text is not None and _SURROGATE.search(text):
                     option = {"tags": "tag", "packages": "package"}.get(name, name)
-                    raise KbError(f"--{option} {_clipped(text)}: holds bytes that are not UTF-8 text; type it as UTF-8")
+                    raise KbError(f"--{option} {quoted(text)}: holds bytes that are not UTF-8 text; type it as UTF-8")
 
 
 def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
@@ -102,7 +102,7 @@ def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
         requirement = Requirement(spec)
     except InvalidRequirement:
         raise KbError(
-            f"--package {_clipped(spec)}: expected a name with an optional version range, "
+            f"--package {quoted(spec)}: expected a name with an optional version range, "
             "e.g. --package 'torch>=2.9' or --package 'torch-neuronx==2.13.*'"
         ) from None
     name = normalise_package(requirement.name)
@@ -147,7 +147,7 @@ def _order(sort: str) -> tuple[str, str, str]:
     if match is None:
         choices = ", ".join(sorted(_ENTRY_SORTS))
         raise KbError(
-            f"--sort {_clipped(sort)}: sort by one of {choices}, or metric.NAME or timings.NAME "
+            f"--sort {quoted(sort)}: sort by one of {choices}, or metric.NAME or timings.NAME "
             "(e.g. --sort metric.tokens_per_s)"
         )
     if match["table"].startswith("metric"):
@@ -184,12 +184,7 @@ def _day(text: str, option: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise KbError(f"{option} {_clipped(text)}: expected a date like 2026-11-30") from None
-
-
-def _clipped(text: str, limit: int = 80) -> str:
-    """An option's value quoted for an error message, shortened."""
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+        raise KbError(f"{option} {quoted(text)}: expected a date like 2026-11-30") from None
 
 
 def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tuple[str, str]]:
