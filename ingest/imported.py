@@ -8,7 +8,6 @@ imported`. An importer that finds bad input raises KbError before anything is wr
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from ingest.describe import RunInfo
 from ingest.finish import list_attachments
 from kb.entry import Entry, entry_now
-from kb.errors import KbError
+from kb.errors import LONE_SURROGATE, KbError
 from kb.store import KnowledgeBase
 
 
@@ -68,16 +67,12 @@ def add_to(kb: KnowledgeBase, ref: str, imported: Imported, section: str) -> Ent
     return _attach(kb, entry, imported)
 
 
-# A JSON "\ud800" escape decodes to a lone surrogate, which no UTF-8 file can hold.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _valid_text(imported: Imported) -> Imported:
     """The import with every lone surrogate in its text replaced by U+FFFD, the mark for an undecodable character."""
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return _SURROGATE.sub("\ufffd", value)
+            return LONE_SURROGATE.sub("\ufffd", value)
         if isinstance(value, dict):
             return {clean(key): clean(item) for key, item in value.items()}
         return [clean(item) for item in value] if isinstance(value, list) else value

@@ -7,11 +7,15 @@ wrong and what to do, and the CLI prints it as one line with the exit code of it
 from __future__ import annotations
 
 import errno
+import re
 from pathlib import Path
 
 # OSError numbers of a disk that is full (or a file over a size limit), and of a place kb may not write to.
 DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+# Python keeps bytes that are not UTF-8 (in arguments, file names, JSON "\ud800" escapes) as lone surrogates,
+# which no UTF-8 file can hold.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def quoted(text: str, limit: int = 80) -> str:

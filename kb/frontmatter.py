@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from kb.errors import EntryError, Problem
+from kb.errors import LONE_SURROGATE, EntryError, Problem
 
 FENCE = "---"
 _BaseLoader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
@@ -170,24 +170,22 @@ def dump(data: dict[str, Any]) -> str:
 
 def render(data: dict[str, Any], body: str) -> str:
     """A whole entry file: fence, front matter, fence, body."""
-    if not body.isascii() and _SURROGATE.search(body):
+    if not body.isascii() and LONE_SURROGATE.search(body):
         message = "the notes hold bytes that are not UTF-8 text (typed in another encoding?); give them as UTF-8"
         raise EntryError([Problem(None, None, None, message)])
     return f"{FENCE}\n{dump(data)}{FENCE}\n{body}"
 
 
-# Python keeps bytes that are not UTF-8 (in arguments, in file names) as lone surrogates, which no file can hold.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _NOT_UTF8 = "holds bytes that are not UTF-8 text (typed in another encoding?); give the text as UTF-8"
 
 
 def _surrogate_at(value: Any, where: tuple) -> tuple:
     """The location of the first string (key or value) holding a lone surrogate; () when there is none."""
     if isinstance(value, str):
-        return where if _SURROGATE.search(value) else ()
+        return where if LONE_SURROGATE.search(value) else ()
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
-        if isinstance(key, str) and _SURROGATE.search(key):
+        if isinstance(key, str) and LONE_SURROGATE.search(key):
             return (*where, key)
         found = _surrogate_at(item, (*where, key))
         if found:

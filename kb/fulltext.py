@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb import atomic
 from kb.entry import Entry
-from kb.errors import DISK_FULL, NOT_WRITABLE, KbError, quoted
+from kb.errors import DISK_FULL, LONE_SURROGATE, NOT_WRITABLE, KbError, quoted
 
 if TYPE_CHECKING:
     from whoosh.fields import Schema
@@ -240,7 +240,7 @@ def _parse(query: str) -> Query:
     if len(query) > MAX_QUERY_CHARS:  # Whoosh's analysis takes seconds on a page of text
         raise KbError(f"the query is {len(query)} characters long; search for at most {MAX_QUERY_CHARS}")
     shown = quoted(query, QUOTED_CHARS)
-    if re.search("[\ud800-\udfff]", query):  # bytes in the command line that are not UTF-8
+    if LONE_SURROGATE.search(query):  # bytes in the command line that are not UTF-8
         raise KbError(f"the query {shown} holds bytes that are not UTF-8 text; type it as UTF-8")
     _check_brackets(query)
     try:

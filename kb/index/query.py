@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from functools import cache
 from typing import Any
 
-from kb.errors import KbError, quoted
+from kb.errors import LONE_SURROGATE, KbError, quoted
 from kb.fulltext import FullText, Hit
 from kb.index.db import reading
 from kb.index.rows import normalise_package
@@ -17,7 +17,6 @@ from kb.index.rows import normalise_package
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
                 "step_s_median", "kind", "mode"}  # fmt: skip
 
@@ -88,7 +87,7 @@ class Filters:
         """Bytes in the command line that are not UTF-8 arrive as lone surrogates, which SQLite cannot bind."""
         for name, value in vars(self).items():
             for text in value if isinstance(value, list) else [value]:
-                if text is not None and _SURROGATE.search(text):
+                if text is not None and LONE_SURROGATE.search(text):
                     option = {"tags": "tag", "packages": "package"}.get(name, name)
                     raise KbError(f"--{option} {quoted(text)}: holds bytes that are not UTF-8 text; type it as UTF-8")
 
