@@ -29,8 +29,8 @@ def temporaries(folder: Path, pid: int | None = None) -> list[Path]:
         names = sorted(name for name in os.listdir(folder) if name.startswith(".") and name.endswith(".tmp"))
     except OSError:
         return []
-    matches = [(name, _TEMPORARY.fullmatch(name)) for name in names]
-    return [folder / name for name, match in matches if match and (pid is None or int(match["pid"]) == pid)]
+    writers = [(folder / name, writer_of(folder / name)) for name in names]
+    return [path for path, writer in writers if writer is not None and pid in (None, writer)]
 
 
 def _fsync_dir(folder: Path) -> None:
