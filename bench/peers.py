@@ -8,8 +8,8 @@ Rows, each measured several times with the tools alternated (A B A B ...), media
 3. recording a trivial command end to end: `kb record -- true` against a script that runs `true` in an
    MLflow run and logs the params, tags, metrics and output that kb's entry holds;
 4. to 6. at 1,000 and 10,000 entries (100,000 with --large: generating, indexing and building the site at that
-   size take hours here): finding runs (kb against MLflow, grep and FTS5), the site (kb against MkDocs), and
-   growth with the fitted exponent (bench.peers_scale).
+   size take about an hour more here): finding runs (kb against MLflow, grep and FTS5), the site (kb against
+   MkDocs), and growth with the fitted exponent (bench.peers_scale).
 MLflow and W&B run from a venv of their own under ~/.cache/kb/, made on first use (bench.peers_venv); W&B
 runs offline. A table in Markdown is printed last, with the machine and its load; kb / peer below 1 means
 kb took less (time, memory).
@@ -326,7 +326,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="small sizes, one round: checks that it runs")
-    parser.add_argument("--large", action="store_true", help="also 100,000 entries (hours on 2 CPUs)")
+    parser.add_argument("--large", action="store_true", help="also 100,000 entries (about an hour more on 2 CPUs)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
     sizes = (100, 300) if args.quick else (1_000, 10_000, 100_000) if args.large else (1_000, 10_000)
