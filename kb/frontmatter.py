@@ -56,7 +56,8 @@ def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
         raise EntryError([Problem(path, 1, None, "an entry starts with a line '---' that opens its YAML front matter")])
     for number, line in enumerate(lines[1:], start=2):
         if line.rstrip("\r") in (FENCE, "..."):
-            front = "\n".join(lines[1 : number - 1])
+            # With the line break that ends its last line: a block scalar there ("x: |" and "0") keeps its own.
+            front = "".join(f"{line}\n" for line in lines[1 : number - 1])
             body = "\n".join(lines[number:])
             return front, body, number + 1
     raise EntryError([Problem(path, 1, None, "the front matter opened on line 1 is never closed by a line '---'")])

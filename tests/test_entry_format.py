@@ -139,3 +139,11 @@ def test_the_fast_validator_is_made_once_and_then_imported(tmp_path: Path) -> No
         assert len(made) == 1
         stamps.append((made[0].stat().st_ino, made[0].stat().st_mtime_ns))
     assert stamps[0] == stamps[1]  # made by the first only: the second imported it, and did not write it again
+
+
+def test_a_last_field_ending_in_a_line_break_keeps_it() -> None:
+    # Found by the round-trip test above: the front matter's last line lost its line break on reading.
+    entry = new_entry("2026-11-30-fuzz-000000", "fuzz", "note", recorded="2026-11-30T00:00:00Z")
+    entry.data["x_last"] = "0\n"
+    assert entry.serialise().endswith("x_last: |\n  0\n---\n")
+    assert Entry.parse(entry.serialise()).data["x_last"] == "0\n"
