@@ -228,6 +228,16 @@ def test_ties_are_broken_by_date_newest_first(tmp_path: Path) -> None:
     assert ids(text.search("same"))[-1] == "2026-01-01-same-000002"
 
 
+def test_the_newest_of_equal_scores_is_found_past_blocks_whoosh_would_skip(tmp_path: Path) -> None:
+    # Whoosh stores postings in blocks of 128 and skips a block that cannot beat the lowest kept score: the newest
+    # of 400 equal runs, indexed last, sits in the last block.
+    text = FullText(tmp_path / "whoosh")
+    runs = [make(f"2026-01-01-same-{i:06d}", "Same run", recorded="2026-01-01T00:00:00Z") for i in range(399)]
+    text.update([*runs, make("2026-11-30-same-000399", "Same run", recorded="2026-11-30T00:00:00Z")], [])
+    assert ids(text.search("same", limit=1)) == ["2026-11-30-same-000399"]
+    assert ids(text.search("same", limit=3))[0] == "2026-11-30-same-000399"
+
+
 @pytest.mark.parametrize(
     ("query", "problem"),
     [
