@@ -15,7 +15,7 @@ import difflib
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 
@@ -124,15 +124,25 @@ class KnowledgeBase:
         for relative, _ in self.scan():
             yield root / relative
 
-    def scan(self) -> Iterator[tuple[str, os.DirEntry]]:
-        """(path relative to entries/, directory entry) for every entry file: the cheap walk the index syncs by."""
-        stack = [("", str(self.entries_path))]
+    def scan(
+        self, under: str = "", on_folder: Callable[[str, str], None] | None = None
+    ) -> Iterator[tuple[str, os.DirEntry]]:
+        """(path relative to entries/, directory entry) for every entry file: the cheap walk the index syncs by.
+
+        In scan_order, below `under` (a folder relative to entries/, ending in '/'; all of entries/ by default).
+        Hidden names are skipped, and so are attachment folders (a folder beside a same-named .md); linked
+        folders are followed. `on_folder(relative, path)` is called on each folder before it is listed: kb watch
+        watches it there, so that nothing made after the listing goes unseen.
+        """
+        stack = [(under, str(self.entries_path / under))]
         while stack:
             prefix, folder = stack.pop()
             try:
+                if on_folder:
+                    on_folder(prefix, folder)
                 with os.scandir(folder) as listing:
                     items = sorted(listing, key=lambda item: item.name)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # gone, or a file now, since the folder above was listed
                 continue
             files = {item.name for item in items if item.is_file()}
             folders = []
@@ -145,6 +155,12 @@ class KnowledgeBase:
                 elif item.name.endswith(".md"):
                     yield f"{prefix}{item.name}", item
             stack.extend(reversed(folders))
+
+    @staticmethod
+    def scan_order(relative: str) -> tuple[tuple[int, str], ...]:
+        """A sort key giving scan()'s order: in each folder its files by name, then its folders by name."""
+        *folders, name = relative.split("/")
+        return (*((1, folder) for folder in folders), (0, name))
 
     def is_entry_path(self, relative: str) -> bool:
         """Whether scan() would list this path (relative to entries/, with '/'), were the file there."""

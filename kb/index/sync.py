@@ -153,9 +153,10 @@ def _sync(
         rows = db.execute(f"SELECT {_MANIFEST} FROM files").fetchall()
         listing = ((relative, item.path, item.stat) for relative, item in kb.scan())
     else:
+        ordered = sorted(changed, key=kb.scan_order)
         rows = [
             row
-            for chunk in _chunks(sorted(changed))
+            for chunk in _chunks(ordered)
             for row in db.execute(
                 f"SELECT {_MANIFEST} FROM files WHERE path IN ({', '.join('?' * len(chunk))})",
                 chunk,
@@ -164,7 +165,7 @@ def _sync(
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(rows)
         listing = (
             (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
-            for relative in sorted(changed, key=_scan_order)
+            for relative in ordered
             if kb.is_entry_path(relative)
         )
     known = {row[0]: _Indexed(*row[1:]) for row in rows}
@@ -262,12 +263,6 @@ def _sync(
     except BaseException:
         db.execute("ROLLBACK")
         raise
-
-
-def _scan_order(relative: str) -> tuple[tuple[int, str], ...]:
-    """KnowledgeBase.scan()'s order: in each folder its files by name, then its folders by name."""
-    *folders, name = relative.split("/")
-    return (*((1, folder) for folder in folders), (0, name))
 
 
 def _indexed_path(db: sqlite3.Connection, entry_id: str) -> str | None:

@@ -169,7 +169,7 @@ class _Watcher:
         )  # fmt: skip
         self.folders: dict[int, str] = {}  # watch descriptor -> folder relative to entries/ ("" or "2026/")
         self.cookies = self._add(folder / COOKIES, flags.CREATE | flags.DELETE_SELF | flags.ONLYDIR)
-        self._watch_tree("", kb.entries_path, journal=False)  # watched first: a change from now on is seen
+        self._watch_tree("", journal=False)  # watched first: a change from now on is seen
         self.journal = -1
         self._start_journal()
 
@@ -184,27 +184,13 @@ class _Watcher:
                 ) from None
             raise
 
-    def _watch_tree(self, relative: str, path: Path, *, journal: bool) -> list[list[str]]:
-        """Watch a folder and the folders below it that hold entries; with `journal`, the entries found."""
-        found: list[list[str]] = []
-        stack = [(relative, path)]
-        while stack:
-            prefix, folder = stack.pop()
-            try:
-                self.folders[self._add(folder, self.folder_mask)] = prefix
-                items = sorted(os.scandir(folder), key=lambda item: item.name)
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # gone again already: its removal is an event of the folder above
-            names = {item.name for item in items}
-            for item in items:
-                if item.name.startswith("."):
-                    continue
-                if item.is_dir():  # symbolic links followed, as the scan follows them
-                    if f"{item.name}.md" not in names:  # an entry's attachment folder holds no entries
-                        stack.append((f"{prefix}{item.name}/", Path(item.path)))
-                elif journal and item.name.endswith(".md"):
-                    found.append(["p", f"{prefix}{item.name}"])
-        return found
+    def _watch_tree(self, relative: str, *, journal: bool) -> list[list[str]]:
+        """Watch a folder and the folders below it that the scan enters; with `journal`, the entries found."""
+        found = [["p", path] for path, _ in self.kb.scan(relative, on_folder=self._watch_folder)]
+        return found if journal else []
+
+    def _watch_folder(self, relative: str, path: str) -> None:
+        self.folders[self._add(Path(path), self.folder_mask)] = relative
 
     def _start_journal(self) -> None:
         """A new journal under a new token, put in place whole: a reader sees the old one or the new one."""
@@ -232,7 +218,7 @@ class _Watcher:
     def _records(self, event: Event) -> list[list[str]]:
         flags = self.flags
         if event.mask & flags.Q_OVERFLOW:  # events were lost, a new folder's among them perhaps: watch anew
-            self._watch_tree("", self.kb.entries_path, journal=False)
+            self._watch_tree("", journal=False)
             return [["r"]]
         if event.wd == self.cookies:
             if event.mask & (flags.DELETE_SELF | flags.IGNORED):  # the cache folder was deleted, journal and all
@@ -255,7 +241,7 @@ class _Watcher:
             if event.mask & (flags.CREATE | flags.MOVED_TO):
                 if (self.kb.entries_path / f"{relative}.md").is_file():
                     return []  # an entry's attachment folder
-                return self._watch_tree(f"{relative}/", path, journal=True)
+                return self._watch_tree(f"{relative}/", journal=True)
             return [["r"]] if event.mask & (flags.DELETE | flags.MOVED_FROM) else []
         if not event.name.endswith(".md"):
             if event.mask & (flags.DELETE | flags.MOVED_FROM) and f"{relative}/" in self.folders.values():
@@ -264,7 +250,7 @@ class _Watcher:
         folder = path.with_suffix("")  # the entry's attachment folder, if it has one
         if event.mask & (flags.DELETE | flags.MOVED_FROM) and folder.is_dir():
             # No longer an attachment folder: the entries in it count now (the scan's rule).
-            return [["p", relative], *self._watch_tree(f"{relative[:-3]}/", folder, journal=True)]
+            return [["p", relative], *self._watch_tree(f"{relative[:-3]}/", journal=True)]
         if event.mask & (flags.CREATE | flags.MOVED_TO) and _holds_entries(folder):
             return [["r"]]  # an attachment folder now: the entries in it no longer count
         return [["p", relative]]
