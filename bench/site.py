@@ -11,6 +11,8 @@ On a generated knowledge base (bench.generate, seeded) of each size, its index b
   Chromium (Playwright), a query typed, the responses under /pagefind/ summed until the results show, index
   (page lists, word chunks, filters, excerpts) apart from Pagefind's code (its script and WebAssembly, fetched
   once per visit and then cached); then a second, different query on the same page;
+- what `kb site serve` spends between rebuilds: one look for changes under the entries folder with nothing
+  changed, with inotify and by walking the folder (its fallback where there is no inotify), alternated;
 - the baseline: MkDocs (pinned, installed once into a venv of its own under ~/.cache/kb) building the same
   Markdown files, alternated with kb's full build (A B A B ...).
 Targets at 10,000 entries: one edit rebuilt in under 5 s; under 300 KB of search index fetched for a query;
@@ -20,6 +22,7 @@ a full build at least as fast per page as MkDocs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import statistics
@@ -32,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.timing import machine, user_env
+from bench.timing import alternate, machine, user_env
 
 QUERIES = ("compile timeout", "out of memory")
 INCREMENTAL_TARGET_S = 5.0
@@ -103,6 +106,9 @@ def _measure(
     # 4: bytes fetched for a query in a browser.
     search = _search_bytes(site)
 
+    # `kb site serve` between rebuilds: the cost of one look for changes, with nothing changed.
+    looks = _change_looks(kb, repeats)
+
     print(
         f"\n{size:,} entries (generated in {generated:.1f} s; index built in {indexed:.1f} s, not counted below); "
         f"{repeats} round{'s' if repeats != 1 else ''}, medians"
@@ -138,6 +144,11 @@ def _measure(
     )
     print(f"  nothing changed, rebuild           {edits['same_s']:9.2f} s")
     print(
+        f"  serve: one look for changes        {looks['inotify_s'] * 1000:9.3f} ms  with inotify, against "
+        f"{looks['walk_s'] * 1000:.0f} ms walking the entries folder (the fallback, once a second): "
+        f"{looks['inotify_s'] / looks['walk_s']:.5f}x"
+    )
+    print(
         f"  site on disk                       {total_bytes / 1e6:9.1f} MB  {files:,} files; Pagefind "
         f"{pagefind_bytes / 1e6:.1f} MB ({pagefind_bytes / total_bytes:.0%}), {pagefind_files:,} files"
     )
@@ -147,6 +158,8 @@ def _measure(
         f"edit_rebuild_s_{key}": edits["edit_s"],
         f"same_rebuild_s_{key}": edits["same_s"],
         f"site_bytes_{key}": total_bytes,
+        f"serve_look_inotify_s_{key}": looks["inotify_s"],
+        f"serve_look_walk_s_{key}": looks["walk_s"],
         f"pagefind_bytes_{key}": pagefind_bytes,
     }
     if search is None:
@@ -230,6 +243,25 @@ def _edited_rebuilds(kb, site: Path, rounds: int) -> dict[str, float]:
         "written": statistics.median(written),
         "bundles": statistics.median(bundles),
     }
+
+
+def _change_looks(kb: Any, repeats: int) -> dict[str, float]:
+    """Median seconds of one look for changes under the entries folder, nothing having changed, each way."""
+    from kb.website import changes
+
+    watchers = {"inotify_s": changes.InotifyChanges(kb.entries_path), "walk_s": changes.WalkedChanges(kb.entries_path)}
+    try:
+        samples = alternate({name: functools.partial(_look, watcher) for name, watcher in watchers.items()}, repeats)
+    finally:
+        for watcher in watchers.values():
+            watcher.close()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _look(watcher: Any) -> float:
+    began = time.perf_counter()
+    watcher.changed(0)
+    return time.perf_counter() - began
 
 
 def _tree(folder: Path) -> tuple[int, int]:

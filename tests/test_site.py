@@ -247,9 +247,31 @@ def test_serve_previews_on_loopback_and_rebuilds_on_change(kb: KnowledgeBase) ->
     path.write_text(path.read_text().replace("llama on cuda", "llama on hopper"))
     _wait_for(lambda: "llama on hopper" in urllib.request.urlopen(page).read().decode())
     _wait_for(lambda: any(line.startswith("Rebuilt: ") for line in lines))
+    # An entry in a folder made while serving (watched from then on), then a change to its attachment only.
+    stem = "2027-01-05-llama-tpu-dddddd"
+    attached = kb.entries_path / "2027" / stem / "notes.txt"
+    attached.parent.mkdir(parents=True)
+    attached.write_text("first words")
+    moved = write_entry(
+        kb, stem, "llama on tpu", recorded="2027-01-05T10:00:00Z", status="completed",
+        attachments=[{"path": f"{stem}/notes.txt", "role": "file"}],
+    )  # fmt: skip
+    moved.rename(attached.parent.with_suffix(".md"))
+    copy = url + f"entries/2027/{stem}/notes.txt"
+    _wait_for(lambda: "llama on tpu" in _fetch(url + f"entries/2027/{stem}.html") and _fetch(copy) == "first words")
+    attached.write_text("second words")
+    _wait_for(lambda: _fetch(copy) == "second words")
     stop.set()
     worker.join(timeout=10)
     assert not worker.is_alive()
+
+
+def _fetch(url: str) -> str:
+    """The page's text, or "" while it is not there."""
+    try:
+        return urllib.request.urlopen(url).read().decode()
+    except urllib.error.HTTPError:
+        return ""
 
 
 def _wait_for(check, timeout: float = 30.0):

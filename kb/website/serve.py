@@ -1,8 +1,8 @@
 """`kb site serve`: build the site, serve it on loopback, and rebuild it when the entries change.
 
 Only a loopback address is accepted: this is a preview for the person at the machine, not a server.
-Changes are found by polling the entries folder's sizes and modification times once a second (the
-same cheap walk the index sync does); a rebuild is incremental, so it costs little.
+Changes to the entries folder (entries and attachments) are noticed as kb.website.changes says; a burst of
+them (a recording writes several files) is one rebuild, and a rebuild is incremental, so it costs little.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import ClassVar
 
 from kb.errors import KbError
 from kb.store import KnowledgeBase
+from kb.website import changes
 from kb.website.build import build_site, default_out
 
-POLL_S = 1.0
+WAIT_S = 1.0  # how long one wait for a change lasts: how soon a stop is noticed
+SETTLE_S = 0.2  # a change is rebuilt once nothing more changed for this long
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -79,20 +81,6 @@ def make_server(out: Path, host: str, port: int) -> ThreadingHTTPServer:
         raise KbError(f"cannot listen on {host}:{port}: {exc.strerror}; try --port 0 for a free port") from None
 
 
-def entries_state(kb: KnowledgeBase) -> tuple:
-    """What a change to the entries (or their attachments) changes: every file's path, size and mtime."""
-    state = []
-    for folder in [kb.entries_path, *(p for p in kb.entries_path.rglob("*") if p.is_dir())]:
-        try:
-            for item in folder.iterdir():
-                if item.is_file():
-                    stat = item.stat()
-                    state.append((str(item), stat.st_size, stat.st_mtime_ns))
-        except FileNotFoundError:
-            continue
-    return tuple(sorted(state))
-
-
 def serve(
     kb: KnowledgeBase,
     out: Path | None,
@@ -105,21 +93,29 @@ def serve(
 ) -> None:
     out = (out or default_out(kb)).resolve()
     loopback(host)
-    echo(f"Site: {build_site(kb, out).summary()}")
-    server = make_server(out, host, port)
+    # Watching starts before the first build, so that a change made during it is rebuilt.
+    watcher, fallback = changes.watch(kb.entries_path) if watch else (None, None)
+    if fallback:
+        echo(f"kb: {fallback}")
+    try:
+        echo(f"Site: {build_site(kb, out).summary()}")
+        server = make_server(out, host, port)
+    except BaseException:
+        if watcher:
+            watcher.close()
+        raise
     shown = f"[{host}]" if ":" in host else host
     echo(f"Serving {out} at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     stop = stop or threading.Event()
     try:
-        state = entries_state(kb) if watch else None
-        while not stop.wait(POLL_S):
-            if not watch:
-                continue
-            now = entries_state(kb)
-            if now != state:
-                state = now
+        while not stop.is_set():
+            if watcher is None:
+                stop.wait(WAIT_S)
+            elif watcher.changed(WAIT_S):
+                while watcher.changed(SETTLE_S):
+                    pass
                 try:
                     echo(f"Rebuilt: {build_site(kb, out).summary()}")
                 except KbError as exc:
@@ -129,3 +125,5 @@ def serve(
     finally:
         server.shutdown()
         server.server_close()
+        if watcher:
+            watcher.close()
