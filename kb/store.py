@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 
-from kb import atomic, ids
+from kb import atomic, folders, ids
 from kb.config import CONFIG_NAME, TEMPLATE, Config, load_config
 from kb.entry import Entry
 from kb.errors import DISK_FULL, EntryError, EntryNotFound, KbError, KbNotFound, Problem
@@ -31,6 +31,11 @@ CREATE_ATTEMPTS = 8
 ATTACHMENT_NAME_MAX = 128
 TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
+
+
+def _holds_entries(folder: os.DirEntry, files: set[str]) -> bool:
+    """Whether scan() enters a folder: not hidden, and not an entry's attachment folder (beside <name>.md)."""
+    return not folder.name.startswith(".") and f"{folder.name}.md" not in files
 
 
 class KnowledgeBase:
@@ -131,44 +136,28 @@ class KnowledgeBase:
 
         In scan_order, below `under` (a folder relative to entries/, ending in '/'; all of entries/ by default).
         Hidden names are skipped, and so are attachment folders (a folder beside a same-named .md); linked
-        folders are followed. `on_folder(relative, path)` is called on each folder before it is listed: kb watch
-        watches it there, so that nothing made after the listing goes unseen.
+        folders are followed, each once. `on_folder(relative, path)` is called on each folder before it is
+        listed (kb.folders.walk).
         """
-        stack = [(under, str(self.entries_path / under))]
-        while stack:
-            prefix, folder = stack.pop()
-            try:
-                if on_folder:
-                    on_folder(prefix, folder)
-                with os.scandir(folder) as listing:
-                    items = sorted(listing, key=lambda item: item.name)
-            except (FileNotFoundError, NotADirectoryError):  # gone, or a file now, since the folder above was listed
-                continue
-            files = {item.name for item in items if item.is_file()}
-            folders = []
+        top = str(self.entries_path / under)
+        for prefix, items in folders.walk(top, under, enter=_holds_entries, on_folder=on_folder):
             for item in items:
-                if item.name.startswith("."):
-                    continue
-                if item.is_dir():
-                    if f"{item.name}.md" not in files:
-                        folders.append((f"{prefix}{item.name}/", item.path))
-                elif item.name.endswith(".md"):
+                if not item.name.startswith(".") and item.name.endswith(".md") and not item.is_dir():
                     yield f"{prefix}{item.name}", item
-            stack.extend(reversed(folders))
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:
         """A sort key giving scan()'s order: in each folder its files by name, then its folders by name."""
-        *folders, name = relative.split("/")
-        return (*((1, folder) for folder in folders), (0, name))
+        *parents, name = relative.split("/")
+        return (*((1, parent) for parent in parents), (0, name))
 
     def is_entry_path(self, relative: str) -> bool:
         """Whether scan() would list this path (relative to entries/, with '/'), were the file there."""
-        *folders, name = parts = relative.split("/")
+        *names, name = parts = relative.split("/")
         if not name.endswith(".md") or any(part.startswith(".") or not part for part in parts):
             return False
         parent = self.entries_path
-        for folder in folders:  # inside an entry's attachment folder: not an entry
+        for folder in names:  # inside an entry's attachment folder: not an entry
             if (parent / f"{folder}.md").is_file():
                 return False
             parent = parent / folder

@@ -367,3 +367,12 @@ def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: Knowledge
     finally:
         db.close()
     assert fulltext(kb).count() == 300
+
+
+def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-01-01-looped-000001", recorded="2026-01-01T10:00:00Z", status="completed")
+    (kb.entries_path / "2026").mkdir()
+    (kb.entries_path / "2026" / "up").symlink_to(kb.entries_path)  # entries/2026/up/2026/up/... without end
+    report = sync(kb)
+    assert (report.added, report.problems) == (1, [])
+    assert [relative for relative, _ in kb.scan()] == ["2026-01-01-looped-000001.md"]

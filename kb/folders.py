@@ -1,0 +1,47 @@
+"""Walking a folder tree as kb does: names in order, linked folders followed, each folder once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+
+def walk(
+    top: str,
+    prefix: str = "",
+    *,
+    enter: Callable[[os.DirEntry, set[str]], bool] | None = None,
+    on_folder: Callable[[str, str], None] | None = None,
+) -> Iterator[tuple[str, list[os.DirEntry]]]:
+    """(prefix, listing in name order) of `top` and of each folder below it, depth first.
+
+    `prefix` is `top`'s path relative to the tree's root ("" or "2026/"); a folder below gets its own added.
+    `enter(item, files)` says whether to go into a folder (`files`: the names of the files beside it).
+    Linked folders are followed, each folder once: a link may point back up. `on_folder(prefix, path)` is
+    called before a folder is listed, so that a watch added there misses nothing made in it afterwards.
+    A folder below `top` that is gone, or a file now, since its parent was listed is skipped, as is a
+    folder for which `on_folder` raises either error.
+    """
+    seen: set[tuple[int, int]] = set()
+    stack = [(prefix, top)]
+    while stack:
+        relative, folder = stack.pop()
+        try:
+            stat = os.stat(folder)
+            if (stat.st_dev, stat.st_ino) in seen:
+                continue
+            seen.add((stat.st_dev, stat.st_ino))
+            if on_folder:
+                on_folder(relative, folder)
+            with os.scandir(folder) as listing:
+                items = sorted(listing, key=lambda item: item.name)
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            if folder == top:
+                raise
+            continue
+        yield relative, items
+        files = {item.name for item in items if item.is_file()}
+        below = [item for item in items if item.is_dir() and (enter is None or enter(item, files))]
+        stack.extend((f"{relative}{item.name}/", item.path) for item in reversed(below))
