@@ -70,6 +70,42 @@ def test_a_linked_folder_is_watched_and_a_link_back_up_ends_the_walk(watched: tu
     assert not watcher.changed(WAIT_S)
 
 
+def test_the_entries_folder_replaced_is_watched_again_after_a_link_back_up(
+    watched: tuple[Path, changes.Changes],
+) -> None:
+    entries, watcher = watched
+    (entries / "2026" / "up").symlink_to(entries)  # the entries folder watched a second time, under another path
+    watcher.changed(WAIT_S)  # a link to a folder: a change to inotify only
+    entries.rename(entries.with_name("old"))
+    assert watcher.changed(WAIT_S)
+    entries.mkdir()
+    (entries / "new.md").write_text("new\n")
+    watcher.changed(WAIT_S)  # the folder back: watched again (inotify) or a file more (the walk)
+    (entries / "new.md").write_text("new, edited\n")
+    assert watcher.changed(WAIT_S)
+
+
+def test_without_inotify_instances_left_the_folder_is_walked(tmp_path: Path) -> None:
+    from inotify_simple import INotify
+
+    said: list[str] = []
+    held: list[INotify] = []
+    try:
+        while len(held) < 100_000:  # the system's limit on instances (128 by default), or on open files
+            try:
+                held.append(INotify())
+            except OSError:
+                break
+        watcher = changes.watch(tmp_path, said.append)
+    finally:
+        for instance in held:
+            instance.close()
+    assert isinstance(watcher, changes.WalkedChanges)
+    assert said and said[0].startswith("cannot use inotify") and said[0].endswith("walked once a second")
+    (tmp_path / "a.md").write_text("a\n")
+    assert watcher.changed(WAIT_S)
+
+
 def test_the_entries_folder_replaced_is_watched_again(watched: tuple[Path, changes.Changes]) -> None:
     entries, watcher = watched
     shutil.rmtree(entries)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from kb.errors import KbError
+from kb.inotify import add_watch, folder_mask
 from kb.store import KnowledgeBase
 
 if TYPE_CHECKING:
@@ -163,26 +164,12 @@ class _Watcher:
         from inotify_simple import flags
 
         self.kb, self.inotify, self.folder, self.flags = kb, inotify, folder, flags
-        self.folder_mask = (
-            flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE | flags.MOVED_FROM
-            | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR
-        )  # fmt: skip
+        self.folder_mask = folder_mask()
         self.folders: dict[int, str] = {}  # watch descriptor -> folder relative to entries/ ("" or "2026/")
-        self.cookies = self._add(folder / COOKIES, flags.CREATE | flags.DELETE_SELF | flags.ONLYDIR)
+        self.cookies = add_watch(inotify, str(folder / COOKIES), flags.CREATE | flags.DELETE_SELF | flags.ONLYDIR)
         self._watch_tree("", journal=False)  # watched first: a change from now on is seen
         self.journal = -1
         self._start_journal()
-
-    def _add(self, path: Path, mask: int) -> int:
-        try:
-            return self.inotify.add_watch(path, mask)
-        except OSError as exc:
-            if exc.errno == 28:  # ENOSPC: out of watches
-                raise KbError(
-                    f"kb watch ran out of inotify watches at {path}; raise fs.inotify.max_user_watches "
-                    "(sysctl) or run without kb watch"
-                ) from None
-            raise
 
     def _watch_tree(self, relative: str, *, journal: bool) -> list[list[str]]:
         """Watch a folder and the folders below it that the scan enters; with `journal`, the entries found."""
@@ -190,7 +177,7 @@ class _Watcher:
         return found if journal else []
 
     def _watch_folder(self, relative: str, path: str) -> None:
-        self.folders[self._add(Path(path), self.folder_mask)] = relative
+        self.folders[add_watch(self.inotify, path, self.folder_mask)] = relative
 
     def _start_journal(self) -> None:
         """A new journal under a new token, put in place whole: a reader sees the old one or the new one."""

@@ -1,24 +1,20 @@
 """Noticing that anything under the entries folder changed (entries and attachments), for `kb site serve`.
 
 On Linux, inotify watches every folder below it, so an idle preview costs nothing and a change is seen at
-once. Elsewhere, or when the system has no inotify watches left, the folder is walked once a second,
-comparing every file's size and modification time: half a second of CPU per walk at 10,000 entries.
+once. Without inotify, or once it fails (the system's limit on watches reached), the folder is walked once
+a second instead, comparing every file's size and modification time (0.1 to 0.15 s a walk at 10,000 entries).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from kb.errors import KbError
-
-if TYPE_CHECKING:
-    from inotify_simple import INotify
+from kb import folders, inotify
 
 
 class Changes(Protocol):
@@ -28,54 +24,29 @@ class Changes(Protocol):
     def close(self) -> None: ...
 
 
-def watch(folder: Path) -> tuple[Changes, str | None]:
-    """A watcher of `folder`'s tree, and why it had to fall back to walking the folder (None if it need not)."""
+def watch(folder: Path, say: Callable[[str], None]) -> Changes:
+    """Changes under `folder`: by inotify while it works, else by walking it; `say` tells why it walks."""
     try:
-        return InotifyChanges(folder), None
+        return _Fallback(InotifyChanges(folder), folder, say)
     except ImportError:
-        return WalkedChanges(folder), "no inotify on this system: the entries folder is walked once a second"
-    except OutOfWatches as exc:
-        return WalkedChanges(folder), f"{exc}; meanwhile the entries folder is walked once a second"
-
-
-class OutOfWatches(KbError):
-    """The system's limit on inotify watches is reached."""
+        say("no inotify on this system: the entries folder is walked once a second")
+    except OSError as exc:  # out of inotify instances, or of watches
+        say(f"cannot use inotify ({exc}): the entries folder is walked once a second")
+    except inotify.OutOfWatches as exc:
+        say(f"{exc}; meanwhile the entries folder is walked once a second")
+    return WalkedChanges(folder)
 
 
 def state(folder: Path) -> frozenset[tuple[str, int, int]]:
     """Every file's path, size and modification time below `folder`."""
     found = set()
-    for parent in _folders(str(folder)):
-        try:
-            with os.scandir(parent) as listing:
-                for item in listing:
-                    if item.is_file():
-                        stat = item.stat()
-                        found.add((item.path, stat.st_size, stat.st_mtime_ns))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
+    for _, items in folders.walk(str(folder)):
+        for item in items:
+            with contextlib.suppress(FileNotFoundError):  # deleted since the listing
+                if item.is_file():
+                    stat = item.stat()
+                    found.add((item.path, stat.st_size, stat.st_mtime_ns))
     return frozenset(found)
-
-
-def _folders(top: str) -> Iterator[str]:
-    """`top` and every folder below it, linked ones too (once each: a link may point back up).
-
-    Each is yielded before it is listed, so that a watch added then misses nothing made in it later.
-    """
-    seen: set[tuple[int, int]] = set()
-    stack = [top]
-    while stack:
-        folder = stack.pop()
-        try:
-            stat = os.stat(folder)
-            if (stat.st_dev, stat.st_ino) in seen:
-                continue
-            seen.add((stat.st_dev, stat.st_ino))
-            yield folder
-            with os.scandir(folder) as listing:
-                stack.extend(item.path for item in listing if item.is_dir())
-        except (FileNotFoundError, NotADirectoryError):  # gone, or a file now, since the folder above was listed
-            continue
 
 
 class WalkedChanges:
@@ -83,11 +54,11 @@ class WalkedChanges:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.last = state(folder)
+        self.last = state(folder) if folder.is_dir() else frozenset()
 
     def changed(self, timeout_s: float) -> bool:
         time.sleep(timeout_s)
-        now = state(self.folder)
+        now = state(self.folder) if self.folder.is_dir() else frozenset()
         changed, self.last = now != self.last, now
         return changed
 
@@ -101,63 +72,89 @@ class InotifyChanges:
     def __init__(self, folder: Path) -> None:
         from inotify_simple import INotify, flags
 
-        self.folder, self.flags = folder, flags
-        self.mask = (
-            flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE | flags.MOVED_FROM
-            | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR
-        )  # fmt: skip
-        self.inotify: INotify = INotify()
+        self.folder, self.flags, self.mask = folder, flags, inotify.folder_mask()
+        self.inotify = INotify()
         self.paths: dict[int, str] = {}  # watch descriptor -> folder
+        self.root: int | None = None  # the entries folder's watch descriptor
         try:
-            self._watch_tree(str(folder))
+            self._watch_root()
         except BaseException:
             self.inotify.close()
             raise
 
+    def _watch_root(self) -> None:
+        self._watch_tree(str(self.folder))
+        # The descriptor, not the path: a link below that points back up watches the same folder under another.
+        self.root = next((wd for wd, path in self.paths.items() if path == str(self.folder)), None)
+
     def _watch_tree(self, top: str) -> None:
-        for folder in _folders(top):
-            try:
-                self.paths[self.inotify.add_watch(folder, self.mask)] = folder
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # gone already: its removal is an event of the folder above
-            except OSError as exc:
-                if exc.errno == errno.ENOSPC:
-                    raise OutOfWatches(
-                        f"out of inotify watches at {folder}: raise fs.inotify.max_user_watches (sysctl)"
-                    ) from None
-                raise
+        def watch(_: str, folder: str) -> None:
+            self.paths[inotify.add_watch(self.inotify, folder, self.mask)] = folder
+
+        for _ in folders.walk(top, on_folder=watch):
+            pass
 
     def changed(self, timeout_s: float) -> bool:
         flags = self.flags
-        if not self.paths:  # the entries folder was deleted or moved: watch it again once it is back
+        if self.root is None:  # the entries folder was deleted or moved: watch it again once it is back
             time.sleep(timeout_s)
-            self._watch_tree(str(self.folder))
-            return bool(self.paths)
+            if self.folder.is_dir():
+                self._watch_root()
+            return self.root is not None
         changed = False
         for event in self.inotify.read(timeout=round(timeout_s * 1000)):
             changed = True
-            if event.mask & flags.Q_OVERFLOW:  # events were lost, new folders' among them perhaps
-                self._watch_tree(str(self.folder))
-                continue
+            if event.mask & flags.Q_OVERFLOW:  # events were lost, new folders' and the folder's own perhaps
+                self._forget()
+                return True
+            if event.wd == self.root and event.mask & (flags.DELETE_SELF | flags.MOVE_SELF):
+                self._forget()
+                return True
             parent = self.paths.get(event.wd)
             if parent is None:
                 continue
-            if parent == str(self.folder) and event.mask & (flags.DELETE_SELF | flags.MOVE_SELF):
-                self._forget()
-                return True
+            path = os.path.join(parent, event.name)
             if event.mask & flags.IGNORED:  # a folder below went away
                 del self.paths[event.wd]
-            elif event.mask & (flags.CREATE | flags.MOVED_TO):
-                path = os.path.join(parent, event.name)
-                if os.path.isdir(path):  # a new folder, or a link to one
-                    self._watch_tree(path)
+            elif event.mask & flags.MOVED_FROM and event.mask & flags.ISDIR:  # moved away, or within (re-watched)
+                self._unwatch(path)
+            elif event.mask & (flags.CREATE | flags.MOVED_TO) and os.path.isdir(path):  # or a link to one
+                self._watch_tree(path)
         return changed
 
-    def close(self) -> None:
-        self.inotify.close()
+    def _unwatch(self, top: str) -> None:
+        for descriptor, path in list(self.paths.items()):
+            if path == top or path.startswith(top + os.sep):
+                with contextlib.suppress(OSError):
+                    self.inotify.rm_watch(descriptor)
+                del self.paths[descriptor]
 
     def _forget(self) -> None:
+        """Drop every watch; the next look watches the tree afresh."""
         for descriptor in self.paths:
             with contextlib.suppress(OSError):  # already dropped by the kernel
                 self.inotify.rm_watch(descriptor)
         self.paths.clear()
+        self.root = None
+
+    def close(self) -> None:
+        self.inotify.close()
+
+
+class _Fallback:
+    """inotify until it fails (the system's limit on watches reached), then a walk of the folder once a second."""
+
+    def __init__(self, watcher: Changes, folder: Path, say: Callable[[str], None]) -> None:
+        self.watcher, self.folder, self.say = watcher, folder, say
+
+    def changed(self, timeout_s: float) -> bool:
+        try:
+            return self.watcher.changed(timeout_s)
+        except (OSError, inotify.OutOfWatches) as exc:
+            self.say(f"{exc}; from now on the entries folder is walked once a second")
+            self.watcher.close()
+            self.watcher = WalkedChanges(self.folder)
+            return True  # what changed meanwhile is unknown
+
+    def close(self) -> None:
+        self.watcher.close()

@@ -11,6 +11,7 @@ import functools
 import ipaddress
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,6 +24,7 @@ from kb.website.build import build_site, default_out
 
 WAIT_S = 1.0  # how long one wait for a change lasts: how soon a stop is noticed
 SETTLE_S = 0.2  # a change is rebuilt once nothing more changed for this long
+SETTLE_MAX_S = 2.0  # ...or this long after it, whichever comes first
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -94,9 +96,7 @@ def serve(
     out = (out or default_out(kb)).resolve()
     loopback(host)
     # Watching starts before the first build, so that a change made during it is rebuilt.
-    watcher, fallback = changes.watch(kb.entries_path) if watch else (None, None)
-    if fallback:
-        echo(f"kb: {fallback}")
+    watcher = changes.watch(kb.entries_path, lambda why: echo(f"kb: {why}")) if watch else None
     try:
         echo(f"Site: {build_site(kb, out).summary()}")
         server = make_server(out, host, port)
@@ -114,7 +114,8 @@ def serve(
             if watcher is None:
                 stop.wait(WAIT_S)
             elif watcher.changed(WAIT_S):
-                while watcher.changed(SETTLE_S):
+                settled_by = time.monotonic() + SETTLE_MAX_S  # a file written without pause still gets rebuilt
+                while time.monotonic() < settled_by and not stop.is_set() and watcher.changed(SETTLE_S):
                     pass
                 try:
                     echo(f"Rebuilt: {build_site(kb, out).summary()}")
