@@ -33,7 +33,7 @@ TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
 
 
-def _holds_entries(folder: os.DirEntry, files: set[str]) -> bool:
+def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
     """Whether scan() enters a folder: not hidden, and not an entry's attachment folder (beside <name>.md)."""
     return not folder.name.startswith(".") and f"{folder.name}.md" not in files
 
@@ -140,7 +140,7 @@ class KnowledgeBase:
         listed (kb.folders.walk).
         """
         top = str(self.entries_path / under)
-        for prefix, items in folders.walk(top, under, enter=_holds_entries, on_folder=on_folder):
+        for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
             for item in items:
                 if not item.name.startswith(".") and item.name.endswith(".md") and not item.is_dir():
                     yield f"{prefix}{item.name}", item

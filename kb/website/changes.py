@@ -38,7 +38,9 @@ def watch(folder: Path, say: Callable[[str], None]) -> Changes:
 
 
 def state(folder: Path) -> frozenset[tuple[str, int, int]]:
-    """Every file's path, size and modification time below `folder`."""
+    """Every file's path, size and modification time below `folder` (none while it is not there)."""
+    if not folder.is_dir():
+        return frozenset()
     found = set()
     for _, items in folders.walk(str(folder)):
         for item in items:
@@ -54,11 +56,11 @@ class WalkedChanges:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.last = state(folder) if folder.is_dir() else frozenset()
+        self.last = state(folder)
 
     def changed(self, timeout_s: float) -> bool:
         time.sleep(timeout_s)
-        now = state(self.folder) if self.folder.is_dir() else frozenset()
+        now = state(self.folder)
         changed, self.last = now != self.last, now
         return changed
 

@@ -7,6 +7,7 @@ them (a recording writes several files) is one rebuild, and a rebuild is increme
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import socket
@@ -95,36 +96,28 @@ def serve(
 ) -> None:
     out = (out or default_out(kb)).resolve()
     loopback(host)
-    # Watching starts before the first build, so that a change made during it is rebuilt.
-    watcher = changes.watch(kb.entries_path, lambda why: echo(f"kb: {why}")) if watch else None
-    try:
+    stop = stop or threading.Event()
+    with contextlib.ExitStack() as cleanup:
+        # Watching starts before the first build, so that a change made during it is rebuilt.
+        watcher = changes.watch(kb.entries_path, lambda why: echo(f"kb: {why}")) if watch else None
+        if watcher:
+            cleanup.callback(watcher.close)
         echo(f"Site: {build_site(kb, out).summary()}")
         server = make_server(out, host, port)
-    except BaseException:
-        if watcher:
-            watcher.close()
-        raise
-    shown = f"[{host}]" if ":" in host else host
-    echo(f"Serving {out} at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    stop = stop or threading.Event()
-    try:
-        while not stop.is_set():
-            if watcher is None:
-                stop.wait(WAIT_S)
-            elif watcher.changed(WAIT_S):
-                settled_by = time.monotonic() + SETTLE_MAX_S  # a file written without pause still gets rebuilt
-                while time.monotonic() < settled_by and not stop.is_set() and watcher.changed(SETTLE_S):
-                    pass
-                try:
-                    echo(f"Rebuilt: {build_site(kb, out).summary()}")
-                except KbError as exc:
-                    echo(f"kb: rebuild failed: {exc}")
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
-        server.server_close()
-        if watcher:
-            watcher.close()
+        cleanup.callback(server.server_close)
+        shown = f"[{host}]" if ":" in host else host
+        echo(f"Serving {out} at http://{shown}:{server.server_address[1]}/ (Ctrl-C stops)")
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        cleanup.callback(server.shutdown)  # only once serving: it waits for serve_forever to end
+        with contextlib.suppress(KeyboardInterrupt):
+            while not stop.is_set():
+                if watcher is None:
+                    stop.wait(WAIT_S)
+                elif watcher.changed(WAIT_S):
+                    settled_by = time.monotonic() + SETTLE_MAX_S  # a file written without pause still gets rebuilt
+                    while time.monotonic() < settled_by and not stop.is_set() and watcher.changed(SETTLE_S):
+                        pass
+                    try:
+                        echo(f"Rebuilt: {build_site(kb, out).summary()}")
+                    except KbError as exc:
+                        echo(f"kb: rebuild failed: {exc}")
