@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         from ingest.describe import parse_all, parse_versions
         from kb.commands.common import ask_missing, knowledge_base
         from kb.errors import KbError
-        from kb.reports import Report, new_report
+        from kb.answers.reports import Report, new_report
 
         # Asked for what is missing, a person is asked for the source's address too (it is optional).
         ask_url = url is None and sys.stdin.isatty() and not all((title, publisher, date_, measured))

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         from kb.commands.common import knowledge_base, print_json, synced
-        from kb.compare import compare
+        from kb.answers.compare import compare
         from kb.errors import KbError
 
         if refs and (workload or by):

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from kb.commands.common import ask_missing, knowledge_base
-        from kb.decisions import new_decision
+        from kb.answers.decisions import new_decision
         from kb.errors import KbError
 
         asked = ask_missing(

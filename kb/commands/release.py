@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         from packaging.version import InvalidVersion, Version
 
         from kb.commands.common import knowledge_base
-        from kb.decisions import new_release
+        from kb.answers.decisions import new_release
         from kb.errors import KbError
 
         try:

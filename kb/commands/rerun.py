@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         rerun_of, and print the comparison of the two. Exits with the command's exit code."""
         from ingest.rerun import check, rerun
         from kb.commands.common import knowledge_base
-        from kb.compare import compare
+        from kb.answers.compare import compare
         from kb.render import comparison_view, console
 
         kb = knowledge_base(ctx)

@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from kb.commands.common import print_json, synced
-        from kb.decisions import due
+        from kb.answers.decisions import due
         from kb.entry import Entry
         from kb.index.db import reading
 

@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
         from kb.commands.common import print_json, synced
         from kb.index.db import reading
-        from kb.trend import trend
+        from kb.answers.trend import trend
 
         _, db = synced(ctx)
         with reading(db):

@@ -73,7 +73,7 @@ def build_site(
     today: date | None = None,
     progress: Progress | None = None,
 ) -> BuildReport:
-    from kb.decisions import due as due_decisions
+    from kb.answers.decisions import due as due_decisions
     from kb.entry import Entry
     from kb.index.db import connect, index_path, reading
     from kb.index.sync import stored_problems, sync

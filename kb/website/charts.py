@@ -1,6 +1,6 @@
 """Trend charts as inline SVG: a metric across versions, one line per backend. No script, no style attribute.
 
-Versions are categories (PEP 440 order from kb.trend), so the x axis spaces them evenly. Colours come
+Versions are categories (PEP 440 order from kb.answers.trend), so the x axis spaces them evenly. Colours come
 from classes in the stylesheet (`series-0` ... `series-7`), which keeps the page within its Content
 Security Policy and readable in print.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from markupsafe import Markup, escape
 
 from kb.index.query import version_key
-from kb.trend import Trend
+from kb.answers.trend import Trend
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 56
@@ -71,7 +71,7 @@ def trend_svg(result: Trend, title: str, colours: dict[str | None, int]) -> Mark
 
 
 def _versions(result: Trend) -> list[str]:
-    """Every version of any series, in the order kb.trend put them (each series is PEP 440 ordered)."""
+    """Every version of any series, in the order kb.answers.trend put them (each series is PEP 440 ordered)."""
     seen: list[str] = []
     for series in result.series:
         for point in series.points:

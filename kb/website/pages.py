@@ -322,7 +322,7 @@ class Site:
         return [row[0] for row in rows]
 
     def comparison_pages(self) -> Iterator[Page]:
-        from kb.compare import compare
+        from kb.answers.compare import compare
 
         workloads = self.compared_workloads()
         index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
@@ -367,7 +367,7 @@ class Site:
             )
 
     def _trends(self, workload: str) -> dict[str, Any]:
-        from kb.trend import trend
+        from kb.answers.trend import trend
         from kb.website.charts import trend_svg
 
         names = [

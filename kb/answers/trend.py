@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.compare import guess_better
+from kb.answers.compare import guess_better
 from kb.errors import KbError
 from kb.index.query import version_key
 from kb.index.rows import normalise_package
