@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+from datetime import date, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -220,7 +221,7 @@ def problems(data: dict[str, Any], path: Path | str | None = None, lines: Lines 
 
     try:
         _fast_validator()(data)
-        return []
+        return _calendar_problems(data, path, lines or {})
     except fastjsonschema.JsonSchemaException as first:
         found = _all_problems(data, path, lines or {})
         if found:
@@ -230,6 +231,41 @@ def problems(data: dict[str, Any], path: Path | str | None = None, lines: Lines 
         where = tuple(getattr(first, "path", ())[1:])  # the path starts with fastjsonschema's "data"
         message = first.message.removeprefix(getattr(first, "name", "") or "").strip()
         return [Problem(path, _line_of(where, lines or {}), dotted(where) or None, message)]
+
+
+_DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _calendar_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:
+    """The times and dates that have the right digits but name no real moment (`2026-02-30`, `99:99:99`):
+    a pattern cannot tell, and every later use of the value (sorting, durations) would fail on it."""
+    time_def = entry_schema()["$defs"]["time"]
+    found = []
+
+    def walk(value: Any, schema: dict[str, Any] | None, where: tuple) -> None:
+        if schema is None:
+            return
+        if isinstance(value, dict):
+            schema = _object_schema(schema)
+            for key, item in value.items():
+                walk(item, _child(schema, key), (*where, key))
+        elif isinstance(value, list):
+            schema = _object_schema(schema)
+            for index, item in enumerate(value):
+                walk(item, _child(schema, index), (*where, index))
+        elif isinstance(value, str) and (schema is time_def or schema.get("pattern") == _DATE_PATTERN):
+            try:
+                if schema is time_def:
+                    datetime.fromisoformat(value.replace("Z", "+00:00"))
+                else:
+                    date.fromisoformat(value)
+            except ValueError:
+                what = "date and time" if schema is time_def else "date"
+                message = f"{_shown(value)} is not a real {what}"
+                found.append(Problem(path, _line_of(where, lines), dotted(where), message))
+
+    walk(data, entry_schema(), ())
+    return found
 
 
 def _all_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:
