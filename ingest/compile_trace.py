@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ingest.compile_format import CACHE_COUNTERS, break_reason, cache_state
 from ingest.imported import Imported
-from ingest.pytorch.compile_evidence import CACHE_COUNTERS, break_reason, cache_state
 from kb.errors import KbError
 from kb.redact import redact_pieces, redact_text
 from kb.store import REDACT_BLOCK

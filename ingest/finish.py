@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest.pytorch import ranks
+from ingest import rank_summaries
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso, parse_time
 from kb.store import KnowledgeBase
@@ -75,12 +75,12 @@ def finish(
 
 def _ranks_from_files(entry: Entry, run_folder: Path) -> None:
     """When rank 0 never gathered the ranks (it died, or was stopped), their own files tell."""
-    summaries = ranks.read_summaries(run_folder)
+    summaries = rank_summaries.read_summaries(run_folder)
     if "ranks" in entry.data or not summaries:
         return
     world = max(int(s.get("world_size") or 1) for s in summaries)
     if world > 1:
-        entry.data["ranks"] = ranks.section(summaries, world)
+        entry.data["ranks"] = rank_summaries.section(summaries, world)
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

@@ -16,7 +16,8 @@ import torch._dynamo
 import torch._inductor.config
 import torch._inductor.utils
 
-from ingest.pytorch.compile_evidence import CompileWatch, cache_state, fresh_cache
+from ingest.compile_format import cache_state
+from ingest.pytorch.compile_evidence import CompileWatch, fresh_cache
 
 REPO = Path(__file__).resolve().parent.parent
 # One in-process compile worker: a pool of subprocesses would each import torch, slow on two cores.

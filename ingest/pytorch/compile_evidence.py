@@ -37,24 +37,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ingest.compile_format import CACHE_COUNTERS, MAX_REASON_CHARS, break_reason, classify, counter_delta
+
 SIGNIFICANT = 6
 MAX_FRAMES = 200
 MAX_REASONS = 50
-MAX_REASON_CHARS = 300
 MAX_LOG_RECORDS = 2000
 # The metrics deque holds 64 records by default; a run that compiles more would lose its first frames.
 METRICS_LIMIT = 256
 
 # counters sub-dicts this module reads; copied at start() so only this run's increments count.
 COUNTER_GROUPS = ("stats", "unimplemented", "graph_break", "resumes", "inductor", "aot_autograd")
-CACHE_COUNTERS = {
-    "fxgraph_hit": ("inductor", "fxgraph_cache_hit"),
-    "fxgraph_miss": ("inductor", "fxgraph_cache_miss"),
-    "fxgraph_bypass": ("inductor", "fxgraph_cache_bypass"),
-    "aot_hit": ("aot_autograd", "autograd_cache_hit"),
-    "aot_miss": ("aot_autograd", "autograd_cache_miss"),
-    "aot_bypass": ("aot_autograd", "autograd_cache_bypass"),
-}
 # (module holding the artifact logger, its attribute there, artifact); the logger is named "<module>.__<artifact>".
 LOGGERS = (
     ("torch._dynamo.symbolic_convert", "graph_break_log", "graph_breaks"),
@@ -77,23 +70,6 @@ def _failed(what: str, exc: BaseException) -> str:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)[:MAX_REASON_CHARS]
-
-
-def break_reason(message: str) -> str:
-    """'<graph-break type>: <explanation>' from Dynamo's multi-line message, so counters and logs dedupe.
-
-    The type is the line above "Explanation:": first in a counter's key, but after a line about the
-    bytecode being traced ("Encountered graph break when attempting to trace CALL ...") in a log record.
-    A message without an explanation gives its first line.
-    """
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    at = next((index for index, line in enumerate(lines) if line.startswith("Explanation:")), None)
-    if at is None:
-        return lines[0][:MAX_REASON_CHARS]
-    explanation = lines[at].removeprefix("Explanation:").strip()
-    return (f"{lines[at - 1]}: {explanation}" if at else explanation)[:MAX_REASON_CHARS]
 
 
 class _Capture(logging.Handler):
@@ -314,7 +290,7 @@ class CompileWatch:
         delta = self._counters_delta(utils, unreadable)
         if delta is not None:
             section["graphs"] = delta.get("stats", {}).get("unique_graphs", 0)
-            state = _classify(delta)
+            state = classify(delta)
             if state is None and section["graphs"] > 0:
                 state = "bypass"  # graphs compiled without a single cache lookup: the caches are off
             section["cache"] = state
@@ -344,7 +320,7 @@ class CompileWatch:
         if self._counters_before is None:
             return None
         try:
-            return _counter_delta(self._counters_before, _snapshot(utils.counters))
+            return counter_delta(self._counters_before, _snapshot(utils.counters))
         except Exception as exc:
             unreadable.append(_failed("counters", exc))
             return None
@@ -512,42 +488,6 @@ def _snapshot(counters: Any) -> dict[str, dict[str, int]]:
         if values:
             snapshot[group] = {str(key): int(count) for key, count in dict(values).items()}
     return snapshot
-
-
-def _counter_delta(
-    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
-) -> dict[str, dict[str, int]]:
-    delta: dict[str, dict[str, int]] = {}
-    for group, values in after.items():
-        previous = before.get(group, {})
-        # Dynamo can take a graph break back out of the counters (remove_from_stats): never below zero.
-        changed = {key: count - previous.get(key, 0) for key, count in values.items() if count > previous.get(key, 0)}
-        if changed:
-            delta[group] = changed
-    return delta
-
-
-def cache_state(
-    counters_before: Mapping[str, Mapping[str, int]], counters_after: Mapping[str, Mapping[str, int]]
-) -> str | None:
-    """How the FX-graph and AOTAutograd caches served this run, from two snapshots of dynamo's counters.
-
-    "fresh": only misses (compiled cold); "warm": only hits; "mixed": hits and something compiled without a
-    hit (a miss or a bypass); "bypass": only bypasses; None: no cache lookup at all.
-    """
-    return _classify(_counter_delta(counters_before, counters_after))
-
-
-def _classify(delta: Mapping[str, Mapping[str, int]]) -> str | None:
-    counts = {name: delta.get(group, {}).get(key, 0) for name, (group, key) in CACHE_COUNTERS.items()}
-    hits = counts["fxgraph_hit"] + counts["aot_hit"]
-    misses = counts["fxgraph_miss"] + counts["aot_miss"]
-    bypasses = counts["fxgraph_bypass"] + counts["aot_bypass"]
-    if hits:
-        return "mixed" if misses or bypasses else "warm"
-    if misses:
-        return "fresh"
-    return "bypass" if bypasses else None
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from ingest import handover
+from ingest import handover, rank_summaries
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks
 from ingest.pytorch.compile_evidence import CompileWatch
@@ -160,7 +160,7 @@ class Run:
         self._fallbacks.start()
         if threading.current_thread() is threading.main_thread():
             self._previous_term = signal.signal(signal.SIGTERM, _raise_terminated)
-        ranks.write_summary(self.folder, self._rank_summary("running"))
+        rank_summaries.write_summary(self.folder, self._rank_summary("running"))
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -377,7 +377,7 @@ class Run:
         if summaries is None:
             return  # not rank 0: rank 0 writes the entry
         if self.world_size > 1:
-            sections["ranks"] = ranks.section(summaries, self.world_size)
+            sections["ranks"] = rank_summaries.section(summaries, self.world_size)
         self._write(status, ended, sections)
 
     def _write(self, status: str, ended: datetime, sections: dict[str, Any]) -> None:

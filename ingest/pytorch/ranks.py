@@ -9,14 +9,12 @@ collective fails, because a rank is gone, rank 0 reads the files instead. The re
 
 from __future__ import annotations
 
-import json
 import os
-import statistics
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-RANKS_FOLDER = "ranks"
+from ingest.rank_summaries import read_summaries, write_summary
 
 
 def identity() -> tuple[int, int, int]:
@@ -26,24 +24,6 @@ def identity() -> tuple[int, int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", dist.get_rank()))
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
-
-
-def write_summary(folder: Path, summary: dict[str, Any]) -> None:
-    target = folder / RANKS_FOLDER / f"rank-{summary['rank']}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(summary, default=str))
-    os.replace(tmp, target)  # a reader never sees half a summary
-
-
-def read_summaries(folder: Path) -> list[dict[str, Any]]:
-    found = []
-    for path in sorted((folder / RANKS_FOLDER).glob("rank-*.json")):
-        try:
-            found.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue
-    return found
 
 
 def gather(summary: dict[str, Any], folder: Path, timeout_s: float) -> list[dict[str, Any]] | None:
@@ -66,27 +46,3 @@ def gather(summary: dict[str, Any], folder: Path, timeout_s: float) -> list[dict
         except Exception:  # a rank died or the store is gone: the files hold what each rank wrote
             pass
     return read_summaries(folder) if rank == 0 else None
-
-
-def section(summaries: list[dict[str, Any]], world_size: int) -> dict[str, Any]:
-    """The entry's `ranks` section: who reported, who is missing, the slowest rank and the spread."""
-    reported = sorted(summaries, key=lambda s: s.get("rank", 0))
-    ranks = {s.get("rank") for s in reported}
-    medians = {s["rank"]: s["step_s_median"] for s in reported if isinstance(s.get("step_s_median"), (int, float))}
-    out: dict[str, Any] = {
-        "world_size": world_size,
-        "reported": len(reported),
-        "missing": [r for r in range(world_size) if r not in ranks],
-        "per_rank": reported,
-    }
-    if medians:
-        slowest = max(medians, key=medians.__getitem__)
-        fastest = min(medians.values())
-        out["slowest_rank"] = slowest
-        out["step_s_median_slowest"] = medians[slowest]
-        out["step_s_median_of_ranks"] = statistics.median(medians.values())
-        out["spread"] = round(medians[slowest] / fastest, 4) if fastest else None
-    unfinished = [s.get("rank") for s in reported if s.get("status") != "completed"]
-    if unfinished:
-        out["unfinished"] = unfinished
-    return out
