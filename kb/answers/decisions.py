@@ -15,19 +15,20 @@ import operator
 import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
 from typing import Any
 
-from kb.entry import Entry, entry_now
+from kb.entry import Entry, entry_now, iso
 from kb.errors import KbError
+from kb.index import answers
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
 OPEN_STATUSES = ("proposed", "accepted")  # the ones worth revisiting
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
 }  # fmt: skip
-FILTER_COLUMNS = {"workload", "backend", "mode", "status", "kind"}
+FILTER_COLUMNS = answers.WHEN_COLUMNS
 FORMS = ("release: PACKAGE", "when: NAME OP NUMBER [for key=value ...]", "after: YYYY-MM-DD", "newer-evidence")
 _WHEN = re.compile(
     r"(?P<name>[A-Za-z0-9_:+-]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?)"
@@ -77,6 +78,17 @@ def _filter(part: str, text: str) -> tuple[str, str]:
 
 
 @dataclass
+class TriggerState:
+    """One trigger as it stands: whether it fired, why, the entries behind it, and the value it watches now."""
+
+    text: str
+    fired: bool
+    reason: str | None = None
+    entries: list[str] = field(default_factory=list)
+    current: str | None = None  # `when:` triggers: the newest value of the figure, whichever side it is on
+
+
+@dataclass
 class Due:
     """A decision that should be looked at again, with one line per reason and the entries behind them."""
 
@@ -85,126 +97,153 @@ class Due:
     entries: list[str]
 
 
+@dataclass
+class DecisionState:
+    """Everything `kb show` and the decision page say about a decision's revisit."""
+
+    id: str
+    status: str | None
+    due: bool
+    triggers: list[TriggerState]
+    last_review: dict[str, Any] | None
+    untriggered: bool  # no trigger at all: it never comes due by itself
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def due(decisions: list[Entry], db: sqlite3.Connection, today: date) -> list[Due]:
     found = []
     for decision in decisions:
-        section = decision.data.get("decision") or {}
-        if section.get("status") not in OPEN_STATUSES:
+        if (decision.data.get("decision") or {}).get("status") not in OPEN_STATUSES:
             continue
-        reasons: list[str] = []
-        entries: list[str] = []
-        for text in section.get("triggers") or []:
-            reason, ids = _check(parse_trigger(text), decision, db, today)
-            if reason:
-                reasons.append(reason)
-                entries.extend(i for i in ids if i not in entries)
-        if reasons:
-            found.append(Due(decision, reasons, entries))
+        fired = [state for state in trigger_states(decision, db, today) if state.fired]
+        if fired:
+            entries = list(dict.fromkeys(e for state in fired for e in state.entries))
+            found.append(Due(decision, [state.reason or state.text for state in fired], entries))
     return found
 
 
-def _evidence(decision: Entry) -> list[str]:
+def decision_state(decision: Entry, db: sqlite3.Connection, today: date) -> DecisionState:
+    section = decision.data.get("decision") or {}
+    states = trigger_states(decision, db, today)
+    open_ = section.get("status") in OPEN_STATUSES
+    return DecisionState(
+        id=decision.id,
+        status=section.get("status"),
+        due=open_ and any(state.fired for state in states),
+        triggers=states,
+        last_review=_last_review(decision),
+        untriggered=not states,
+    )
+
+
+def trigger_states(decision: Entry, db: sqlite3.Connection, today: date) -> list[TriggerState]:
+    texts = (decision.data.get("decision") or {}).get("triggers") or []
+    return [_check(parse_trigger(text), decision, db, today) for text in texts]
+
+
+def evidence_of(decision: Entry) -> list[str]:
     links = decision.data.get("links") or {}
     evidence = links.get("evidence") or []
     return [evidence] if isinstance(evidence, str) else list(evidence)
 
 
-def _check(trigger: Trigger, decision: Entry, db: sqlite3.Connection, today: date) -> tuple[str | None, list[str]]:
-    since = decision.recorded
+def _last_review(decision: Entry) -> dict[str, Any] | None:
+    reviews = [r for r in (decision.data.get("decision") or {}).get("reviews") or [] if isinstance(r, dict)]
+    return max(reviews, key=lambda r: str(r.get("date") or "")) if reviews else None
+
+
+def _looked_at(decision: Entry) -> str:
+    """When the decision was last looked at: its last review, else when it was recorded."""
+    review = _last_review(decision)
+    return str(review["date"]) if review and review.get("date") else decision.recorded
+
+
+def _check(trigger: Trigger, decision: Entry, db: sqlite3.Connection, today: date) -> TriggerState:
+    since = _looked_at(decision)
     if trigger.kind == "after":
-        return (f"the revisit date {trigger.day} has passed", []) if today >= trigger.day else (None, [])
+        passed = trigger.day is not None and today >= trigger.day
+        return TriggerState(trigger.text, passed, f"the revisit date {trigger.day} has passed" if passed else None)
     if trigger.kind == "release":
-        return _release(trigger.package or "", decision, db)
+        return _release(trigger, decision, db)
     if trigger.kind == "newer-evidence":
-        pairs = db.execute(
-            "SELECT DISTINCT workload, backend FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-            [_json(_evidence(decision))],
-        ).fetchall()
-        newer = []
-        for workload, backend in pairs:
-            newer += [
-                row[0]
-                for row in db.execute(
-                    "SELECT id FROM entries WHERE kind = 'run' AND workload IS ? AND backend IS ? AND recorded > ? "
-                    "ORDER BY recorded",
-                    [workload, backend, since],
-                )
-            ]
+        newer: list[str] = []
+        for workload, backend in answers.workload_backend_pairs(db, evidence_of(decision)):
+            newer += answers.runs_after(db, workload, backend, since)
         if newer:
-            return f"{len(newer)} newer run{'s' if len(newer) > 1 else ''} of the same workload and backend", newer
-        return None, []
+            reason = f"{len(newer)} newer run{'s' if len(newer) > 1 else ''} of the same workload and backend"
+            return TriggerState(trigger.text, True, reason, newer)
+        return TriggerState(trigger.text, False)
     return _when(trigger, since, db)
 
 
-def _release(package: str, decision: Entry, db: sqlite3.Connection) -> tuple[str | None, list[str]]:
+def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> TriggerState:
+    """A release newer than the evidence's version of the package; when the evidence names no version (a
+    report, say), a release recorded after the decision. Either way, after its last review, if any."""
     from packaging.version import InvalidVersion, Version
 
-    from kb.index.rows import normalise_package
+    package = trigger.package or ""
 
-    name = normalise_package(package)
-    used = [
-        row[0]
-        for row in db.execute(
-            "SELECT version FROM versions WHERE package = ? AND entry_id IN (SELECT value FROM json_each(?))",
-            [name, _json(_evidence(decision))],
-        )
-    ]
-    releases = db.execute(
-        "SELECT e.id, json_extract(e.front_matter, '$.release.version'), e.recorded FROM entries e "
-        "WHERE e.kind = 'release' AND json_extract(e.front_matter, '$.release.package') IN (?, ?)",
-        [package, name],
-    ).fetchall()
-
-    def key(text: str) -> Any:
+    def key(text: Any) -> Version | None:
         try:
-            return Version(text)
+            return Version(str(text))
         except InvalidVersion:
             return None
 
-    known = [key(v) for v in used if key(v) is not None]
-    newest_used = max(known) if known else None
+    used = [v for v in answers.evidence_versions(db, package, evidence_of(decision)) if key(v) is not None]
+    newest_used = max((key(v) for v in used), default=None)
+    review = _last_review(decision)
+    cutoff = _looked_at(decision) if review or newest_used is None else None
     newer = [
-        (key(v), i, v, r)
-        for i, v, r in releases
-        if key(v) is not None and (newest_used is None or key(v) > newest_used)
+        (key(r["version"]), r)
+        for r in answers.releases(db, package)
+        if key(r["version"]) is not None
+        and (newest_used is None or key(r["version"]) > newest_used)
+        and (cutoff is None or r["recorded"] > cutoff)
     ]
     if not newer:
-        return None, []
-    _, entry_id, version, recorded = max(newer)
-    basis = (
-        f"evidence uses {package} {max(used, key=key)}" if used and known else f"evidence names no {package} version"
-    )
-    return f"{basis}; {version} recorded on {recorded[:10]}", [entry_id]
+        return TriggerState(trigger.text, False)
+    _, release = max(newer, key=lambda item: item[0])
+    basis = f"evidence uses {package} {max(used, key=key)}" if used else f"evidence names no {package} version"
+    if review:
+        basis += f", reviewed {str(review.get('date'))[:10]}"
+    reason = f"{basis}; {release['version']} recorded on {release['recorded'][:10]}"
+    return TriggerState(trigger.text, True, reason, [release["id"]])
 
 
-def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> tuple[str | None, list[str]]:
-    clauses = ["e.recorded > ?"]
-    params: list[Any] = [since]
-    for key, value in trigger.filters:
-        clauses.append(f"e.{key} = ?")
-        params.append(value)
-    value_sql = (
-        "COALESCE((SELECT value FROM metrics m WHERE m.entry_id = e.id AND m.name = ?), "
-        "(SELECT seconds FROM timings t WHERE t.entry_id = e.id AND t.name = ?))"
-    )
-    rows = db.execute(
-        f"SELECT e.id, {value_sql} AS v FROM entries e WHERE {' AND '.join(clauses)} ORDER BY e.recorded",
-        [trigger.name, trigger.name, *params],
-    ).fetchall()
+def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
     compare = OPERATORS[trigger.op or "<"]
-    meeting = [(entry_id, value) for entry_id, value in rows if value is not None and compare(value, trigger.value)]
-    if not meeting:
-        return None, []
-    entry_id, value = meeting[0]
     condition = f"{trigger.name} {trigger.op} {trigger.value:g}"
+    every = [
+        (entry_id, value, recorded)
+        for entry_id, value, recorded in answers.figure_after(db, trigger.name or "", "", trigger.filters)
+        if value is not None
+    ]
+    current = f"{trigger.name} = {every[-1][1]:g} in {every[-1][0]}" if every else f"no {trigger.name} recorded yet"
+    meeting = [(e, v) for e, v, recorded in every if recorded > since and compare(v, trigger.value or 0.0)]
+    if not meeting:
+        return TriggerState(trigger.text, False, current=current)
+    entry_id, value = meeting[0]
     more = f" (and {len(meeting) - 1} more)" if len(meeting) > 1 else ""
-    return f"new evidence {entry_id} meets {condition} ({trigger.name} = {value:g}){more}", [e for e, _ in meeting]
+    reason = f"new evidence {entry_id} meets {condition} ({trigger.name} = {value:g}){more}"
+    return TriggerState(trigger.text, True, reason, [e for e, _ in meeting], current)
 
 
-def _json(values: list[str]) -> str:
-    import json
-
-    return json.dumps(values)
+def review(kb: Any, ref: str, *, note: str, by: str | None, when: datetime) -> Entry:
+    """Record that a decision was looked at again and kept (who, when, why), in its own front matter: the
+    triggers then count only what came after. Nothing is written when the entry is not a decision."""
+    if not note.strip():
+        raise KbError("--note: say what was re-checked, e.g. --note 're-checked on 2.27.1, still CUDA'")
+    entry = kb.load(ref)
+    if entry.kind != "decision":
+        raise KbError(f"{entry.id} is a {entry.kind} entry, not a decision; only decisions are reviewed")
+    section = entry.data.setdefault("decision", {})
+    reviews = [r for r in section.get("reviews") or [] if isinstance(r, dict)]
+    reviews.append({"date": iso(when), **({"by": by} if by else {}), "note": note.strip()})
+    section["reviews"] = reviews
+    kb.save(entry)
+    return entry
 
 
 def new_decision(

@@ -42,9 +42,9 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from ingest.describe import parse_all, parse_versions
+        from kb.answers.reports import Report, new_report
         from kb.commands.common import ask_missing, knowledge_base
         from kb.errors import KbError
-        from kb.answers.reports import Report, new_report
 
         # Asked for what is missing, a person is asked for the source's address too (it is optional).
         ask_url = url is None and sys.stdin.isatty() and not all((title, publisher, date_, measured))

@@ -25,8 +25,8 @@ def register(app: typer.Typer) -> None:
         markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table (for a review)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        from kb.commands.common import knowledge_base, print_json, synced
         from kb.answers.compare import compare
+        from kb.commands.common import knowledge_base, print_json, synced
         from kb.errors import KbError
 
         if refs and (workload or by):

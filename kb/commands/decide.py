@@ -43,8 +43,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from datetime import date
 
-        from kb.commands.common import ask_missing, knowledge_base
         from kb.answers.decisions import new_decision
+        from kb.commands.common import ask_missing, knowledge_base
         from kb.errors import KbError
 
         asked = ask_missing(

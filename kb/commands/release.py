@@ -24,8 +24,8 @@ def register(app: typer.Typer) -> None:
 
         from packaging.version import InvalidVersion, Version
 
-        from kb.commands.common import knowledge_base
         from kb.answers.decisions import new_release
+        from kb.commands.common import knowledge_base
         from kb.errors import KbError
 
         try:
@@ -37,3 +37,27 @@ def register(app: typer.Typer) -> None:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
         entry = new_release(knowledge_base(ctx), package, version, when=when, url=url, notes=notes)
         typer.echo(f"kb: recorded release {entry.id} in {entry.path}", err=True)
+        made_due = due_by(ctx, entry.id)
+        for item in made_due:
+            typer.echo(f"{item.decision.id}  {item.decision.title}")
+            typer.echo(f"  - {next(r for r in item.reasons if entry.id in r or version in r)}")
+        if made_due:
+            typer.echo(
+                f"kb: this release made {len(made_due)} decision{'s' if len(made_due) > 1 else ''} due", err=True
+            )
+
+
+def due_by(ctx: typer.Context, release_id: str) -> list:
+    """The decisions a newly recorded release makes due (those whose fired triggers point at it)."""
+    from datetime import date
+
+    from kb.answers.decisions import due
+    from kb.commands.common import synced
+    from kb.entry import Entry
+    from kb.index import answers
+    from kb.index.db import reading
+
+    kb, db = synced(ctx)
+    with reading(db):
+        decisions = [Entry.read(kb.entries_path / path) for path in answers.decision_paths(db)]
+        return [item for item in due(decisions, db, date.today()) if release_id in item.entries]

@@ -14,8 +14,8 @@ def register(app: typer.Typer) -> None:
         """Run a recorded command again (same command line, settings and folder), record it linked with
         rerun_of, and print the comparison of the two. Exits with the command's exit code."""
         from ingest.rerun import check, rerun
-        from kb.commands.common import knowledge_base
         from kb.answers.compare import compare
+        from kb.commands.common import knowledge_base
         from kb.render import comparison_view, console
 
         kb = knowledge_base(ctx)

@@ -1,6 +1,9 @@
-"""`kb revisit [--check]`: the decisions that newer evidence or releases say to look at again."""
+"""`kb revisit [--check]`: the decisions that newer evidence or releases say to look at again;
+`kb revisit --ack ID --note ...`: record that one was looked at again and kept."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import typer
 
@@ -10,20 +13,42 @@ def register(app: typer.Typer) -> None:
     def revisit_command(
         ctx: typer.Context,
         check: bool = typer.Option(False, "--check", help="Exit 1 when any decision is due (for a scheduled job)."),
+        ack: Optional[str] = typer.Option(
+            None,
+            "--ack",
+            help="Record a review of this decision: its triggers then count only what is newer.",
+            metavar="ID",
+        ),
+        note: Optional[str] = typer.Option(None, "--note", help="With --ack: what was re-checked, and the outcome."),
+        by: Optional[str] = typer.Option(None, "--by", help="With --ack: who reviewed it (default: your login)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """List the decisions that are due, each with its reasons and the entries to look at."""
         from datetime import date
 
-        from kb.commands.common import print_json, synced
         from kb.answers.decisions import due
+        from kb.commands.common import knowledge_base, print_json, synced
         from kb.entry import Entry
+        from kb.errors import KbError
+        from kb.index import answers
         from kb.index.db import reading
 
+        if ack is not None:
+            import getpass
+
+            from kb.answers.decisions import review
+            from kb.entry import utc_now
+
+            if not note:
+                raise KbError("--ack needs --note: say what was re-checked, e.g. --note 're-checked on 2.27.1'")
+            entry = review(knowledge_base(ctx), ack, note=note, by=by or getpass.getuser(), when=utc_now())
+            typer.echo(f"kb: recorded a review of {entry.id} in {entry.path}", err=True)
+            return
+        if note or by:
+            raise KbError("--note and --by go with --ack ID")
         kb, db = synced(ctx)
         with reading(db):
-            paths = [row[0] for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded")]
-            decisions = [Entry.read(kb.entries_path / path) for path in paths]
+            decisions = [Entry.read(kb.entries_path / path) for path in answers.decision_paths(db)]
             found = due(decisions, db, date.today())
         if json_:
             print_json(

@@ -26,9 +26,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from dataclasses import asdict
 
+        from kb.answers.trend import trend
         from kb.commands.common import print_json, synced
         from kb.index.db import reading
-        from kb.answers.trend import trend
 
         _, db = synced(ctx)
         with reading(db):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from kb.index.query import version_key
 from kb.answers.trend import Trend
+from kb.index.query import version_key
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 56

@@ -1,0 +1,190 @@
+"""The index's named queries for the answer layer (kb.answers): the board, comparisons, trends, decisions.
+
+Each function is one question with plain rows as its answer; kb.answers does the judging in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kb.index.rows import normalise_package
+
+MEASURED_KINDS = ("run", "report")
+
+
+def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def answer_rows(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Every run, report and coverage entry of a workload (all workloads when None), newest first, with its
+    failure's message: what the board counts and picks from. Only the columns the index keeps; no JSON."""
+    where = "e.workload = ?" if workload is not None else "e.workload IS NOT NULL"
+    return _dicts(
+        db.execute(
+            "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
+            "e.compile_s, e.step_s_median, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) "
+            "AS failure_message FROM entries e "
+            f"WHERE {where} AND e.kind IN ('run', 'report', 'coverage') ORDER BY e.recorded DESC, e.id DESC",
+            [workload] if workload is not None else [],
+        )
+    )
+
+
+def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> front matter (as indexed) of the entries named."""
+    rows = db.execute(
+        "SELECT id, front_matter FROM entries WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+    )
+    return {entry_id: json.loads(text) for entry_id, text in rows}
+
+
+def entry_kind(db: sqlite3.Connection, entry_id: str) -> str | None:
+    row = db.execute("SELECT kind FROM entries WHERE id = ?", [entry_id]).fetchone()
+    return row[0] if row else None
+
+
+def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[str, Any]]:
+    """Release entries (kb release), of one package (by its pip name) or all, oldest first."""
+    rows = _dicts(
+        db.execute(
+            "SELECT e.id, e.recorded, json_extract(e.front_matter, '$.release.package') AS package, "
+            "json_extract(e.front_matter, '$.release.version') AS version, "
+            "json_extract(e.front_matter, '$.release.date') AS date "
+            "FROM entries e WHERE e.kind = 'release' ORDER BY e.recorded, e.id"
+        )
+    )
+    for row in rows:
+        row["package"] = normalise_package(str(row["package"] or ""))
+    return [row for row in rows if package is None or row["package"] == normalise_package(package)]
+
+
+def grouped_candidates(
+    db: sqlite3.Connection, where: str, params: list[Any], by: str, package: str | None = None
+) -> list[dict[str, Any]]:
+    """Runs and reports matching a WHERE over `entries e` (kb.index.query.Filters), newest first, each with its
+    group value (`by`: backend or mode, or the version of `package`) and whether it holds figures at all."""
+    group = "v.version" if package else f"e.{by}"
+    join = "JOIN versions v ON v.entry_id = e.id AND v.package = ?" if package else ""
+    return _dicts(
+        db.execute(
+            f"SELECT e.id, e.path, e.recorded, e.status, e.kind, e.backend, e.mode, {group} AS grp, "
+            "(EXISTS (SELECT 1 FROM timings t WHERE t.entry_id = e.id) "
+            "OR EXISTS (SELECT 1 FROM metrics m WHERE m.entry_id = e.id)) AS has_figures "
+            f"FROM entries e {join} WHERE {where} AND e.kind IN ('run', 'report') AND {group} IS NOT NULL "
+            "ORDER BY e.recorded DESC, e.id DESC",
+            [*([normalise_package(package)] if package else []), *params],
+        )
+    )
+
+
+def entry_path(db: sqlite3.Connection, entry_id: str) -> str | None:
+    row = db.execute("SELECT path FROM entries WHERE id = ?", [entry_id]).fetchone()
+    return row[0] if row else None
+
+
+# -- trends ------------------------------------------------------------------------------------------
+def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str) -> list[dict[str, Any]]:
+    """Each run or report of a workload with its value of a metric or timing, the package's version, the
+    step time beside it and what splits series apart (mode, status, source, settings, devices, cache, tags)."""
+    # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
+    # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
+    rows = _dicts(
+        db.execute(
+            "SELECT e.id, e.recorded, e.backend, e.mode, e.status, e.kind, e.source, "
+            "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?), "
+            "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry_id = e.id AND t.name = ?)) "
+            "AS value, "
+            "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry_id = e.id AND v.package = ?) "
+            "AS version, "
+            "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
+            "AS better, e.step_s_median AS step_s, "
+            "json_extract(e.front_matter, '$.settings') AS settings, "
+            "json_extract(e.front_matter, '$.compile.cache') AS cache, "
+            "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
+            "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
+            "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
+            [metric, metric, normalise_package(package), metric, workload],
+        )
+    )
+    for row in rows:
+        for name in ("settings", "accelerators", "tags"):
+            row[name] = json.loads(row[name]) if row[name] else None
+    return rows
+
+
+def figure_names(db: sqlite3.Connection) -> list[str]:
+    """Every metric and timing name recorded (for 'did you mean')."""
+    return [row[0] for row in db.execute("SELECT DISTINCT name FROM metrics UNION SELECT DISTINCT name FROM timings")]
+
+
+# -- decisions ---------------------------------------------------------------------------------------
+def decision_paths(db: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded, id")]
+
+
+def workload_backend_pairs(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str | None, str | None]]:
+    return db.execute(
+        "SELECT DISTINCT workload, backend FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ).fetchall()
+
+
+def runs_after(db: sqlite3.Connection, workload: str | None, backend: str | None, since: str) -> list[str]:
+    """Runs of a workload and backend recorded after a moment, oldest first."""
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT id FROM entries WHERE kind = 'run' AND workload IS ? AND backend IS ? AND recorded > ? "
+            "ORDER BY recorded, id",
+            [workload, backend, since],
+        )
+    ]
+
+
+def evidence_versions(db: sqlite3.Connection, package: str, ids: list[str]) -> list[str]:
+    """The versions of a package the entries named recorded."""
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT version FROM versions WHERE package = ? AND entry_id IN (SELECT value FROM json_each(?))",
+            [normalise_package(package), json.dumps(ids)],
+        )
+    ]
+
+
+WHEN_COLUMNS = {"workload", "backend", "mode", "status", "kind"}
+
+
+def figure_after(
+    db: sqlite3.Connection, name: str, since: str, filters: tuple[tuple[str, str], ...]
+) -> list[tuple[str, float | None, str]]:
+    """(id, value of a metric or timing NAME, recorded) of the entries recorded after a moment that match the
+    filters (column = value, columns from WHEN_COLUMNS), oldest first."""
+    clauses = ["e.recorded > ?"]
+    params: list[Any] = [since]
+    for key, value in filters:
+        if key not in WHEN_COLUMNS:
+            raise ValueError(key)
+        clauses.append(f"e.{key} = ?")
+        params.append(value)
+    return db.execute(
+        "SELECT e.id, COALESCE((SELECT value FROM metrics m WHERE m.entry_id = e.id AND m.name = ?), "
+        "(SELECT seconds FROM timings t WHERE t.entry_id = e.id AND t.name = ?)) AS v, e.recorded "
+        f"FROM entries e WHERE {' AND '.join(clauses)} ORDER BY e.recorded, e.id",
+        [name, name, *params],
+    ).fetchall()
+
+
+def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+    """evidence id -> [(decision id, decision title)] of the decisions that cite it."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for target, entry_id, title in db.execute(
+        "SELECT l.target, e.id, e.title FROM links l JOIN entries e ON e.id = l.entry_id "
+        "WHERE l.role = 'evidence' AND e.kind = 'decision' ORDER BY e.recorded, e.id"
+    ):
+        found.setdefault(target, []).append((entry_id, title))
+    return found
