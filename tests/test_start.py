@@ -1,0 +1,61 @@
+"""`r = ingest.pytorch.start(...)`: the instrumented run of a module-level script, with no block to indent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, only_entry
+
+from kb.store import KnowledgeBase
+
+SCRIPT = REPO / "tests" / "scripts" / "started.py"
+
+
+def run_script(scenario: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), scenario], capture_output=True, text=True, env=dict(os.environ), timeout=300
+    )
+
+
+@pytest.mark.parametrize("scenario", ["finish", "exit"])
+def test_a_run_finishes_by_finish_or_by_the_end_of_the_process(kb: KnowledgeBase, scenario: str) -> None:
+    result = run_script(scenario)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("kb: recorded") == 1
+    if scenario == "finish":  # the entry is written at finish(), before the script goes on
+        assert result.stderr.index("kb: recorded") < result.stderr.index("after finish")
+    entry = only_entry(kb)
+    assert entry.status == "completed" and entry.data["workload"] == {"name": "test-mlp"}
+    assert entry.data["timings"]["step_s"]["count"] == 8  # 10 steps, 2 of them warm-up
+    assert entry.data["metrics"]["loss"]["step"] == 9
+    assert entry.data["metrics"]["samples_per_s"]["value"] > 0
+
+
+def test_an_uncaught_error_fails_the_run_with_its_class_phase_and_step(kb: KnowledgeBase) -> None:
+    result = run_script("raise")
+    assert result.returncode == 1
+    assert "RuntimeError: CUDA out of memory" in result.stderr  # Python still prints the traceback
+    entry = only_entry(kb)
+    assert entry.status == "failed"
+    failure = entry.data["failure"]
+    assert failure["class"] == "oom" and failure["phase"] == "steady" and failure["step"] == 5
+    assert entry.data["timings"]["step_s"]["count"] == 3
+
+
+def test_sigterm_ends_the_run_as_interrupted(kb: KnowledgeBase) -> None:
+    result = run_script("sigterm")
+    assert result.returncode != 0
+    entry = only_entry(kb)
+    assert entry.status == "interrupted" and entry.data["failure"]["class"] == "interrupted"
+    assert entry.data["timings"]["step_s"]["count"] == 3
+
+
+def test_the_script_needs_no_more_lines_than_the_docs_show() -> None:
+    added = [line for line in SCRIPT.read_text().splitlines() if line.endswith("# kb")]
+    docs = (REPO / "docs" / "integrations.md").read_text()
+    shown = docs.split("## A script without a `with` block", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    shown_lines = [line for line in shown.splitlines() if "ingest" in line or "r." in line]
+    assert len(added) <= len(shown_lines) == 5
