@@ -64,6 +64,7 @@ def finish(
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
     _ranks_from_files(entry, folder / RUN_FOLDER)
     output = output or folder / OUTPUT_LOG
+    _fallbacks_from_output(entry, output)
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
     entry.data["attachments"] = list_attachments(kb, entry)
@@ -81,6 +82,35 @@ def _ranks_from_files(entry: Entry, run_folder: Path) -> None:
     world = max(int(s.get("world_size") or 1) for s in summaries)
     if world > 1:
         entry.data["ranks"] = rank_summaries.section(summaries, world)
+
+
+def _fallbacks_from_output(entry: Entry, output: Path) -> None:
+    """A CPU-fallback warning in the run's own output overrules a verdict that saw none.
+
+    The output covers the whole process: a once-per-process warning given before an instrumented run began
+    (or in a run kb could not watch) is there even when no watch saw it.
+    """
+    section = entry.data.get("fallbacks")
+    if not output.is_file() or (isinstance(section, dict) and section.get("stayed_on_device") is False):
+        return
+    if not isinstance(section, dict) and str(entry.data.get("backend") or "cpu") == "cpu":
+        return  # nothing falls back to the CPU from the CPU
+    from ingest.fallback_text import ops_named, scan_output
+
+    found = scan_output(output)
+    if not found:
+        return
+    section = dict(section) if isinstance(section, dict) else {"target": entry.data.get("backend")}
+    ops = sorted({op for _, line in found for op in ops_named(line) if op})
+    what = f"{len(ops)} operator{'s' if len(ops) != 1 else ''} ({', '.join(ops[:5])})" if ops else "work"
+    section["stayed_on_device"] = False
+    section["summary"] = f"Not all work stayed on the device: the run's output says {what} fell back to the CPU."
+    section["evidence"] = [
+        *(section.get("evidence") or []),
+        *(f"{OUTPUT_LOG}:{number}: {line}" for number, line in found[:5]),
+    ]
+    section["output_ops"] = ops
+    entry.data["fallbacks"] = section
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

@@ -106,6 +106,8 @@ def test_the_native_operator_stays_on_the_device(kbdev: str) -> None:
     watch.start()
     total = a + b
     found = watch.stop()
+    # Earlier tests in this process fell back (mul): the registry keeps that, and it is not this window's doing.
+    found.pop("before_start", None)
     assert found == {"warnings": [], "ops": []}
     assert total.device.type == kbdev
     assert torch.equal(total.cpu(), torch.arange(6.0).reshape(2, 3) + 1)

@@ -35,18 +35,55 @@ def accelerator_type(device: str | torch.device | None = None) -> str:
     return current.type if current is not None else "cpu"
 
 
-def synchronize(device_type: str) -> None:
-    """Wait for queued device work, so a measured window holds the work and not only its launch."""
-    if device_type == "cpu":
-        return
+NO_SYNC = "none: steps timed without device sync: launch times"
+
+
+class Sync:
+    """Waits for a device's queued work, so a measured window holds the work and not only its launch.
+
+    Backends differ in what they support: a PrivateUse1 backend (TorchNeuron, the kbdev test device) may
+    refuse `torch.accelerator.synchronize()` ("Backend doesn't support synchronizing all streams on
+    device"). The ways are tried in order, the first that works is kept, and one that raises later gives
+    way to the next; when none works, nothing waits and `method` says that the times are launch times.
+    A refusal never reaches the run.
+    """
+
+    __slots__ = ("_ways", "method", "refused")
+
+    def __init__(self, device_type: str, enabled: bool = True):
+        self.refused: list[str] = []
+        self._ways = _sync_ways(device_type) if enabled and device_type != "cpu" else []
+        self.method: str | None = self._ways[0][0] if self._ways else None
+
+    def __call__(self) -> None:
+        while self._ways:
+            try:
+                self._ways[0][1]()
+                return
+            except Exception as exc:  # refused or missing: the next way, never the run's failure
+                name, _ = self._ways.pop(0)
+                self.refused.append(f"{name}: {type(exc).__name__}: {str(exc).rstrip('.')}"[:300])
+                self.method = self._ways[0][0] if self._ways else NO_SYNC
+
+
+def _sync_ways(device_type: str) -> list[tuple[str, Any]]:
+    """The ways to wait for this device type, best first: the accelerator API, the backend module's own
+    `synchronize`, then the current stream's."""
+    ways: list[tuple[str, Any]] = []
     accelerator = getattr(torch, "accelerator", None)
     current = _call(lambda: accelerator.current_accelerator()) if accelerator else None
     if current is not None and current.type == device_type:
-        accelerator.synchronize()
-        return
+        ways.append(("torch.accelerator.synchronize", accelerator.synchronize))
     module = getattr(torch, device_type, None)  # e.g. torch.mps, torch.xpu, or a PrivateUse1 backend's module
-    if module is not None and hasattr(module, "synchronize"):
-        module.synchronize()
+    if callable(getattr(module, "synchronize", None)):
+        ways.append((f"torch.{device_type}.synchronize", module.synchronize))
+    streams = module if callable(getattr(module, "current_stream", None)) else None
+    if streams is None and current is not None and current.type == device_type:
+        streams = accelerator
+    if streams is not None:
+        name = "torch.accelerator" if streams is accelerator else f"torch.{device_type}"
+        ways.append((f"{name}.current_stream().synchronize", lambda: streams.current_stream().synchronize()))
+    return ways
 
 
 def identity(device_type: str) -> dict[str, Any]:

@@ -14,28 +14,20 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
-import re
 import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ingest.fallback_text import FALLBACK_TEXT, MESSAGE_CHARS, ONCE_TEXT, ops_named
+
 if TYPE_CHECKING:
     import torch
 
-MESSAGE_CHARS = 300
 EXAMPLES = 5
 NOT_APPLICABLE = "not applicable: target is the CPU"
 
-# The general wording ("will fall back to run on the CPU", "falling back to CPU", "fallback to cpu"), and torch_xla's
-# PT_XLA_DEBUG analysis line "Op(s) not lowered: aten::_ctc_loss, aten::_ctc_loss_backward, ...".
-_FALLBACK_TEXT = re.compile(r"fall(?:s|ing)?[\s-]?back\s+to\s+(?:run\s+on\s+)?(?:the\s+)?cpu|op\(s\) not lowered", re.I)
-# MPS emits this text with TORCH_WARN_ONCE, and backends that copy it warn once per operator or process, so how
-# often it was seen says nothing about how often the operator ran.
-_ONCE_TEXT = re.compile(r"is not currently supported on the \S+ backend and will fall back to run on the CPU", re.I)
-_QUOTED_OP = re.compile(r"operator '([^']+)'")
-_ATEN_OP = re.compile(r"aten::\w+(?:\.\w+)?")
 _MPS_SAMPLE = (
     "The operator 'aten::nonzero' is not currently supported on the MPS backend and will fall back to run on the "
     "CPU. This may have performance implications."
@@ -75,6 +67,7 @@ class FallbackWatch:
         self._handler = _LogHandler(self)
         self._xla_before: dict[str, int] | None = None
         self._hidden_by_filters = False
+        self._earlier: list[dict[str, Any]] = []
 
     def __enter__(self) -> FallbackWatch:
         self.start()
@@ -106,6 +99,7 @@ class FallbackWatch:
         for name in _LOGGERS:
             logging.getLogger(name).addHandler(self._handler)
         self._xla_before = _xla_counters()
+        self._earlier = _earlier_warnings()
 
     def stop(self) -> dict[str, Any]:
         self._active = False
@@ -118,7 +112,7 @@ class FallbackWatch:
         entries = []
         for (op, message, source), count in self._seen.items():
             entry: dict[str, Any] = {"op": op, "message": message, "source": source}
-            if _ONCE_TEXT.search(message):
+            if ONCE_TEXT.search(message):
                 entry["at_least_once"] = True
             else:
                 entry["count"] = count
@@ -136,17 +130,18 @@ class FallbackWatch:
             result["xla_fallback_ops"] = {name: delta for name, delta in sorted(deltas.items()) if delta > 0}
             ops.update(result["xla_fallback_ops"])
         result["ops"] = sorted(ops)
+        if self._earlier:
+            result["before_start"] = self._earlier
         if self._hidden_by_filters or _filters_ignore(_MPS_SAMPLE):
             result["hidden_by_filters"] = True
         return result
 
     def record(self, text: str, source: str) -> None:
         """Count one message if it reports a CPU fallback (one entry per operator it names)."""
-        if not _FALLBACK_TEXT.search(text):
+        if not FALLBACK_TEXT.search(text):
             return
         message = text[:MESSAGE_CHARS]
-        quoted = _QUOTED_OP.search(text)
-        for op in [quoted.group(1)] if quoted else _ATEN_OP.findall(text) or [None]:
+        for op in ops_named(text):
             self._seen[(op, message, source)] += 1
 
 
@@ -166,6 +161,28 @@ class _LogHandler(logging.Handler):
             self._watch.record(record.getMessage(), "log")
         except Exception:
             self.handleError(record)
+
+
+def _earlier_warnings() -> list[dict[str, Any]]:
+    """CPU-fallback warnings this process gave before the watch began, from the warnings registries.
+
+    A once-per-process warning (MPS's TORCH_WARN_ONCE and backends that copy it) given before the run started is
+    never given again, so the watch alone would see a run whose every step falls back as clean. Python keeps each
+    warning it showed in the `__warningregistry__` of the module it was attributed to: that is where they are.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for module in list(sys.modules.values()):
+        try:
+            registry = vars(module).get("__warningregistry__")
+            keys = [key for key in registry if isinstance(key, tuple)] if isinstance(registry, dict) else []
+        except Exception:  # a module whose namespace cannot be read holds no registry worth reading
+            continue
+        for key in keys:
+            text = str(key[0])
+            if FALLBACK_TEXT.search(text):
+                for op in ops_named(text):
+                    found.setdefault(f"{op}|{text}", {"op": op, "message": text[:MESSAGE_CHARS]})
+    return list(found.values())
 
 
 def _filters_ignore(text: str) -> bool:
@@ -345,10 +362,11 @@ def verdict(
 ) -> dict[str, Any]:
     """The entry's `fallbacks` section: did all work stay on the accelerator, and what says so.
 
-    `stayed_on_device` is True only when every check that ran found nothing off the accelerator (the warnings watch
-    and the placement audit are the checks that can vouch for it; the profiler can only find fallbacks), False with
-    the reasons when any found fallbacks or off-target tensors, and None when no check could give an answer or the
-    target is the CPU itself.
+    `stayed_on_device` is True only when the warnings watch, the one check that covers the whole run (with the
+    warnings the process gave before the run began), found nothing and no other check found anything: a placement
+    audit is a snapshot of tensors and a profiler window a few steps, so either can find fallbacks but not vouch
+    alone. False with the reasons when any check found fallbacks or off-target tensors, and None when no check
+    could give an answer or the target is the CPU itself.
     """
     kind = _parse_device(target)[0]
     pieces = {
@@ -406,7 +424,16 @@ def _judge_watch(watch: dict[str, Any], findings: list[str], evidence: list[str]
             if xla
             else "torch_xla counters: no aten:: fallbacks"
         )
-    if ops or seen:
+    earlier = watch.get("before_start") or []
+    if earlier:
+        named = sorted({item["op"] for item in earlier if item.get("op")})
+        finding = (
+            f"{_names(named) or 'an operator'} fell back to the CPU before the run started, and its warning is given"
+            " once per process, so any call of it in the run fell back unseen"
+        )
+        findings.append(finding)
+        evidence.append(f"warnings registry: {finding}")
+    if ops or seen or earlier:
         return
     if watch.get("hidden_by_filters"):
         evidence.append("fallback watch: warning filters ignore fallback warnings, so none could be seen")
@@ -433,7 +460,8 @@ def _judge_placement(
         findings.append(f"{off} of {total} tensors were not on {placement['target']}")
     elif total:
         evidence.append(f"placement: all {total} tensors ({', '.join(sections)}) on {placement['target']}")
-        vouched.append(f"every checked tensor ({total}) on {kind}")
+        if vouched:  # tensors where they belong say nothing of where the operators ran: only beside the watch
+            vouched.append(f"every checked tensor ({total}) on {kind}")
     else:
         evidence.append("placement: no tensors to check")
 

@@ -75,8 +75,7 @@ class Step:
 
     def __enter__(self) -> Step:
         owner = self._run
-        if owner._sync:
-            devices.synchronize(owner.device_type)
+        owner._sync()
         if not owner._times and owner.compile_budget_s:
             owner._arm_budget()
         owner._in_step = True
@@ -85,8 +84,7 @@ class Step:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         owner = self._run
-        if owner._sync:
-            devices.synchronize(owner.device_type)
+        owner._sync()
         elapsed = time.perf_counter() - self._began
         owner._in_step = False
         if exc_type is not None:
@@ -126,7 +124,7 @@ class Run:
         self.tags, self.settings, self.note_text = tuple(tags), dict(settings or {}), note
         self.tokens_per_step, self.samples_per_step = tokens_per_step, samples_per_step
         self.warmup_steps, self.compile_budget_s = warmup_steps, compile_budget_s
-        self._sync = synchronize and self.device_type != "cpu"
+        self._sync = devices.Sync(self.device_type, synchronize)
         self._out = out
         self._times: list[float] = []
         self._sizes: list[tuple[int | None, int | None]] = []
@@ -183,14 +181,12 @@ class Run:
         """Time a named stretch (load, data, checkpoint...): timings.<name>_s and its peak device memory."""
         previous, self._phase = self._phase, name
         devices.reset_peak_memory(self.device_type)
-        if self._sync:
-            devices.synchronize(self.device_type)
+        self._sync()
         began = time.perf_counter()
         try:
             yield
         finally:
-            if self._sync:
-                devices.synchronize(self.device_type)
+            self._sync()
             self._phases[name] = self._phases.get(name, 0.0) + time.perf_counter() - began
             peak = devices.peak_memory_gb(self.device_type)
             if peak is not None:
@@ -358,6 +354,11 @@ class Run:
         if compile_section.get("frame_count"):
             sections["compile"] = compile_section
             timings.setdefault("compile_s", compile_section.get("compile_s"))
+        if self._sync.method is not None:
+            timings["device_sync"] = self._sync.method
+        if self._sync.refused:
+            refused = "; ".join(self._sync.refused)
+            self._notes.append(f"Device sync refused: {refused}. Steps were timed with {self._sync.method}.")
         sections["timings"] = timings
         sections["fallbacks"] = verdict(self.device_type, fallback_watch, self._placement, self._round_trips)
         memory = {f"device_peak_gb_{phase}": gb for phase, gb in self._memory.items()}
