@@ -9,6 +9,10 @@ from datetime import datetime
 
 SLUG_MAX = 48
 ID_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9][a-z0-9-]{0,100}\Z")
+SUFFIX_LENGTH = 6
+_SUFFIX = re.compile(r"-([0-9a-f]{6})\Z")
+SHORT_MIN = 4  # the fewest characters of a suffix taken as a short id, as git takes 4 of a hash
+SHORT_PATTERN = re.compile(r"[0-9a-f]{4,6}\Z")
 
 
 def slugify(text: str, max_length: int = SLUG_MAX) -> str:
@@ -31,6 +35,18 @@ def reroll(entry_id: str) -> str:
 
 def _suffix() -> str:
     return secrets.token_hex(3)
+
+
+def suffix(entry_id: str) -> str | None:
+    """The random suffix of an id (`b5c3dc`), or None for an id written by hand without one."""
+    match = _SUFFIX.search(entry_id)
+    return match[1] if match else None
+
+
+def short_id(entry_id: str, clashing: frozenset[str] | set[str] = frozenset()) -> str:
+    """What a person types: the suffix, unless another entry has the same one (then the whole id)."""
+    tail = suffix(entry_id)
+    return tail if tail and tail not in clashing else entry_id
 
 
 def is_valid_id(text: str) -> bool:

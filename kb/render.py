@@ -1,109 +1,231 @@
-"""Entries for people: rich text in the terminal. Commands call these with data, never the other way round."""
+"""Entries for people: rich text in the terminal. Commands call these with data, never the other way round.
+
+Every text that came from a run, a file or a person is data here: it goes into `Text` objects (never a
+markup string, so `[/...]` in a message is printed, not parsed) and through `safe()`, which makes every
+control character visible (an ESC from an entry never reaches the reader's terminal).
+
+In a terminal, tables fit its width (titles are cut last, with an ellipsis); in a pipe, lists are one
+tab-separated line per row, without padding or wrapping, so `grep`, `cut` and `awk` see whole rows.
+"""
 
 from __future__ import annotations
 
+import io
+import re
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kb import humanize
 from kb.entry import Entry
+from kb.ids import short_id
 from kb.sections import IDENTITY, SECTIONS, flatten
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "killed": "red", "interrupted": "yellow", "running": "cyan"}
+PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
+MIN_TITLE = 30  # columns kept for a title before other columns are left out
+GAP = "  "
+HEADLINE_STYLE = {"failure": "red", "why": "red", "environment": "yellow", "reported": "yellow"}
+
+# C0 and C1 controls, DEL, bidirectional overrides and isolates (they reorder what a reader sees), the BOM,
+# and lone surrogates (bytes that were not UTF-8, which a terminal cannot be sent at all).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+_LINE_BREAKS = re.compile("\r\n|[\t\n\r\x0b\x0c\x85\u2028\u2029]")
+
+
+def safe(text: Any, *, one_line: bool = False) -> str:
+    """Text from an entry as data for the terminal: each control character shown as its escape (\\x1b);
+    with `one_line`, tabs and line breaks become spaces (a row stays one row)."""
+    value = _LINE_BREAKS.sub(" ", str(text)) if one_line else str(text).replace("\r\n", "\n")
+    return _CONTROL.sub(_visible, value)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def data(text: Any, style: str = "", *, one_line: bool = True) -> Text:
+    """A Text holding entry text as it is (no markup), made safe for a terminal."""
+    return Text("-" if text is None else safe(text, one_line=one_line), style=style)
+
+
+def is_terminal() -> bool:
+    return console().is_terminal
+
+
+def console() -> Console:
+    return Console(highlight=False)
+
+
+def emit(renderable: RenderableType) -> None:
+    """Print for a person: at the terminal's width there; in a pipe, at a width nothing folds at, each
+    line stripped of the padding tables add."""
+    terminal = console()
+    if terminal.is_terminal:
+        terminal.print(renderable)
+        return
+    wide = Console(width=PIPE_WIDTH, file=io.StringIO(), color_system=None, highlight=False)
+    wide.print(renderable)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in wide.file.getvalue().splitlines()))  # type: ignore[attr-defined]
+
+
+def emit_rows(db: Any, rows: list[dict[str, Any]], table: Callable[[Callable[[str], str]], RenderableType],
+              lines: Callable[[], list[str]]) -> None:  # fmt: skip
+    """A list: in a terminal, `table` with short ids (whole where a suffix is shared); in a pipe, `lines`."""
+    if not is_terminal():
+        sys.stdout.write("".join(line + "\n" for line in lines()))
+        return
+    from functools import partial
+
+    from kb.index.short import clashing_suffixes
+
+    console().print(table(partial(short_id, clashing=clashing_suffixes(db, [row["id"] for row in rows]))))
 
 
 def status_text(status: str | None) -> Text:
-    return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
+    return data(status or "", STATUS_STYLE.get(status or "", ""))
 
 
 def kind_text(kind: str, source: str | None) -> Text:
     """The kind, with reported figures marked so they are never read as measured ones."""
-    return Text.assemble(kind, (" (reported)", "yellow") if source == "reported" else "")
+    if source != "reported":
+        return data(kind)
+    return data(kind, "yellow") if kind == "report" else Text.assemble(data(kind), (" (reported)", "yellow"))
 
 
-def entry_view(entry: Entry) -> Group:
-    data = entry.data
-    source = (data.get("provenance") or {}).get("source")
-    head = Text.assemble(
-        (entry.title, "bold"), "\n", (entry.id, "dim"), "  ", kind_text(entry.kind, source), "  ",
-        status_text(entry.status),
-    )  # fmt: skip
-    facts = [f"recorded {entry.recorded}"]
-    facts += [f"{key} {data[key]}" for key in ("author", "backend", "mode") if data.get(key)]
-    if data.get("tags"):
-        facts.append("tags " + ", ".join(data["tags"]))
-    parts: list[Any] = [head, Text(" · ".join(facts), style="dim")]
-    shown = set(IDENTITY)
-    for key, label in SECTIONS:
-        if data.get(key) not in (None, {}, []):
-            parts.append(_section(label, data[key]))
-            shown.add(key)
-    rest = {key: value for key, value in data.items() if key not in shown and value not in (None, {}, [])}
-    if rest:
-        parts.append(_section("More", rest))
-    if entry.body.strip():
-        from rich.markdown import Markdown  # a tenth of a second to import (markdown-it, Pygments): only here
-
-        parts.append(Markdown(entry.body))
-    return Group(*parts)
+# Lists: kb ls and kb search
 
 
-def _section(label: str, value: Any) -> Table:
-    table = Table(title=label, title_justify="left", title_style="bold", show_header=False, box=None, pad_edge=False)
-    table.add_column(style="dim", no_wrap=True)
-    table.add_column(overflow="fold")
-    for key, text in flatten(value):
-        table.add_row(key, text)
-    return table
+class Column:
+    """One column of a list: its header, its cell for a row, how soon it is left out when space runs short."""
+
+    def __init__(self, header: str, cell: Callable[[dict[str, Any]], Text], drop: int, limit: int = 0) -> None:
+        self.header, self.cell, self.drop, self.limit = header, cell, drop, limit
 
 
-def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None) -> Table:
-    """Index rows as a table; a metric or timing the rows are sorted by gets a column of its own."""
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    columns = ["id", "status", "kind", "backend", "mode", "wall s", *([sorted_by] if sorted_by else []), "title"]
-    for column in columns:
-        table.add_column(column, no_wrap=column != "title")
-    for row in rows:
-        cells = [
-            row["id"],
-            status_text(row["status"]),
-            kind_text(row["kind"], row.get("source")),
-            row["backend"] or "",
-            row["mode"] or "",
-            _number(row["wall_s"]),
-        ]
-        if sorted_by:
-            cells.append(_number(row.get("sort_value")))
-        table.add_row(*cells, row["title"])
-    return table
+def _list_columns(sorted_by: str | None, short: Callable[[str], str], full_ids: bool) -> list[Column]:
+    """Columns of `kb ls`; `drop` orders what goes first when the terminal is narrow (0: never)."""
+    columns = [
+        Column("id", lambda r: data(r["id"] if full_ids else short(r["id"]), "bold"), 0),
+        Column("status", lambda r: status_text(r["status"]), 9),
+        Column("kind", lambda r: kind_text(r["kind"], r.get("source")), 6),
+        Column("workload", lambda r: data(r.get("workload") or ""), 5, limit=20),
+        Column("backend", lambda r: data(r.get("backend") or ""), 2, limit=12),
+        Column("mode", lambda r: data(r.get("mode") or ""), 1, limit=10),
+        Column("failure", lambda r: data(r.get("failure_class") or "", "red"), 7, limit=18),
+        Column("wall", lambda r: Text(humanize.duration(r["wall_s"]) if r.get("wall_s") is not None else ""), 3),
+    ]
+    if sorted_by:
+        columns.append(Column(sorted_by, lambda r: Text(_sort_value(sorted_by, r.get("sort_value"))), 8, limit=24))
+    return columns
 
 
-def search_results(results: list[tuple[Any, dict[str, Any]]]) -> Group:
+def _sort_value(sort: str, value: Any) -> str:
+    if value is None:
+        return ""
+    return humanize.duration(value) if sort.startswith("timing") else humanize.number(value)
+
+
+def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None, *, short: Callable[[str], str] = short_id,
+               width: int | None = None) -> Text:  # fmt: skip
+    """Index rows as a table that fits `width`: short ids, the title last and cut, not wrapped; columns
+    that no row fills are left out, and the least telling ones too when the width runs short."""
+    width = width or console().width
+    columns = [c for c in _list_columns(sorted_by, short, False) if any(c.cell(row).plain for row in rows)]
+    cells = [[_cut(c.cell(row), c.limit) for c in columns] for row in rows]
+    widths = [
+        max([len(c.header), *(cell.cell_len for cell in column)])
+        for c, column in zip(columns, zip(*cells, strict=True), strict=True)
+    ]
+    keep = list(range(len(columns)))
+    while sum(widths[i] for i in keep) + len(GAP) * len(keep) + MIN_TITLE > width:
+        droppable = [i for i in keep if columns[i].drop]
+        if not droppable:
+            break
+        keep.remove(min(droppable, key=lambda i: columns[i].drop))
+    title_width = max(1, width - sum(widths[i] for i in keep) - len(GAP) * len(keep))
+    lines = [_line([Text(columns[i].header, "bold") for i in keep], [widths[i] for i in keep], Text("title", "bold"),
+                   title_width)]  # fmt: skip
+    for row, row_cells in zip(rows, cells, strict=True):
+        lines.append(_line([row_cells[i] for i in keep], [widths[i] for i in keep], data(row["title"]), title_width))
+    return Text("\n").join(lines)
+
+
+def rows_lines(rows: list[dict[str, Any]], sorted_by: str | None = None) -> list[str]:
+    """Index rows for a pipe: one tab-separated line per row (full id first, title last, whole), no header."""
+    columns = _list_columns(sorted_by, short_id, True)
+    return [
+        "\t".join([*(c.cell(row).plain or "-" for c in columns), safe(row["title"], one_line=True)]) for row in rows
+    ]
+
+
+def _cut(text: Text, limit: int) -> Text:
+    if limit and text.cell_len > limit:
+        text = text.copy()
+        text.truncate(limit, overflow="ellipsis")
+    return text
+
+
+def _line(cells: list[Text], widths: list[int], title: Text, title_width: int) -> Text:
+    line = Text()
+    for cell, cell_width in zip(cells, widths, strict=True):
+        line.append_text(cell)
+        line.append(" " * (cell_width - cell.cell_len) + GAP)
+    title = title.copy()
+    title.truncate(title_width, overflow="ellipsis")
+    line.append_text(title)
+    return line
+
+
+def search_results(results: list[tuple[Any, dict[str, Any]]], *, short: Callable[[str], str] = short_id,
+                   width: int | None = None) -> Group:  # fmt: skip
+    """Each hit in three lines: id, status and where it ran; the title (cut to the width); the snippet."""
+    width = width or console().width
     parts: list[Any] = []
     for hit, row in results:
-        where = " ".join(v for v in (row["backend"], row["workload"], row["mode"]) if v)
-        marker = (" reported", "yellow") if row.get("source") == "reported" else ""
+        where = " ".join(safe(v, one_line=True) for v in (row["backend"], row["workload"], row["mode"]) if v)
         head = Text.assemble(
-            (row["id"], "bold"), "  ", status_text(row["status"]), marker, "  ", where,
+            data(short(row["id"]), "bold"), "  ", status_text(row["status"]),
+            (" reported", "yellow") if row.get("source") == "reported" else "", "  ", where,
             (f"  score {hit.score:.2f}", "dim"),
         )  # fmt: skip
-        parts += [head, Text(row["title"]), snippet_text(hit.snippet), Text("")]
+        title = data(row["title"])
+        for line in (head, title):
+            line.truncate(width, overflow="ellipsis")
+        parts += [head, title, snippet_text(hit.snippet), Text("")]
     return Group(*parts)
+
+
+def search_lines(results: list[tuple[Any, dict[str, Any]]]) -> list[str]:
+    """Hits for a pipe: id, status, source, backend, workload, mode, score, title, snippet, tab-separated."""
+    lines = []
+    for hit, row in results:
+        fields = [row["id"], row["status"], row.get("source"), row["backend"], row["workload"], row["mode"]]
+        cells = [safe(v, one_line=True) if v else "-" for v in fields]
+        cells += [
+            f"{hit.score:.2f}",
+            safe(row["title"], one_line=True),
+            safe(hit.snippet.replace("**", ""), one_line=True),
+        ]
+        lines.append("\t".join(cells))
+    return lines
 
 
 def snippet_text(snippet: str) -> Text:
     """A search snippet, its matched words (marked **like this**) in bold and the rest exactly as written."""
     text = Text()
     for index, piece in enumerate(snippet.split("**")):
-        text.append(piece, style="bold" if index % 2 else "")
+        text.append(safe(piece, one_line=True), style="bold" if index % 2 else "")
     return text
 
 
 def write_csv(rows: list[dict[str, Any]]) -> None:
     import csv
-    import sys
 
     if not rows:
         return
@@ -112,17 +234,116 @@ def write_csv(rows: list[dict[str, Any]]) -> None:
     writer.writerows(rows)
 
 
-def _number(value: Any) -> str:
-    return "" if value is None else f"{value:.4g}"
+# One entry: kb show
+
+
+def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str], str] = short_id,
+               width: int | None = None) -> Group:  # fmt: skip
+    """The answer first (headline), then readable sections, then the notes; every field with `everything`."""
+    from kb.headline import Records, headline, sections
+
+    width = width or (console().width if is_terminal() else PIPE_WIDTH)
+    d = entry.data
+    source = (d.get("provenance") or {}).get("source")
+    where = [
+        safe(v, one_line=True) for v in ((d.get("workload") or {}).get("name"), d.get("backend"), d.get("mode")) if v
+    ]
+    facts = [*where, f"recorded {safe(entry.recorded)}"]
+    facts += [f"by {safe(d['author'], one_line=True)}"] if d.get("author") else []
+    facts += ["tags " + ", ".join(safe(t, one_line=True) for t in d["tags"])] if d.get("tags") else []
+    head = Text.assemble(
+        data(entry.title, "bold"), "\n", data(short(entry.id), "bold"), "  ", data(entry.id, "dim"), "\n",
+        *((status_text(entry.status), "  ") if entry.status else ()), kind_text(entry.kind, source), "  ",
+        (" · ".join(facts), "dim"),
+    )  # fmt: skip
+    parts: list[Any] = [head, Text(""), _pairs(headline(entry), styles=HEADLINE_STYLE)]
+    for label, section in sections(entry):
+        body = _records(section, width) if isinstance(section, Records) else _pairs(section)
+        parts += [Text(""), Group(Text(label, style="bold"), body)]
+    if everything:
+        parts += [Text(""), Text("Every field", style="bold underline")]
+        parts += _field_dump(d)
+    else:
+        parts += [Text(""), Text(f"kb show {short(entry.id)} --all: every field as stored", style="dim")]
+    if entry.body.strip():
+        parts += [Text(""), _body(entry.body)]
+    return Group(*parts)
+
+
+def _pairs(rows: Iterable[tuple[str, str]], styles: dict[str, str] | None = None) -> Table:
+    """Labelled lines: the label never wraps, a long value folds under itself."""
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column(overflow="fold")
+    for label, value in rows:
+        table.add_row(data(label), data(value, (styles or {}).get(label, "")))
+    return table
+
+
+def _records(records: Any, width: int) -> Text:
+    """A table of records (compile frames) that fits `width`: columns no record fills are left out, and the
+    `cut` column gives way with an ellipsis; nothing wraps."""
+    keep = [i for i in range(len(records.header)) if any(row[i] not in ("", "-") for row in records.rows)]
+    cells = [[data(row[i]) for i in keep] for row in records.rows]
+    heads = [Text(records.header[i], "bold") for i in keep]
+    widths = [max(h.cell_len, *(row[n].cell_len for row in cells)) for n, h in enumerate(heads)]
+    if records.cut in keep:
+        flexible = keep.index(records.cut)
+        others = sum(widths) - widths[flexible] + len(GAP) * (len(keep) - 1)
+        widths[flexible] = max(8, min(widths[flexible], width - others))
+    lines = []
+    for line_cells in [heads, *cells]:
+        line = Text()
+        for n, (cell, cell_width) in enumerate(zip(line_cells, widths, strict=True)):
+            cell = cell.copy()
+            cell.truncate(cell_width, overflow="ellipsis", pad=n < len(widths) - 1)
+            line.append_text(cell)
+            if n < len(widths) - 1:
+                line.append(GAP)
+        lines.append(line)
+    return Text("\n").join(lines)
+
+
+def _field_dump(d: dict[str, Any]) -> list[Any]:
+    parts: list[Any] = []
+    shown = set(IDENTITY)
+    for key, label in SECTIONS:
+        if d.get(key) not in (None, {}, []):
+            parts.append(_section(label, d[key]))
+            shown.add(key)
+    rest = {key: value for key, value in d.items() if key not in shown and value not in (None, {}, [])}
+    if rest:
+        parts.append(_section("More", rest))
+    return parts
+
+
+def _section(label: str, value: Any) -> Table:
+    table = Table(title=Text(label, style="bold"), title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, text in flatten(value):
+        table.add_row(data(key), data(text))
+    return table
+
+
+def _body(body: str) -> RenderableType:
+    """The notes and output: Markdown in a terminal; in a pipe, the text as written."""
+    text = safe(body)
+    if not is_terminal():
+        return Text(text)
+    from rich.markdown import Markdown  # a tenth of a second to import (markdown-it, Pygments): only here
+
+    return Markdown(text)
+
+
+# Comparisons: kb compare and kb rerun
 
 
 def _cell(row: Any, index: int) -> str:
     value = row.values[index]
     if value is None:
         return "-"
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    if row.unit and isinstance(value, (int, float)) and not isinstance(value, bool):
-        text += f" {row.unit}"
+    text = humanize.quantity(value, row.unit) if isinstance(value, (int, float)) else str(value)
     ratio = row.ratios[index] if index < len(row.ratios) else None
     if index and ratio is not None:
         text += f"  ×{ratio:.3g}"
@@ -132,25 +353,29 @@ def _cell(row: Any, index: int) -> str:
     return text
 
 
-def comparison_view(comparison: Any) -> Group:
+def comparison_view(comparison: Any, *, short: Callable[[str], str] = short_id) -> Group:
     parts: list[Any] = [Text("What differs", style="bold")]
-    parts += [Text(f"  {line}") for line in comparison.differences] or [Text("  nothing recorded differs")]
+    parts += [Text("  ") + data(line) for line in comparison.differences] or [Text("  nothing recorded differs")]
     table = Table(box=None, header_style="bold", pad_edge=False, title_justify="left")
-    table.add_column("")
+    table.add_column("", overflow="fold")
     for index, entry in enumerate(comparison.entries):
         reported = " (reported)" if (entry.data.get("provenance") or {}).get("source") == "reported" else ""
-        table.add_column(f"{entry.id}\n{'baseline' if index == 0 else entry.status or entry.kind}{reported}")
+        role = "baseline" if index == 0 else entry.status or entry.kind
+        table.add_column(data(f"{short(entry.id)}\n{role}{reported}", one_line=False), overflow="fold")
     section = None
     for row in comparison.rows:
         if row.section != section:
             section = row.section
-            table.add_row(Text(section, style="bold"), *[""] * len(comparison.entries))
-        table.add_row(f"  {row.name}", *[_cell(row, i) for i in range(len(comparison.entries))])
+            table.add_row(data(section, "bold"), *[""] * len(comparison.entries))
+        table.add_row(data(f"  {row.name}"), *[data(_cell(row, i)) for i in range(len(comparison.entries))])
     parts += [Text(""), table]
     for change in comparison.cases:
-        parts += [Text(""), Text(f"Cases of {change.entry} against the baseline", style="bold")]
-        parts += [Text(f"  {line}") for line in case_lines(change)]
-    parts.append(Text(f"Noise: {comparison.noise_method}.", style="dim"))
+        parts += [
+            Text(""),
+            Text.assemble(("Cases of ", "bold"), data(change.entry, "bold"), (" against the baseline", "bold")),
+        ]
+        parts += [Text("  ") + data(line) for line in case_lines(change)]
+    parts.append(data(f"Noise: {comparison.noise_method}.", "dim"))
     return Group(*parts)
 
 
@@ -169,20 +394,14 @@ def case_lines(change: Any, show: int = 20) -> list[str]:
 
 def comparison_markdown(comparison: Any) -> str:
     lines = ["**What differs**", ""]
-    lines += [f"- {line}" for line in comparison.differences] or ["- nothing recorded differs"]
+    lines += [f"- {safe(line, one_line=True)}" for line in comparison.differences] or ["- nothing recorded differs"]
     header = ["", *(f"`{e.id}`" for e in comparison.entries)]
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in comparison.rows:
         cells = [f"{row.section}.{row.name}", *(_cell(row, i) for i in range(len(comparison.entries)))]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        lines.append("| " + " | ".join(safe(cell, one_line=True).replace("|", "\\|") for cell in cells) + " |")
     for change in comparison.cases:
         lines += ["", f"**Cases of `{change.entry}` against the baseline**", ""]
         lines += [f"- {line}" if not line.startswith("  ") else f"  - `{line.strip()}`" for line in case_lines(change)]
     lines += ["", f"Noise: {comparison.noise_method}."]
     return "\n".join(lines)
-
-
-def console() -> Console:
-    """A console that, when writing to a pipe or file, is wide enough that tables are not folded."""
-    plain = Console(highlight=False)
-    return plain if plain.is_terminal else Console(highlight=False, width=200)

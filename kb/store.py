@@ -176,7 +176,8 @@ class KnowledgeBase:
                     problems.append(Problem(path, None, None, f"cannot read: {exc.strerror}"))
 
     def locate(self, ref: str) -> Path:
-        """The file of an entry given its id, a unique id prefix, or a path to the file."""
+        """The file of an entry given its id, a unique id prefix, its random suffix (or at least 4 characters
+        of it, as git takes a short hash), or a path to the file."""
         candidate = Path(ref)
         with contextlib.suppress(OSError):  # a name the file system cannot hold is no file: look it up as an id
             if candidate.suffix == ".md" and candidate.is_file():
@@ -187,6 +188,8 @@ class KnowledgeBase:
         if ref in stems:
             return stems[ref]
         matches = sorted(stem for stem in stems if stem.startswith(ref)) if ref else []
+        if not matches and ids.SHORT_PATTERN.match(ref):  # a short id: the random suffix, or its start
+            matches = sorted(stem for stem in stems if (ids.suffix(stem) or "").startswith(ref))
         if len(matches) == 1:
             return stems[matches[0]]
         if len(matches) > 1:

@@ -15,7 +15,8 @@ import pytest
 from conftest import run_kb, write_entry
 
 from kb.index.db import connect, index_path
-from kb.index.sync import fulltext, sync
+from kb.index import fulltext
+from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
 
@@ -178,7 +179,7 @@ def test_ls_sorts_by_metrics_and_timings_and_writes_csv(sample: KnowledgeBase) -
     header, first = csv_text.splitlines()[:2]
     assert header.startswith("id,title,kind,status") and first.startswith("2026-04-01-semianalysis-000005,")
     table = run_kb("ls", "--sort", "metric.tokens_per_s").stdout
-    assert "metric.tokens_per_s" in table and "1.416e+04" in table
+    assert "\t14,156\t" in table.splitlines()[0]  # piped: tab-separated, the sort figure humanised
 
 
 def test_edits_additions_deletions_and_renames_are_picked_up(sample: KnowledgeBase) -> None:
@@ -250,7 +251,10 @@ def test_deleting_the_cache_loses_nothing_and_damage_is_repaired(sample: Knowled
     assert ls() == before and search("unroll") == ["2026-03-01-flex-trn3-000001"]
     index_path(sample.cache_path).write_bytes(b"this is not a database" * 100)
     assert ls() == before
-    shutil.rmtree(fulltext(sample).folder)
+    db = connect(index_path(sample.cache_path))
+    db.execute("DELETE FROM fulltext")  # words lost, the manifest intact: found again by a rebuild
+    db.close()
+    assert run_kb("index", "--rebuild").returncode == 0
     assert search("unroll") == ["2026-03-01-flex-trn3-000001"]
     assert run_kb("index", "--rebuild").stdout.startswith("Indexed: 5 added, 0 updated, 0 removed, 0 unchanged")
 
@@ -302,7 +306,7 @@ def test_concurrent_indexers_and_searchers_with_recordings(sample: KnowledgeBase
     assert len(search("quasar", "--limit", "50")) == 6
     db = connect(index_path(sample.cache_path))
     assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 11
-    assert fulltext(sample).count() == 11
+    assert fulltext.count(db) == 11
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
@@ -331,7 +335,7 @@ def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
     report = sync(kb)
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
     assert ls() == ["2026-01-01-touched-000001"]
-    assert fulltext(kb).count() == 1
+    assert fulltext.count(connect(index_path(kb.cache_path))) == 1
 
 
 def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: KnowledgeBase) -> None:
@@ -366,7 +370,7 @@ def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: Knowledge
         assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 300
     finally:
         db.close()
-    assert fulltext(kb).count() == 300
+    assert fulltext.count(connect(index_path(kb.cache_path))) == 300
 
 
 def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -> None:
@@ -376,3 +380,30 @@ def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -
     report = sync(kb)
     assert (report.added, report.problems) == (1, [])
     assert [relative for relative, _ in kb.scan()] == ["2026-01-01-looped-000001.md"]
+
+
+def test_an_index_made_by_an_older_kb_is_upgraded_and_its_whoosh_folder_dropped(sample: KnowledgeBase) -> None:
+    """The oldest schema (before the full-text table), with the Whoosh folder kb kept beside it then."""
+    from kb.index import db as index_db
+
+    sync(sample)
+    path = index_path(sample.cache_path)
+    index_db.remove(path)
+    monkeypatched = index_db.MIGRATIONS
+    index_db.MIGRATIONS = monkeypatched[:2]
+    index_db._migrations.cache_clear()
+    try:
+        sync(sample)  # the index as kb made it before: rows, no words
+    finally:
+        index_db.MIGRATIONS = monkeypatched
+        index_db._migrations.cache_clear()
+    old = sqlite3.connect(path)
+    assert old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fulltext'").fetchone()[0] == 0
+    assert old.execute("SELECT count(*) FROM files").fetchone()[0] == 5
+    old.close()
+    whoosh = sample.cache_path / "whoosh"
+    whoosh.mkdir()
+    (whoosh / "MAIN_1.toc").write_bytes(b"old")
+    assert search("unroll") == ["2026-03-01-flex-trn3-000001"]
+    assert not whoosh.exists()
+    assert fulltext.count(connect(path)) == 5

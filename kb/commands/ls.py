@@ -29,7 +29,11 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print JSON: one object per entry."),
         csv_: bool = typer.Option(False, "--csv", help="Print CSV with a header row."),
     ) -> None:
-        """List entries, newest first. Broken entry files are reported on stderr and skipped."""
+        """List entries, newest first. Broken entry files are reported on stderr and skipped.
+
+        In a terminal: a table that fits its width, with short ids (the random suffix, which every command
+        takes). In a pipe: one tab-separated line per entry, no header (id, status, kind, workload,
+        backend, mode, failure, wall time, then the sort figure if any, and the title last)."""
         from kb.commands.common import print_json, report_problems, synced
         from kb.index.query import list_entries
         from kb.index.sync import stored_problems
@@ -46,11 +50,12 @@ def register(app: typer.Typer) -> None:
 
             write_csv(rows)
             return
-        from kb.render import console, rows_table
+        from kb.render import emit_rows, rows_lines, rows_table
 
         if not rows:
             typer.echo(
                 "No entries match." if not chosen.empty() else "No entries yet: kb record -- <command> makes one."
             )
             return
-        console().print(rows_table(rows, sort if "." in sort else None))
+        sorted_by = sort if "." in sort else None
+        emit_rows(db, rows, lambda short: rows_table(rows, sorted_by, short=short), lambda: rows_lines(rows, sorted_by))

@@ -37,17 +37,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from kb.commands.common import print_json, synced
         from kb.index.query import search
-        from kb.index.sync import fulltext
 
         chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
-        kb, db = synced(ctx)
-        results = search(db, fulltext(kb), query, chosen, limit=limit)
+        _, db = synced(ctx)
+        results = search(db, query, chosen, limit=limit)
         if json_:
             print_json([{**row, "score": round(hit.score, 4), "snippet": hit.snippet} for hit, row in results])
             return
         if not results:
             typer.echo("No entries match.")
             return
-        from kb.render import console, search_results
+        from kb.render import emit_rows, search_lines, search_results
 
-        console().print(search_results(results))
+        emit_rows(db, [row for _, row in results], lambda short: search_results(results, short=short),
+                  lambda: search_lines(results))  # fmt: skip

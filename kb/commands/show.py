@@ -9,10 +9,12 @@ def register(app: typer.Typer) -> None:
     @app.command("show")
     def show_command(
         ctx: typer.Context,
-        ref: str = typer.Argument(..., help="An entry id, a unique start of one, or the entry's file.", metavar="ID"),
+        ref: str = typer.Argument(..., help="An entry id, its random suffix (b5c3dc) or its file.", metavar="ID"),
+        all_: bool = typer.Option(False, "--all", help="Also every field as stored, after the summary."),
         json_: bool = typer.Option(False, "--json", help="Print the front matter and body as JSON."),
     ) -> None:
-        """Show one entry: what ran, on what, timings, metrics, failure, versions, notes and output."""
+        """Show one entry: the answer first (how it ended, how fast, preparation, placement, numerics,
+        failure), then compile frames, graph breaks, placement, timings, settings, versions, notes and output."""
         from ingest.orphans import settle_orphans
         from kb.commands.common import knowledge_base, print_json
 
@@ -21,6 +23,6 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json({"path": str(entry.path), "front_matter": entry.data, "body": entry.body})
             return
-        from kb.render import console, entry_view
+        from kb.render import emit, entry_view
 
-        console().print(entry_view(entry))
+        emit(entry_view(entry, everything=all_))
