@@ -542,7 +542,9 @@ def _diff(git: str, cwd: Path, deadline: float, commit: str | None, untracked: l
     ran = _git(git, cwd, deadline, "diff", "--no-color", "--no-ext-diff", base)
     if ran.returncode != 0:
         raise RuntimeError(f"git diff: {_first_line(ran.stderr)}")
-    text = ran.stdout[:DIFF_CAP_BYTES].decode("utf-8", "replace")
+    # Cut after a whole line: a token cut in two is no longer recognised by the masking that follows.
+    cut = ran.stdout.rfind(b"\n", 0, DIFF_CAP_BYTES) + 1 if len(ran.stdout) > DIFF_CAP_BYTES else DIFF_CAP_BYTES
+    text = ran.stdout[: cut or DIFF_CAP_BYTES].decode("utf-8", "replace")
     if len(ran.stdout) > DIFF_CAP_BYTES:
         text += f"\n[kb: diff cut at {DIFF_CAP_BYTES // 1024 // 1024} MB of {len(ran.stdout)} bytes]\n"
     if untracked:

@@ -91,7 +91,8 @@ def record_command(
         returncode = proc.wait()
         wall_s = time.monotonic() - clock  # the command's own time, from a clock that never jumps
         ended = utc_now()
-        tee.close()
+        tee.close()  # reads what the command left in its pipes, then stops: a background child may hold them
+        _note_output(entry, tee)
         # Still shielded: a Ctrl-C or SIGTERM now, with the outcome known, must not leave the entry running.
         capture.join(timeout=record.probe_timeout_s + 5)
         _apply_capture(kb, entry, captured)
@@ -119,6 +120,13 @@ def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> E
     )
     entry.body = info.body()
     return entry
+
+
+def _note_output(entry: Entry, tee: Tee) -> None:
+    if tee.cut:
+        entry.data["command"]["output_cut"] = tee.cut
+    if tee.held_open:
+        entry.data["command"]["descendants_running"] = True
 
 
 def _title(info: RunInfo, line: str) -> str:

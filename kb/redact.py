@@ -195,20 +195,86 @@ def _mask_assignment(match: re.Match[str]) -> str | None:
     return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]
 
 
-def redact_pieces(source: TextIO, block: int = 1 << 20, longest: int = 16 << 20) -> Iterator[str]:
-    """The text of `source` with secrets masked, in pieces of whole lines, for files of any size.
+_PEM_OPEN = re.compile(_PEM_BEGIN)
+_PEM_CLOSE = re.compile(_PEM_END)
+_SEPARATOR = re.compile(r"[\s,;&{}]")
+HOLD_MAX = 64 * 1024  # a private key block is a few KiB: an open one is held back this far at most
+LONG_LINE = 64 * 1024  # a line without an end is cut past this, at a separator outside any secret
+CONTEXT = 1024  # what is held back after such a cut, so that a value there meets its name
+CUT_TRIES = 8
 
-    Whole lines, because a private key spans lines and must be masked whole. A line longer than `longest`
-    (a trace written on one line) is cut before an object's `{`, which no secret nor the name it is
-    assigned to holds, so none is cut in two; memory stays bounded either way.
+
+class StreamMasker:
+    """Masks text that arrives in pieces (reads of a pipe, blocks of a file) as if it came whole.
+
+    `feed` returns the masked text that is safe to write now; it holds back only what a later piece may
+    complete into a secret: a private key block that has begun but not ended, and the end of a line too long
+    to wait for (past `long_line`). So a key printed one line at a time is masked whole, and a long line is
+    never cut inside a token, while ordinary logs are written as they come (a kill loses nothing held).
     """
-    pending = ""
+
+    def __init__(self, long_line: int = LONG_LINE) -> None:
+        self._pending = ""
+        self._long_line = long_line
+
+    def feed(self, text: str) -> str:
+        pending = self._pending + text
+        cut = _safe_cut(pending, self._long_line)
+        self._pending = pending[cut:]
+        return redact_text(pending[:cut]) if cut else ""
+
+    def close(self) -> str:
+        rest, self._pending = self._pending, ""
+        return redact_text(rest) if rest else ""
+
+
+def _safe_cut(text: str, long_line: int) -> int:
+    """Where `text` can be cut with no secret in two: after its last whole line, unless a key block is open."""
+    begin = None
+    for begin_match in _PEM_OPEN.finditer(text, max(len(text) - HOLD_MAX, 0)) if "PRIVATE KEY" in text else ():
+        begin = begin_match.start()
+    if begin is not None and not _PEM_CLOSE.search(text, begin):
+        return begin if len(text) - begin < HOLD_MAX else len(text)  # past the bound: masked from its start
+    cut = text.rfind("\n") + 1
+    if cut or len(text) <= long_line:
+        return cut
+    # One line longer than that: cut at a separator that no secret, nor a name with its value, spans.
+    cut = len(text) - CONTEXT
+    for _ in range(CUT_TRIES):
+        separator = _last_separator(text, cut)
+        if separator is None:
+            break
+        window = max(separator - CONTEXT, 0)
+        spans = [span for span in _secret_spans(text[window : separator + CONTEXT], window) if span[0] < separator]
+        inside = [start for start, end in spans if start < separator < end]
+        if not inside:
+            return separator
+        cut = min(inside)
+    return len(text) - CONTEXT  # nothing like a secret or separator nearby: any cut is as good
+
+
+def _last_separator(text: str, before: int) -> int | None:
+    """The position just after the last separator (white space, `,;&{}`) before `before`, within 4 KiB."""
+    found = None
+    for match in _SEPARATOR.finditer(text, max(before - 4096, 0), before):
+        found = match.end()
+    return found
+
+
+def _secret_spans(text: str, offset: int) -> Iterator[tuple[int, int]]:
+    for match in _SHAPES.finditer(text):
+        yield offset + match.start(), offset + match.end()
+    for match in _ASSIGNMENT.finditer(text):
+        yield offset + match.start(), offset + match.end()
+
+
+def redact_pieces(source: TextIO, block: int = 1 << 20, longest: int = 16 << 20) -> Iterator[str]:
+    """The text of `source` with secrets masked, in pieces, for files of any size (memory stays bounded).
+
+    Pieces end after whole lines; a line longer than `longest` (a trace written on one line) is cut at a
+    separator that no secret spans (StreamMasker).
+    """
+    masker = StreamMasker(longest)
     for chunk in iter(lambda: source.read(block), ""):
-        pending += chunk
-        cut = pending.rfind("\n") + 1
-        if not cut and len(pending) > longest:
-            cut = max(pending.rfind("{"), 0) or len(pending)
-        if cut:
-            yield redact_text(pending[:cut])
-            pending = pending[cut:]
-    yield redact_text(pending)
+        yield masker.feed(chunk)
+    yield masker.close()

@@ -1,0 +1,83 @@
+"""`kb record` while its output cannot be kept: a disk that fills as the command prints, and background children
+that keep the command's output open after it ended. The command runs on with its output passed through; kb
+ends when the command does; the entry says what happened."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import only_entry
+
+from kb.store import KnowledgeBase
+
+LINES = 60_000
+PRINTER = f"import sys\nfor n in range({LINES}): print(f'line {{n:06d}} ' + 'x' * 40)\nprint('done', file=sys.stderr)"
+SIZE = 2 * 1024 * 1024
+
+
+def _tmpfs(folder: Path) -> bool:
+    """A real 2 MB tmpfs at `folder`, where this process may mount one."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(folder)], capture_output=True)
+    return mounted.returncode == 0
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[KnowledgeBase, dict]]:
+    """A knowledge base on a 2 MB file system (a tmpfs; where none can be mounted, a 2 MB file size limit, which
+    fails writes with EFBIG the way a full disk fails them with ENOSPC)."""
+    disk = tmp_path / "disk"
+    mounted = _tmpfs(disk)
+    kb, _ = KnowledgeBase.init(disk / "knowledge-base")
+    monkeypatch.setenv("KB_HOME", str(kb.root))
+    limit = {} if mounted else {"preexec_fn": lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (SIZE, SIZE))}
+    try:
+        yield kb, limit
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_disk_filling_while_the_command_prints_cuts_the_log_and_nothing_hangs(full_disk: tuple) -> None:
+    kb, limit = full_disk
+    result = subprocess.run([sys.executable, "-m", "kb", "record", "--title", "loud", "--", sys.executable, "-c",
+                             PRINTER], capture_output=True, text=True, timeout=120, **limit)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == LINES and result.stdout.endswith(f"line {LINES - 1:06d} {'x' * 40}\n")
+    assert "done" in result.stderr and "kb: output.log stops after" in result.stderr
+    entry = only_entry(kb)
+    assert entry.status == "completed"
+    assert "the rest reached the terminal only" in entry.data["command"]["output_cut"]
+    log = (kb.attachments_path(entry) / "output.log").read_text()
+    assert log.startswith("line 000000 ") and LINES * 48 > len(log) > 0
+
+
+def test_kb_ends_when_the_command_does_though_a_background_child_holds_its_output(kb: KnowledgeBase) -> None:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "kb", "record", "--title", "daemon", "--", "sh", "-c",
+                             "sleep 15 & echo started"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert took < 10, took  # the child sleeps 15 s
+    assert result.stdout == "started\n"
+    entry = only_entry(kb)
+    assert entry.data["command"]["descendants_running"] is True and entry.data["timings"]["wall_s"] < 5
+    assert (kb.attachments_path(entry) / "output.log").read_text() == "started\n"
+
+
+def test_output_left_in_the_pipe_when_the_command_ends_is_kept_whole(kb: KnowledgeBase) -> None:
+    script = "import os\nos.write(1, b'y' * 60000 + b'\\n' * 3)\nos._exit(0)"
+    result = subprocess.run([sys.executable, "-m", "kb", "record", "--title", "burst", "--", sys.executable, "-c",
+                             script], capture_output=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0 and result.stdout == b"y" * 60000 + b"\n\n\n"
+    entry = only_entry(kb)
+    assert "descendants_running" not in entry.data["command"] and "output_cut" not in entry.data["command"]
+    assert (kb.attachments_path(entry) / "output.log").read_bytes() == b"y" * 60000 + b"\n\n\n"
+    assert os.environ.get("KB_HOME") == str(kb.root)
