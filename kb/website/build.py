@@ -50,10 +50,14 @@ class BuildReport:
     bundles: int = 0
     bundles_rebuilt: int = 0
     problems: list[Problem] = field(default_factory=list)
+    plain: dict[str, list[str]] = field(default_factory=dict)  # page -> why its texts were shown as written
     seconds: float = 0.0
 
     def summary(self) -> str:
         broken = f"; {len(self.problems)} broken entries left out (kb check lists them)" if self.problems else ""
+        if self.plain:
+            shown = ", ".join(sorted(self.plain)[:5]) + (" ..." if len(self.plain) > 5 else "")
+            broken += f"; {len(self.plain)} pages show a text as written, too nested or bracketed for Markdown: {shown}"
         return (
             f"{self.pages} pages ({self.written} written, {self.unchanged} unchanged, {self.removed} removed), "
             f"{self.copied} attachments copied, search index {self.bundles_rebuilt} of {self.bundles} bundles "
@@ -174,6 +178,8 @@ def _write(
         report.written += done.written
         report.unchanged += not done.written
         report.copied += done.copied
+        if done.plain:
+            report.plain[done.path] = done.plain
         if progress:
             progress(len(new_pages), total)
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from kb import __version__
 from kb.store import KnowledgeBase
+from kb.website.markup import collecting
 from kb.website.pages import Page, facet_path, slug
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -24,16 +25,18 @@ class Rendered:
     files: list[str]  # attachments copied beside the page, relative to the site folder
     written: bool  # the page's bytes changed
     copied: int  # attachments whose bytes changed
+    plain: list[str] = field(default_factory=list)  # why texts on the page were shown as written, not as Markdown
 
 
 def render_page(kb: KnowledgeBase, out: Path, base_url: str, page: Page) -> Rendered:
-    context = page.context()
+    with collecting() as plain:
+        context = page.context()
     rel = base_url if page.path == "404.html" else "../" * page.depth  # a 404 page is served at any depth
     html = environment(base_url).get_template(page.template).render(context, rel=rel)
     written = write_if_changed(out / page.path, html.encode())
     copies = [_copy(kb, out, item) for item in context.get("attachments") or [] if item.get("source")]
     files = sorted(copy[0] for copy in copies if copy)
-    return Rendered(page.path, page.key, files, written, sum(1 for copy in copies if copy and copy[1]))
+    return Rendered(page.path, page.key, files, written, sum(1 for copy in copies if copy and copy[1]), plain)
 
 
 @cache
