@@ -28,6 +28,11 @@ env_prefixes = []
 tail_lines = 40
 # Seconds each accelerator probe (nvidia-smi, rocm-smi, neuron-ls) may take.
 probe_timeout_s = 5.0
+
+[answers]
+# The backend the team runs on today (e.g. "cuda", or "cuda compiled" for one mode of it): kb board and
+# kb compare --by give every ratio against it. Empty: the backend with the most completed runs.
+incumbent = ""
 """
 
 
@@ -40,8 +45,14 @@ class RecordConfig:
 
 
 @dataclass(frozen=True)
+class AnswersConfig:
+    incumbent: str = ""
+
+
+@dataclass(frozen=True)
 class Config:
     record: RecordConfig = field(default_factory=RecordConfig)
+    answers: AnswersConfig = field(default_factory=AnswersConfig)
 
 
 def load_config(path: Path) -> Config:
@@ -52,10 +63,13 @@ def load_config(path: Path) -> Config:
         return Config()
     except tomllib.TOMLDecodeError as exc:
         raise KbError(f"{path}: not valid TOML: {exc}") from None
-    unknown = set(raw) - {"record"}
+    unknown = set(raw) - {"record", "answers"}
     if unknown:
-        raise KbError(f"{path}: unknown section [{sorted(unknown)[0]}]; known sections: [record]")
-    return Config(record=_section(path, "record", raw.get("record", {}), RecordConfig))
+        raise KbError(f"{path}: unknown section [{sorted(unknown)[0]}]; known sections: [record], [answers]")
+    return Config(
+        record=_section(path, "record", raw.get("record", {}), RecordConfig),
+        answers=_section(path, "answers", raw.get("answers", {}), AnswersConfig),
+    )
 
 
 def _section(path: Path, name: str, raw: dict[str, Any], cls: type) -> Any:
@@ -75,5 +89,7 @@ def _section(path: Path, name: str, raw: dict[str, Any], cls: type) -> Any:
             value = float(value)
         elif isinstance(default, int) and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise KbError(f"{path}: [{name}] {key}: expected a whole number >= 0, found {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise KbError(f"{path}: [{name}] {key}: expected a string, found {value!r}")
         values[key] = value
     return cls(**values)

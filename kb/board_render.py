@@ -1,0 +1,167 @@
+"""The board and its checklist for a terminal (80 columns, plain lines) and as Markdown (a review, a wiki)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from kb.answers.board import Board, Cell, WorkloadBoard
+from kb.answers.figures import Figure
+
+WIDTH = 80
+COLUMNS = (("backend · mode", 18), ("figure", 15), ("vs base", 9), ("numerics", 9), ("compile cold/warm", 17),
+           ("done", 5))  # fmt: skip
+SHORT_UNITS = {"tokens/s": "tok/s", "samples/s": "smp/s"}
+
+
+def seconds(value: float) -> str:
+    if value < 1e-3:
+        return f"{value * 1e6:.3g} µs"
+    if value < 1:
+        return f"{value * 1e3:.3g} ms"
+    if value < 120:
+        return f"{value:.3g} s"
+    if value < 7200:
+        return f"{value / 60:.3g} min"
+    return f"{value / 3600:.3g} h"
+
+
+def number(value: float) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def figure_text(figure: Figure | None) -> str:
+    if figure is None:
+        return "-"
+    if figure.name == "step_s":
+        return f"{seconds(figure.value)}/step"
+    unit = SHORT_UNITS.get(figure.unit, figure.unit)
+    return f"{number(figure.value)} {unit}" + ("/dev" if figure.devices > 1 else "")
+
+
+def ratio_text(cell: Cell) -> str:
+    if cell.verdict == "baseline":
+        return "baseline"
+    if cell.verdict == "numerics failed":
+        return "×0 (num.)"
+    if cell.ratio is None:
+        return "-"
+    return f"×{cell.ratio:.3g}" + ("" if cell.verdict == "counted" else "?")
+
+
+def compile_text(cell: Cell) -> str:
+    if cell.cold_compile is None and cell.warm_compile is None:
+        return "-"
+    parts = [seconds(c["seconds"]) if c else "-" for c in (cell.cold_compile, cell.warm_compile)]
+    return " / ".join(parts)
+
+
+def _row(values: list[str]) -> str:
+    cells = [value.ljust(width)[:width] if i < len(values) - 1 else value for i, (value, (_, width)) in
+             enumerate(zip(values, COLUMNS, strict=True))]  # fmt: skip
+    return "  " + " ".join(cells).rstrip()
+
+
+def _clip(text: str, width: int = WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def board_lines(result: Board) -> list[str]:
+    if not result.workloads:
+        return ["No runs yet: record one with kb record --workload NAME --backend NAME -- python train.py"]
+    lines: list[str] = []
+    for workload in result.workloads:
+        lines += [*_workload_lines(workload), ""]
+    lines += [
+        "×N?: numerics unchecked, so not counted; ×0 (num.): numerics failed.",
+        "Figures are per device; reported figures are listed apart and never ranked.",
+        "Baseline: [answers] incumbent in kb.toml or --incumbent, else the most runs.",
+    ]
+    return lines
+
+
+def _workload_lines(workload: WorkloadBoard) -> list[str]:
+    base = f"baseline {workload.baseline} ({workload.baseline_reason})" if workload.baseline else "no baseline"
+    lines = [_clip(f"{workload.workload}: {base}")]
+    lines += textwrap.wrap(f"answer: {workload.best}", WIDTH, initial_indent="  ", subsequent_indent="    ")
+    lines.append(_row([name for name, _ in COLUMNS]))
+    for cell in workload.cells:
+        checked = cell.numerics if cell.figure else "-"
+        done = f"{cell.completed}/{cell.tried}"
+        lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), checked, compile_text(cell), done]))
+        lines += [_clip(f"    {line}") for line in _details(cell)]
+    for report in workload.reported:
+        label = f"{report.backend} · {report.mode}" if report.mode else report.backend
+        lines.append(_clip(f"  reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"))
+        lines.append(f"    {report.entry}")
+    return lines
+
+
+def _details(cell: Cell) -> list[str]:
+    lines = []
+    if cell.note:
+        lines.append(cell.note)
+    elif cell.verdict not in ("baseline", "counted", "unchecked", "numerics failed"):
+        lines.append(cell.verdict)
+    elif cell.differences:
+        lines.append("; ".join(cell.differences))
+    if cell.figure is not None:
+        lines.append(f"on accelerator: {cell.stayed}; run {cell.figure.entry}")
+    if cell.failure:
+        message = " ".join(str(cell.failure["message"] or "").split())
+        lines.append(
+            f"failures: {cell.failure['class']} ×{cell.failure['count']}" + (f": {message}" if message else "")
+        )
+    return lines
+
+
+def missing_lines(result: Board) -> list[str]:
+    """The checklist: for each cell, what is missing before its result can be believed."""
+    lines: list[str] = []
+    for workload in result.workloads:
+        for cell in workload.cells:
+            done = sum(1 for check in cell.checklist if check.ok is True)
+            asked = sum(1 for check in cell.checklist if check.ok is not None)
+            lines.append(_clip(f"{workload.workload} on {cell.label}: {done} of {asked} answered"))
+            for check in cell.checklist:
+                mark = {True: "yes", False: "NO ", None: "n/a"}[check.ok]
+                lines.append(_clip(f"  {mark} {check.question}" + (f": {check.detail}" if check.ok else "")))
+                if check.ok is not True and check.detail:
+                    lines += textwrap.wrap(check.detail, WIDTH, initial_indent="      ", subsequent_indent="        ")
+                if check.evidence:
+                    lines.append(f"      {check.evidence}")
+            lines.append("")
+    return lines or ["No runs yet: nothing to check."]
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def board_markdown(result: Board) -> str:
+    lines: list[str] = []
+    for workload in result.workloads:
+        base = f"baseline `{workload.baseline}` ({workload.baseline_reason})" if workload.baseline else "no baseline"
+        lines += [f"### {_md(workload.workload)}", "", f"{_md(base)}. **Answer:** {_md(workload.best)}", ""]
+        lines += ["| backend · mode | figure | vs baseline | numerics | compile cold / warm | completed "
+                  "| on accelerator | common failure | run |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for cell in workload.cells:
+            failure = f"{cell.failure['class']} ×{cell.failure['count']}" if cell.failure else ""
+            run = f"`{cell.figure.entry}`" if cell.figure else _md(cell.note or cell.verdict)
+            ratio = ratio_text(cell) if cell.verdict in ("baseline", "counted", "unchecked", "numerics failed") else (
+                _md(cell.verdict) if cell.figure else "-")  # fmt: skip
+            lines.append("| " + " | ".join([_md(cell.label), figure_text(cell.figure), ratio, cell.numerics,
+                                            compile_text(cell), f"{cell.completed}/{cell.tried}", cell.stayed,
+                                            _md(failure), run]) + " |")  # fmt: skip
+        if workload.reported:
+            lines += ["", "Reported (not measured here, not ranked):", ""]
+            for report in workload.reported:
+                label = f"{report.backend} · {report.mode}" if report.mode else report.backend
+                lines.append(
+                    f"- {_md(label)}: {figure_text(report.figure)}, {_md(report.publisher or '?')} (`{report.entry}`)"
+                )
+        lines.append("")
+    return "\n".join(lines) or "No runs yet."

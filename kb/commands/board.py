@@ -1,0 +1,52 @@
+"""`kb board`: which backend wins for each workload, on what evidence; `--missing`: what to run next."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+HELP = """The scoreboard: one block per workload, one line per backend and mode. Each line holds the
+newest completed, measured run comparable with the workload's baseline: its throughput per device (or
+step time), its speed-up over the baseline (counted only where numerics passed: ×N? when unchecked,
+×0 when they failed), cold and warm compile times, runs completed of tried with the most common failure,
+and whether the work stayed on the accelerator. Reported figures are listed apart, never ranked.
+
+The baseline is the incumbent ([answers] incumbent in kb.toml, or --incumbent), else the backend with
+the most completed runs. --missing prints the evidence checklist per workload and backend instead.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("board", help=HELP)
+    def board_command(
+        ctx: typer.Context,
+        workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
+        incumbent: Optional[str] = typer.Option(
+            None,
+            "--incumbent",
+            help="The baseline backend (and mode), e.g. cuda or 'cuda compiled'.",
+            metavar="BACKEND",
+        ),
+        missing: bool = typer.Option(False, "--missing", help="The evidence checklist: what is missing to decide."),
+        markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for a pull request or a wiki)."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        from kb.answers.board import board
+        from kb.commands.common import print_json, synced
+        from kb.index.db import reading
+
+        kb, db = synced(ctx)
+        chosen = kb.config.answers.incumbent if incumbent is None else incumbent
+        with reading(db):
+            result = board(db, incumbent=chosen, workload=workload)
+        if json_:
+            print_json(result.as_dict())
+            return
+        from kb.board_render import board_lines, board_markdown, missing_lines
+
+        if markdown:
+            typer.echo(board_markdown(result))
+            return
+        for line in missing_lines(result) if missing else board_lines(result):
+            typer.echo(line)
