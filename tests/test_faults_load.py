@@ -20,7 +20,7 @@ from pathlib import Path
 
 from conftest import run_kb
 
-from kb.fulltext import FullText
+from kb.index import fulltext
 from kb.index.db import index_path
 from kb.store import KnowledgeBase
 
@@ -127,11 +127,7 @@ def _both_indexes_hold_exactly(kb: KnowledgeBase, ids: set[str] | frozenset[str]
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert {row[0] for row in db.execute("SELECT id FROM entries")} == set(ids)
         assert db.execute("SELECT COUNT(*) FROM problems").fetchone()[0] == 0
+        assert fulltext.indexed_ids(db) == set(ids)
+        assert fulltext.count(db) == len(ids)  # no entry indexed twice
     finally:
         db.close()
-    text = FullText(kb.cache_path / "whoosh")
-    try:
-        assert text.ids() == set(ids)
-        assert text.count() == len(ids)  # no entry indexed twice
-    finally:
-        text.close()

@@ -35,10 +35,10 @@ from ingest.junit import read_junit
 from ingest.profile import read_trace
 from kb.entry import Entry
 from kb.errors import EntryError, KbError
-from kb.fulltext import FullText, _parse
+from kb.index.fulltext import compile_query
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, list_entries, search
-from kb.index.sync import fulltext, sync
+from kb.index.sync import sync
 from kb.store import KnowledgeBase
 from tests.conftest import write_entry
 
@@ -473,7 +473,7 @@ QUERIES = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBase, Any, FullText]]:
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBase, Any]]:
     """A small knowledge base, indexed once, searched by every case."""
     kb, _ = KnowledgeBase.init(tmp_path_factory.mktemp("search") / "kb")
     for number, (backend, tag) in enumerate([("cpu", "a"), ("neuron", "flex"), ("cuda", "x/y")]):
@@ -484,16 +484,16 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Knowledg
         )  # fmt: skip
     sync(kb)
     db = connect(index_path(kb.cache_path))
-    yield kb, db, fulltext(kb)
+    yield kb, db
     db.close()
 
 
 @fuzz(250)
 @given(query=QUERIES)
 def test_search_queries_give_hits_or_say_what_is_wrong(indexed: tuple, query: str) -> None:
-    _, db, text = indexed
-    parsed = outcome(lambda: _parse(query), "query")
-    searched = outcome(lambda: search(db, text, query, Filters()), "query")
+    _, db = indexed
+    parsed = outcome(lambda: compile_query(query, db), "query")
+    searched = outcome(lambda: search(db, query, Filters()), "query")
     assert isinstance(parsed, KbError) == isinstance(searched, KbError)  # one verdict on every query
     if not isinstance(searched, KbError):
         assert all(row["id"] == hit.id for hit, row in searched)
@@ -518,17 +518,17 @@ SORTS = st.sampled_from(["recorded", "wall_s", "metric.tokens_per_s", "timings.x
 def test_list_filters_give_rows_or_name_the_option(
     indexed: tuple, values: list, tags: list, packages: list, sort: str, limit: int | None
 ) -> None:
-    _, db, text = indexed
+    _, db = indexed
     backend, workload, status, kind, mode, failure, since, until = values
     filters = Filters(backend, workload, status, kind, mode, failure, tags, since, until, packages)
     rows = outcome(lambda: list_entries(db, filters, sort=sort, limit=limit), "--")
-    hits = outcome(lambda: search(db, text, "flex", filters), "--")
+    hits = outcome(lambda: search(db, "flex", filters), "--")
     if not isinstance(rows, KbError) and not isinstance(hits, KbError):
         listed = {row["id"] for row in list_entries(db, filters, limit=None)}
         assert {row["id"] for _, row in hits} <= listed  # search narrows by the very same filters
 
 
 def test_the_last_day_there_is_bounds_nothing(indexed: tuple) -> None:
-    _, db, _ = indexed
+    _, db = indexed
     assert len(list_entries(db, Filters(until=date.max.isoformat()), limit=None)) == 3
     assert len(list_entries(db, Filters(since=date.min.isoformat()), limit=None)) == 3

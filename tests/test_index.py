@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import run_kb, write_entry
 
-from kb.index.db import connect, index_path
 from kb.index import fulltext
+from kb.index.db import connect, index_path
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
@@ -284,7 +284,9 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
-    assert applied == [("m001_initial",), ("m002_watch_position",)]
+    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",)]
+    words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
+    assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
 
 def test_concurrent_indexers_and_searchers_with_recordings(sample: KnowledgeBase) -> None:
@@ -383,23 +385,15 @@ def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -
 
 
 def test_an_index_made_by_an_older_kb_is_upgraded_and_its_whoosh_folder_dropped(sample: KnowledgeBase) -> None:
-    """The oldest schema (before the full-text table), with the Whoosh folder kb kept beside it then."""
-    from kb.index import db as index_db
-
+    """The schema before the full-text table (its words were in Whoosh), with the Whoosh folder beside it."""
     sync(sample)
     path = index_path(sample.cache_path)
-    index_db.remove(path)
-    monkeypatched = index_db.MIGRATIONS
-    index_db.MIGRATIONS = monkeypatched[:2]
-    index_db._migrations.cache_clear()
-    try:
-        sync(sample)  # the index as kb made it before: rows, no words
-    finally:
-        index_db.MIGRATIONS = monkeypatched
-        index_db._migrations.cache_clear()
     old = sqlite3.connect(path)
-    assert old.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fulltext'").fetchone()[0] == 0
-    assert old.execute("SELECT count(*) FROM files").fetchone()[0] == 5
+    for statement in ("DROP TRIGGER entries_fulltext", "DROP TABLE fulltext_terms", "DROP TABLE fulltext",
+                      "DELETE FROM _sqlite_migrations WHERE name = 'm003_fulltext'"):  # fmt: skip
+        old.execute(statement)
+    old.commit()
+    assert old.execute("SELECT count(*) FROM files").fetchone()[0] == 5  # every file looks indexed
     old.close()
     whoosh = sample.cache_path / "whoosh"
     whoosh.mkdir()

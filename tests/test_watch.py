@@ -14,7 +14,7 @@ import pytest
 
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
-from kb.index.sync import fulltext, sync
+from kb.index.sync import sync
 from kb.store import KnowledgeBase
 from tests.conftest import run_kb, write_entry
 
@@ -46,7 +46,7 @@ def watcher(kb: KnowledgeBase) -> Iterator[subprocess.Popen]:
 def _found(kb: KnowledgeBase, query: str) -> list[str]:
     db = connect(index_path(kb.cache_path))
     try:
-        return sorted(hit.id for hit, _ in search(db, fulltext(kb), query, Filters()))
+        return sorted(hit.id for hit, _ in search(db, query, Filters()))
     finally:
         db.close()
 

@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
 
         chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
         _, db = synced(ctx)
+        opt.check_known(chosen, db)
         results = search(db, query, chosen, limit=limit)
         if json_:
             print_json([{**row, "score": round(hit.score, 4), "snippet": hit.snippet} for hit, row in results])

@@ -143,8 +143,19 @@ def m002_watch_position(db: Database) -> None:
     db.execute("CREATE TABLE watch_position (token TEXT NOT NULL, offset INTEGER NOT NULL)")
 
 
+def m003_fulltext(db: Database) -> None:
+    # The words of each entry in an FTS5 table (kb/index/fulltext.py). The manifest is emptied so that the next
+    # sync reads every entry again and fills it.
+    from kb.index.fulltext import schema_sql
+
+    for statement in schema_sql():
+        db.execute(statement)
+    db.execute("DELETE FROM files")
+    db.execute("DELETE FROM watch_position")
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
-MIGRATIONS = (m001_initial, m002_watch_position)
+MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext)
 
 
 @cache

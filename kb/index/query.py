@@ -1,4 +1,4 @@
-"""Questions to the index: structured filters and sorting in SQLite, text through the full-text index."""
+"""Questions to the index: structured filters and sorting, and words through its full-text table."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from functools import cache
 from typing import Any
 
 from kb.errors import LONE_SURROGATE, KbError, quoted
-from kb.fulltext import FullText, Hit
+from kb.index import fulltext
 from kb.index.db import reading
+from kb.index.fulltext import Hit
 from kb.index.rows import normalise_package
 
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
@@ -160,23 +161,66 @@ def _join_params(sort: str) -> list[Any]:
 
 
 def search(
-    db: sqlite3.Connection, text: FullText, query: str, filters: Filters, *, limit: int = 20
+    db: sqlite3.Connection, query: str, filters: Filters, *, limit: int = 20
 ) -> list[tuple[Hit, dict[str, Any]]]:
-    """Ranked full-text hits, restricted by the structured filters, each with its index row."""
-    only = None
+    """Ranked full-text hits, restricted by the structured filters, each with its index row.
+
+    Best first (bm25 with the columns' weights), newest first among equal scores.
+    """
     with reading(db):
-        if not filters.empty():
-            where, params = filters.where(db)
-            only = {row[0] for row in db.execute(f"SELECT e.id FROM entries e WHERE {where}", params)}
-            if not only:
-                return []
-        hits = text.search(query, limit=limit, only_ids=only)
-        if not hits:
+        compiled = fulltext.compile_query(query, db)  # before the filters: a bad query is reported first
+        if compiled is None or limit < 1:
             return []
-        marks = ", ".join("?" * len(hits))
-        cursor = db.execute(f"SELECT {', '.join(COLUMNS)} FROM entries WHERE id IN ({marks})", [h.id for h in hits])
-        rows = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in cursor}
-    return [(hit, rows[hit.id]) for hit in hits if hit.id in rows]
+        where, params = filters.where(db)
+        columns = ", ".join(f"e.{c}" for c in COLUMNS)
+        if compiled.match is None:  # no words (recorded:[...], NOT x): nothing to rank by
+            conditions, values = compiled.where()
+            sql = (
+                f"SELECT {columns}, 0.0 FROM entries e WHERE ({conditions}) AND ({where}) "
+                "ORDER BY e.recorded DESC, e.id DESC LIMIT ?"
+            )
+            params = [*values, *params]
+        else:
+            conditions = " AND ".join(f"({c})" for c in compiled.conditions) or "1"
+            sql = (
+                f"SELECT {columns}, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
+                f"WHERE f.{fulltext.TABLE} MATCH ? AND ({conditions}) AND ({where}) "
+                "ORDER BY f.rank, e.recorded DESC, e.id DESC LIMIT ?"
+            )
+            params = [compiled.match, *compiled.params, *params]
+        try:
+            ranked = db.execute(sql, [*params, limit]).fetchall()
+        except sqlite3.OperationalError as exc:  # FTS5 refused what the compiler made of the query: say so
+            if compiled.match is None or not ("fts5" in str(exc) or "unterminated string" in str(exc)):
+                raise
+            shown = quoted(query, fulltext.QUOTED_CHARS)
+            raise KbError(f"the query {shown} cannot be searched ({exc}); put it in double quotes") from None
+        if not ranked:
+            return []
+        snippets = _snippets(db, compiled.match, [row[0] for row in ranked])
+    return [
+        (Hit(row[0], float(row[-1]), row[1], snippets.get(row[0], "")), dict(zip(COLUMNS, row, strict=False)))
+        for row in ranked
+    ]
+
+
+def _snippets(db: sqlite3.Connection, match: str | None, ids: list[str]) -> dict[str, str]:
+    """The snippet of each ranked entry, computed for those only (snippet() is costly per row)."""
+    marks = ", ".join("?" * len(ids))
+    table = fulltext.TABLE
+    if match is None:
+        sql = (
+            f"SELECT e.id, {', '.join(['NULL'] * len(fulltext.SNIPPET_FIELDS))}, f.failure, f.notes "
+            f"FROM entries e JOIN {table} f ON f.rowid = e.rowid WHERE e.id IN ({marks})"
+        )
+        rows = db.execute(sql, ids)
+    else:
+        sql = (
+            f"SELECT e.id, {fulltext.snippets_sql()} FROM {table} JOIN entries e ON e.rowid = {table}.rowid "
+            f"WHERE {table} MATCH ? AND e.id IN ({marks})"
+        )
+        rows = db.execute(sql, [match, *ids])
+    return {row[0]: fulltext.snippet(row[1:]) for row in rows}
 
 
 def _day(text: str, option: str) -> date:

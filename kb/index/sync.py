@@ -1,11 +1,11 @@
-"""Bring both indexes up to date with the entries folder, cheaply and safely.
+"""Bring the index up to date with the entries folder, cheaply and safely.
 
 A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and
 mtime match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when
 its content changed (a git checkout resets mtimes without changing content). Added, edited, deleted
 and renamed files are all picked up, so an entry edited by hand or pulled from git is searchable at
-once. One writer at a time (a lock file in the cache); readers never wait for it. The full-text index
-is written before the SQLite commit, so a crash between the two only means the next sync redoes it.
+once. One writer at a time (a lock file in the cache); readers never wait for it. The entries' rows, their
+words (the full-text table) and the manifest change in one transaction.
 """
 
 from __future__ import annotations
@@ -26,15 +26,18 @@ from stat import S_ISDIR
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
-from kb.fulltext import FullText, FullTextDamaged
-from kb.index import watch
+from kb.index import fulltext, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
+from kb.reading import read_entry_bytes
 from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase
 
 LOCK_NAME = "index.lock"
-FULLTEXT_FOLDER = "whoosh"
+# Where earlier versions of kb kept a Whoosh index: a derived cache, removed when found.
+RETIRED_FOLDERS = ("whoosh",)
+# A sync that indexes this many entries is a build: the full-text table's segments are merged after it.
+BULK_ENTRIES = 2000
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
@@ -69,12 +72,8 @@ class _Indexed:
     entry_id: str | None
 
 
-def fulltext(kb: KnowledgeBase) -> FullText:
-    return FullText(kb.cache_path / FULLTEXT_FOLDER)
-
-
 def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
-    """Update the SQLite and full-text indexes from the entries folder; `rebuild` starts from nothing.
+    """Update the index from the entries folder; `rebuild` starts from nothing.
 
     An index found damaged (or removed while in use) is rebuilt at once; a full or read-only disk is a KbError
     that names the file: the entries are untouched, and the next sync catches up.
@@ -95,10 +94,11 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
 
 def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
     cache = kb.ensure_cache()  # again: another process may have deleted it
-    text = fulltext(kb)
+    for retired in RETIRED_FOLDERS:
+        if (cache / retired).is_dir():
+            shutil.rmtree(cache / retired, ignore_errors=True)
     if rebuild:
         remove(index_path(cache))
-        shutil.rmtree(text.folder, ignore_errors=True)
     db = connect(index_path(cache))
     try:
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -107,20 +107,15 @@ def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
                 return _update(kb, rebuild=True)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         position = _watch_position(db)
-        if text.exists():
-            text.check()
-        else:  # the full-text half is gone: every entry must be indexed again
-            db.execute("DELETE FROM files")
-            position = None
         report = SyncReport()
-        _sync(kb, db, text, report, position, watch.changes(cache, position))
+        _sync(kb, db, report, position, watch.changes(cache, position))
     finally:
         db.close()
     return report
 
 
 def _is_damage(exc: BaseException) -> bool:
-    return isinstance(exc, (FullTextDamaged, FileNotFoundError)) or is_damage(exc)
+    return isinstance(exc, FileNotFoundError) or is_damage(exc)
 
 
 @contextlib.contextmanager
@@ -142,7 +137,6 @@ def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
 def _sync(
     kb: KnowledgeBase,
     db: sqlite3.Connection,
-    text: FullText,
     report: SyncReport,
     position: tuple[str, int] | None,
     watched: watch.Changes | None,
@@ -196,12 +190,17 @@ def _sync(
     problems: dict[str, list[Problem]] = {}
     for relative, path in candidates:
         try:
-            raw = path.read_bytes()
+            raw = read_entry_bytes(path, kb.root)
             stat = path.stat()
         except _GONE:  # as above: it goes the way of a file that was never seen
             seen.discard(relative)
             if relative in known:
                 gone.append(relative)
+            continue
+        except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
+            problems[relative] = exc.problems
+            stat = path.lstat()
+            files.append((relative, stat.st_size, stat.st_mtime_ns, "", None))
             continue
         digest = hashlib.sha256(raw).hexdigest()
         indexed = known.get(relative)
@@ -234,11 +233,11 @@ def _sync(
     report.removed = len(deletes)
     report.problems = [p for found in problems.values() for p in found]
 
-    text.update((entry for _, entry in upserts.values()), deletes)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes | set(upserts)])
         _insert(db, "entries", [entry_row(entry, relative) for relative, entry in upserts.values()])
+        fulltext.insert(db, (entry for _, entry in upserts.values()))
         children: dict[str, list[dict]] = {}
         for _, entry in upserts.values():
             for table, table_rows in child_rows(entry).items():
@@ -259,6 +258,8 @@ def _sync(
             db.execute("DELETE FROM watch_position")
             if now:
                 db.execute("INSERT INTO watch_position (token, offset) VALUES (?, ?)", now)
+        if len(upserts) >= BULK_ENTRIES:
+            fulltext.optimize(db)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

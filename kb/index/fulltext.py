@@ -1,0 +1,553 @@
+"""Full-text search: an FTS5 table in the SQLite index, queried in Whoosh's query language.
+
+Each entry is one row of the `fulltext` table (its rowid is the entry's rowid in `entries`; a trigger deletes it
+with the entry), stemmed by FTS5's porter tokenizer and ranked by bm25 with one weight per column. What people
+type is parsed by `whoosh.qparser` (fields, aliases, phrases, AND/OR/NOT, grouping, wildcards) and the tree is
+compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). whoosh is imported only
+to parse a query, so that `kb --help` stays fast.
+
+Words split at anything that is not a letter or digit (so "compile" finds torch.compile and compile_timeout).
+Values that must match exactly (versions:torch=2.9.0, tags, settings, backend, ...) are also indexed as one
+token each: their punctuation is mapped to private-use characters, which FTS5 keeps inside a token.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from kb.entry import Entry
+from kb.errors import LONE_SURROGATE, KbError, quoted
+
+if TYPE_CHECKING:
+    from whoosh.qparser import QueryParser
+    from whoosh.query import Query
+
+TABLE = "fulltext"
+VOCABULARY = "fulltext_terms"  # fts5vocab over TABLE: one row per indexed (stemmed) term
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+# The columns, in table order, with their bm25 weights: every one is searched when a word names no field.
+DEFAULT_FIELDS = {
+    "title": 4.0,
+    "failure": 3.0,
+    "tags": 2.0,
+    "workload": 2.0,
+    "notes": 1.5,
+    "output": 0.5,
+    "versions": 1.0,
+    "settings": 1.0,
+    "metrics": 1.0,
+    "backend": 1.0,
+    "mode": 1.0,
+    "status": 1.0,
+    "kind": 1.0,
+    "provenance": 1.0,
+    "run": 1.0,
+}
+# Field names people may type, besides the real ones.
+ALIASES = {
+    "tags": ["tag"],
+    "versions": ["version"],
+    "settings": ["setting"],
+    "metrics": ["metric"],
+    "notes": ["note", "body"],
+    "provenance": ["source", "publisher"],
+    "run": ["command", "compile"],
+}
+# Whole values: `backend:rocm` is the backend rocm, not a word in it; `versions:torch=2.9` is not torch 2.9.1.
+KEYWORD_FIELDS = frozenset({"tags", "versions", "settings", "metrics", "backend", "mode", "status", "kind"})
+# Fields answered by SQL over `entries`, not by the text.
+COLUMN_FIELDS = frozenset({"id", "recorded"})
+# Where a snippet comes from, best first: the title is shown anyway, so text around it says more.
+SNIPPET_FIELDS = ("failure", "notes", "title", "output")
+SNIPPET_CHARS = 240
+SNIPPET_TOKENS = 28
+MAX_QUERY_CHARS = 1000
+QUOTED_CHARS = 120  # of a query in an error message: longer than an option's value
+# Output is a log tail, and the end of a log says the most: a pasted megabyte costs no more than this.
+OUTPUT_CHARS = 16_000
+# A wildcard other than a trailing * is looked up in the vocabulary; past this many terms it is too loose to rank.
+MAX_WILDCARD_TERMS = 500
+# Failure classes as the words a person types for them.
+FAILURE_WORDS = {"oom": "out of memory", "cpu_fallback": "cpu fallback", "unsupported_op": "unsupported operator"}
+_DEFAULT = "any"  # the parser's name for "no field given"
+_PRIVATE = 0xE000  # punctuation inside a keyword becomes this plus its code (mod 4096): a letter to FTS5
+# Marks put around matched words by snippet(): characters no entry text holds, replaced by ** afterwards.
+_OPEN, _CLOSE = "\x02", "\x03"
+
+_OUTPUT_HEADING = re.compile(r"^##\s+output\s*$", re.IGNORECASE)
+_SECTION_HEADING = re.compile(r"^#{1,2}\s")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def schema_sql() -> list[str]:
+    """The statements that make the table, its vocabulary and the trigger that deletes a row with its entry."""
+    columns = ", ".join(DEFAULT_FIELDS)
+    weights = ", ".join(str(weight) for weight in DEFAULT_FIELDS.values())
+    return [
+        f"CREATE VIRTUAL TABLE {TABLE} USING fts5({columns}, tokenize = '{TOKENIZER}')",
+        f"INSERT INTO {TABLE} ({TABLE}, rank) VALUES ('rank', 'bm25({weights})')",
+        f"CREATE VIRTUAL TABLE {VOCABULARY} USING fts5vocab({TABLE}, 'row')",
+        "CREATE TRIGGER entries_fulltext AFTER DELETE ON entries "
+        f"BEGIN DELETE FROM {TABLE} WHERE rowid = old.rowid; END",
+    ]
+
+
+# --- What is indexed ---------------------------------------------------------------------------------------------
+
+
+def document(entry: Entry) -> dict[str, str]:
+    """The text of each column for one entry."""
+    get = entry.get
+    failure = get("failure") or {}
+    notes, output = _split_body(entry.body)
+    failure_class = failure.get("class")
+    return {
+        "title": entry.title,
+        "failure": _join(
+            failure_class,
+            FAILURE_WORDS.get(failure_class or ""),
+            *(failure.get(key) for key in ("message", "explanation", "evidence")),
+        ),
+        "tags": _keywords(str(tag) for tag in get("tags") or []),
+        "workload": _join(get("workload.name"), get("workload.model")),
+        "notes": notes,
+        "output": output[-OUTPUT_CHARS:],
+        "versions": _pairs(get("versions")),
+        "settings": _pairs(get("settings")),
+        "metrics": _keywords(get("metrics") or {}),
+        "backend": _keywords([get("backend") or ""]),
+        "mode": _keywords([get("mode") or ""]),
+        "status": _keywords([entry.status or ""]),
+        "kind": _keywords([entry.kind]),
+        "provenance": _join(get("provenance.source"), get("provenance.publisher")),
+        "run": _join(_command(get("command")), _compile_words(get("compile"))),
+    }
+
+
+def insert(db: sqlite3.Connection, entries: Iterable[Entry]) -> None:
+    """Index entries whose rows are in `entries` already (and whose old text the trigger has deleted)."""
+    columns = ", ".join(DEFAULT_FIELDS)
+    marks = ", ".join("?" * len(DEFAULT_FIELDS))
+    db.executemany(
+        f"INSERT INTO {TABLE} (rowid, {columns}) SELECT rowid, {marks} FROM entries WHERE id = ?",
+        ((*document(entry).values(), entry.id) for entry in entries),
+    )
+
+
+def optimize(db: sqlite3.Connection) -> None:
+    """Merge the table's segments into one: worth it after a bulk build, as every query reads each segment."""
+    db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('optimize')")
+
+
+def exact(text: str) -> str:
+    """A whole value as one token: lower case, blanks as '_', punctuation as private-use letters."""
+    text = re.sub(r"\s+", "_", text.strip().lower())
+    return "".join(char if char.isalnum() else chr(_PRIVATE + (ord(char) & 0xFFF)) for char in text)
+
+
+def _keywords(values: Iterable[str]) -> str:
+    """Each value as its exact token and as its words (so `model=LSTM` is found by lstm too)."""
+    values = [str(value) for value in values if str(value)]
+    return " ".join([*map(exact, values), *values])
+
+
+def _pairs(mapping: dict[str, Any] | None) -> str:
+    return _keywords(f"{name}={_scalar(value)}" for name, value in (mapping or {}).items())
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def _command(command: Any) -> str:
+    if not isinstance(command, dict):
+        return ""
+    argv = command.get("argv") or []
+    line = command.get("line") or " ".join(str(arg) for arg in argv)
+    scripts = [str(arg).rsplit("/", 1)[-1] for arg in argv if str(arg).endswith(".py")]
+    return _join(line, *map(exact, scripts))
+
+
+def _compile_words(section: Any) -> str:
+    """Graph breaks and recompiles with their reasons, and the words a person types for them."""
+    if not isinstance(section, dict):
+        return ""
+    words = []
+    for key, name in (("graph_breaks", "graph break"), ("recompiles", "recompile")):
+        found = section.get(key)
+        if not isinstance(found, dict) or not (found.get("count") or found.get("reasons")):
+            continue
+        words.append(f"{name} dynamo")
+        for reason in found.get("reasons") or []:
+            words.append(str(reason.get("reason", "") if isinstance(reason, dict) else reason))
+    return _join(*words)
+
+
+def _join(*parts: Any) -> str:
+    return "\n".join(str(part) for part in parts if part not in (None, ""))
+
+
+def _split_body(body: str) -> tuple[str, str]:
+    """(notes, output): the '## Output' section holds log tails, indexed apart so that it weighs less."""
+    notes: list[str] = []
+    output: list[str] = []
+    target, fence = notes, None
+    for line in body.splitlines():
+        match = _FENCE.match(line)
+        if match and fence in (None, match.group(1)):
+            fence = None if fence else match.group(1)
+        elif fence is None and _SECTION_HEADING.match(line):
+            target = output if _OUTPUT_HEADING.match(line) else notes
+            if target is output:
+                continue
+        target.append(line)
+    return "\n".join(notes).strip(), "\n".join(output).strip()
+
+
+# --- What is asked ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Compiled:
+    """A query as FTS5 and SQL: entries match when `match` (if any) matches them and every condition holds."""
+
+    match: str | None = None
+    conditions: list[str] = field(default_factory=list)  # over `entries e`
+    params: list[Any] = field(default_factory=list)
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The whole of it as one SQL condition over `entries e`."""
+        clauses = list(self.conditions)
+        params = list(self.params)
+        if self.match is not None:
+            clauses.insert(0, f"e.rowid IN (SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH ?)")
+            params.insert(0, self.match)
+        return (" AND ".join(f"({clause})" for clause in clauses) or "1"), params
+
+
+# Results of compiling one node, besides a Compiled: it matches no entry, or it says nothing (a stop word).
+_NOTHING = "nothing"
+_IGNORED = "ignored"
+
+
+def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> Compiled | None:
+    """The query as FTS5 and SQL, or None when it can match nothing; a KbError says what is wrong with it.
+
+    `vocabulary` answers wildcards other than a trailing `*` (from the index's terms); without it they match nothing.
+    """
+    parsed = parse(query)
+    try:
+        result = _compile(parsed, vocabulary)
+    except _Refused as refused:
+        raise KbError(f"the query {quoted(query, QUOTED_CHARS)}: {refused}") from None
+    return result if isinstance(result, Compiled) else None
+
+
+class _Refused(Exception):
+    """A part of a parsed query that cannot be searched for; compile_query names the query."""
+
+
+def parse(query: str) -> Query:
+    """The Whoosh query tree for a query string; a KbError says what is wrong with one that does not parse."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise KbError(f"the query is {len(query)} characters long; search for at most {MAX_QUERY_CHARS}")
+    shown = quoted(query, QUOTED_CHARS)
+    if LONE_SURROGATE.search(query):  # bytes in the command line that are not UTF-8
+        raise KbError(f"the query {shown} holds bytes that are not UTF-8 text; type it as UTF-8")
+    _check_brackets(query)
+    try:
+        parsed = _parser().parse(query)
+    except (IndexError, AssertionError):  # Whoosh's parser fails on operators with nothing to join: "NOT AND x"
+        raise KbError(f"the query {shown} has an operator (AND, OR, NOT) with nothing beside it") from None
+    known = {*DEFAULT_FIELDS, *COLUMN_FIELDS, _DEFAULT, None}
+    for leaf in parsed.leaves():
+        name = leaf.field()
+        if name not in known:
+            fields = ", ".join(sorted({*DEFAULT_FIELDS, *COLUMN_FIELDS, *(a for v in ALIASES.values() for a in v)}))
+            raise KbError(
+                f"unknown field {quoted(name, QUOTED_CHARS)} in the query {shown} (fields: {fields}); "
+                'to search for text that contains ":", put it in double quotes'
+            )
+    return parsed
+
+
+@cache
+def _parser() -> QueryParser:
+    from whoosh import fields, qparser
+    from whoosh.analysis import SpaceSeparatedTokenizer
+
+    # Terms reach the compiler as typed (FTS5 splits, lowers and stems them): each field only splits at blanks.
+    names = [*DEFAULT_FIELDS, *COLUMN_FIELDS, _DEFAULT]
+    schema = fields.Schema(**{name: fields.TEXT(analyzer=SpaceSeparatedTokenizer()) for name in names})
+    parser = qparser.QueryParser(_DEFAULT, schema)
+    # Keep unknown field names as fields, so that a typo is reported rather than searched as text.
+    parser.remove_plugin_class(qparser.FieldsPlugin)
+    parser.add_plugin(qparser.FieldsPlugin(remove_unknown=False))
+    parser.add_plugin(qparser.FieldAliasPlugin(ALIASES))
+    return parser
+
+
+@cache
+def _stop_words() -> frozenset[str]:
+    from whoosh.analysis import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def _compile(node: Query, vocabulary: sqlite3.Connection | None) -> Compiled | str:
+    from whoosh import query as q
+
+    if isinstance(node, type(q.NullQuery)):
+        return _IGNORED
+    if isinstance(node, q.Every):
+        return Compiled()
+    if isinstance(node, q.AndNot):
+        return _and([node.a, q.Not(node.b)], vocabulary)
+    if isinstance(node, q.AndMaybe):  # "a ANDMAYBE b": b only ranks, in Whoosh; here a alone
+        return _compile(node.a, vocabulary)
+    if isinstance(node, q.Require):
+        return _and([node.a, node.b], vocabulary)
+    if isinstance(node, q.Not):
+        return _and([node], vocabulary)
+    if isinstance(node, q.And):
+        return _and(node.subqueries, vocabulary)
+    if isinstance(node, (q.Or, q.DisjunctionMax)):
+        return _or(node.subqueries, vocabulary)
+    return _leaf(node, vocabulary)
+
+
+def _and(children: Iterable[Query], vocabulary: sqlite3.Connection | None) -> Compiled | str:
+    from whoosh import query as q
+
+    matches: list[str] = []
+    negated: list[str] = []
+    result = Compiled()
+    said = False
+    for child in children:
+        negative = isinstance(child, q.Not)
+        part = _compile(child.query if negative else child, vocabulary)
+        if part == _IGNORED:
+            continue
+        said = True
+        if part == _NOTHING:
+            if negative:
+                continue  # NOT nothing: no condition
+            return _NOTHING
+        assert isinstance(part, Compiled)
+        if negative:
+            if part.match is not None and not part.conditions:
+                negated.append(part.match)
+            elif part.match is None and not part.conditions:
+                return _NOTHING  # NOT everything
+            else:
+                clause, params = part.where()
+                result.conditions.append(f"NOT ({clause})")
+                result.params.extend(params)
+            continue
+        if part.match is not None:
+            matches.append(part.match)
+        result.conditions.extend(part.conditions)
+        result.params.extend(part.params)
+    if not said:
+        return _IGNORED
+    if matches:
+        result.match = " AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0]
+        for match in negated:
+            result.match = f"({result.match}) NOT ({match})"
+    else:
+        for match in negated:
+            result.conditions.append(f"e.rowid NOT IN (SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH ?)")
+            result.params.append(match)
+    return result
+
+
+def _or(children: Iterable[Query], vocabulary: sqlite3.Connection | None) -> Compiled | str:
+    parts = [part for part in (_compile(child, vocabulary) for child in children) if part not in (_IGNORED, _NOTHING)]
+    if not parts:
+        return _NOTHING
+    compiled = [part for part in parts if isinstance(part, Compiled)]
+    if any(part.match is None and not part.conditions for part in compiled):
+        return Compiled()  # one side matches everything
+    if all(not part.conditions for part in compiled):
+        return Compiled(match=" OR ".join(f"({part.match})" for part in compiled))
+    clauses, params = [], []
+    for part in compiled:
+        clause, values = part.where()
+        clauses.append(clause)
+        params.extend(values)
+    return Compiled(conditions=[" OR ".join(f"({clause})" for clause in clauses)], params=params)
+
+
+def _leaf(node: Query, vocabulary: sqlite3.Connection | None) -> Compiled | str:
+    from whoosh import query as q
+
+    name = node.field()
+    if name in COLUMN_FIELDS:
+        return _column(node)
+    if isinstance(node, q.TermRange):
+        raise _Refused(f"a range works on recorded or id, not on {name}: e.g. recorded:[2026-11-01 TO 2026-11-30]")
+    column = None if name == _DEFAULT else name
+    keyword = column in KEYWORD_FIELDS
+    if isinstance(node, q.Phrase):
+        words = " ".join(node.words)
+        phrase = _string(words)
+        if node.slop > 1 and len(node.words) > 1:
+            phrase = f"NEAR({' '.join(_string(word) for word in node.words)}, {node.slop - 1})"
+        return Compiled(match=_in(column, phrase)) if _tokens(words) else _IGNORED
+    text = str(node.text)
+    if isinstance(node, q.Prefix):
+        term = exact(text) if keyword else text
+        return Compiled(match=_in(column, f"{_string(term)} *")) if _tokens(term) else _IGNORED
+    if isinstance(node, q.Wildcard):
+        return _wildcard(column, text.lower(), keyword, vocabulary)
+    if isinstance(node, q.Term):
+        if not text.strip():
+            return _IGNORED
+        if keyword:
+            return Compiled(match=_in(column, _string(exact(text))))
+        if not _tokens(text) or (column is None and text.lower() in _stop_words()):
+            return _IGNORED
+        if column is None and exact(text) != text.lower():  # torch=2.9.0: its words, or the whole of it
+            return Compiled(match=f"{_string(text)} OR {_string(exact(text))}")
+        return Compiled(match=_in(column, _string(text)))
+    raise _Refused(f"cannot search for {type(node).__name__.lower()} terms; put the text in double quotes")
+
+
+def _column(node: Query) -> Compiled | str:
+    """id and recorded: exact, prefix or range, against the entries table."""
+    from whoosh import query as q
+
+    column = f"e.{node.field()}"
+    if isinstance(node, q.TermRange):
+        conditions, params = [], []
+        if node.start:
+            conditions.append(f"{column} {'>' if node.startexcl else '>='} ?")
+            params.append(node.start)
+        if node.end:  # an end given as a day includes that day's times
+            if node.endexcl:
+                conditions.append(f"{column} < ?")
+                params.append(node.end)
+            else:
+                conditions.append(f"({column} <= ? OR {column} GLOB ?)")
+                params.extend([node.end, _glob_literal(node.end) + "*"])
+        return Compiled(conditions=conditions, params=params)
+    text = str(getattr(node, "text", ""))
+    if isinstance(node, (q.Prefix, q.Wildcard)):
+        pattern = _glob_literal(text) + "*" if isinstance(node, q.Prefix) else text
+        return Compiled(conditions=[f"{column} GLOB ?"], params=[pattern])
+    if isinstance(node, q.Phrase):
+        text = " ".join(node.words)
+    if node.field() == "recorded":  # a day or a month finds the entries of that time
+        return Compiled(conditions=[f"{column} GLOB ?"], params=[_glob_literal(text) + "*"])
+    return Compiled(conditions=[f"{column} = ?"], params=[text])
+
+
+def _wildcard(column: str | None, pattern: str, keyword: bool, vocabulary: sqlite3.Connection | None) -> Compiled | str:
+    """A wildcard as the indexed terms it covers (the index's terms are stemmed: "trainium?" finds trainium3)."""
+    if vocabulary is None:
+        return _NOTHING
+    if keyword:
+        pattern = "".join(char if char in "*?" else exact(char) or char for char in pattern)
+    # GLOB is case-sensitive and the terms are lower case; [ would start a character class.
+    glob = pattern.replace("[", "[[]")
+    if not re.sub(r"[*?]", "", glob):
+        raise _Refused("a wildcard needs at least one letter or digit beside * or ?: e.g. flex* or trainium?")
+    rows = vocabulary.execute(
+        f"SELECT term FROM {VOCABULARY} WHERE term GLOB ? LIMIT ?", [glob, MAX_WILDCARD_TERMS + 1]
+    ).fetchall()
+    if len(rows) > MAX_WILDCARD_TERMS:
+        raise _Refused(f"{pattern} covers more than {MAX_WILDCARD_TERMS} words; give more letters before the wildcard")
+    if not rows:
+        return _NOTHING
+    return Compiled(match=_in(column, "(" + " OR ".join(_string(term) for (term,) in rows) + ")"))
+
+
+def _in(column: str | None, expression: str) -> str:
+    return expression if column is None else f"{column} : {expression}"
+
+
+def _string(text: str) -> str:
+    """Text as an FTS5 string: FTS5 splits, lowers and stems it; several words are a phrase."""
+    return '"' + text.replace('"', '""').replace("\x00", " ") + '"'
+
+
+def _tokens(text: str) -> bool:
+    """Whether FTS5 finds any word in the text (an FTS5 string of punctuation alone is a syntax error)."""
+    return any(char.isalnum() for char in text)
+
+
+def _glob_literal(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _check_brackets(query: str) -> None:
+    # Whoosh parses anything, silently dropping what it cannot place: say so instead of searching for something else.
+    shown = quoted(query, QUOTED_CHARS)
+    if query.count('"') % 2:
+        raise KbError(f'the query {shown} has an unclosed double quote; close the phrase, as in "flex attention"')
+    closer = {"(": ")", "[": "]}", "{": "]}"}  # ranges may mix ends: [a TO b} includes a, excludes b
+    stack: list[str] = []
+    for char in re.sub(r'"[^"]*"', " ", query):
+        if char in closer:
+            stack.append(char)
+        elif char in ")]}" and not (stack and char in closer[stack.pop()]):
+            raise KbError(f"the query {shown} has an unmatched {char!r}; put text with brackets in double quotes")
+    if stack:
+        raise KbError(f"the query {shown} has an unclosed {stack[-1]!r}; close it, or put the text in double quotes")
+
+
+# --- What is shown ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    title: str
+    snippet: str  # matched terms marked **like this**, from the best field that matched; <= ~240 characters
+
+
+def snippets_sql() -> str:
+    """Select-list items: a snippet from each of SNIPPET_FIELDS, then their whole text for when none matched."""
+    order = list(DEFAULT_FIELDS)
+    marked = [
+        f"snippet({TABLE}, {order.index(name)}, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS})"
+        for name in SNIPPET_FIELDS
+    ]
+    return ", ".join([*marked, f"{TABLE}.failure", f"{TABLE}.notes"])
+
+
+def snippet(values: tuple[str | None, ...]) -> str:
+    """The snippet to show from snippets_sql()'s values: the first that marks a match, else the failure or notes."""
+    marked = values[: len(SNIPPET_FIELDS)]
+    chosen = next((text for text in marked if text and _OPEN in text), None)
+    if chosen is None:
+        failure, notes = values[len(SNIPPET_FIELDS) :]
+        chosen = failure or notes or ""
+    return _clip(chosen.replace(_OPEN, "**").replace(_CLOSE, "**"))
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    text = text[: SNIPPET_CHARS - 1].rstrip("*")
+    return text + ("**…" if text.count("**") % 2 else "…")  # a cut inside a mark closes it
+
+
+def count(db: sqlite3.Connection) -> int:
+    """How many entries have text in the table (for consistency checks)."""
+    return db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+
+
+def indexed_ids(db: sqlite3.Connection) -> set[str]:
+    """The id of every entry with text in the table (for consistency checks)."""
+    return {row[0] for row in db.execute(f"SELECT e.id FROM {TABLE} f JOIN entries e ON e.rowid = f.rowid")}
