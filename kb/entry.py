@@ -61,9 +61,12 @@ class Entry:
         return cls(data=data, body=doc.body, path=path, lines=doc.lines)
 
     @classmethod
-    def read(cls, path: Path) -> Entry:
+    def read(cls, path: Path, inside: Path | None = None) -> Entry:
+        """The entry in a file; `inside` is the knowledge base a link may point into (kb.reading)."""
+        from kb.reading import read_entry_bytes
+
         try:
-            text = path.read_text("utf-8")
+            text = read_entry_bytes(path, inside).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EntryError(
                 [Problem(path, None, None, f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]

@@ -167,7 +167,7 @@ class KnowledgeBase:
         """Every entry that parses; each one that does not is added to `problems` and the scan goes on."""
         for path in self.iter_entry_paths():
             try:
-                yield Entry.read(path)
+                yield Entry.read(path, self.root)
             except EntryError as exc:
                 if problems is not None:
                     problems.extend(exc.problems)
@@ -200,7 +200,7 @@ class KnowledgeBase:
         raise EntryNotFound(f"no entry '{ref}' in {self.entries_path}{hint}")
 
     def load(self, ref: str) -> Entry:
-        return Entry.read(self.locate(ref))
+        return Entry.read(self.locate(ref), self.root)
 
     def create(self, entry: Entry) -> Entry:
         """Write a new entry under a fresh id; on the rare id clash the random suffix is drawn again."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -40,3 +41,51 @@ def test_an_impossible_time_is_a_problem_and_no_command_crashes(kb: KnowledgeBas
     result = run_kb("check")
     assert "Traceback" not in result.stderr and result.returncode == 1
     assert f"{field}: '{value}' is not a real date and time" in result.stdout + result.stderr
+
+
+def _outside_file(tmp_path) -> str:
+    outside = tmp_path / "private.md"
+    outside.write_text("---\nid: 2026-01-04-private-000004\ntitle: private words\nkind: note\nschema: 1\n"
+                       "recorded: '2026-01-04T00:00:00Z'\n---\nnever to be shared\n")  # fmt: skip
+    return str(outside)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "outside", "huge"])
+def test_a_name_that_is_no_regular_file_inside_the_base_is_reported_and_blocks_nothing(
+    kb: KnowledgeBase, tmp_path, kind: str
+) -> None:
+    write_entry(kb, "2026-01-03-fine-000002", recorded="2026-01-03T00:00:00Z", status="completed")
+    bad = kb.entries_path / "2026-01-05-odd-000005.md"
+    if kind == "fifo":
+        os.mkfifo(bad)
+    elif kind == "dev-zero":
+        bad.symlink_to("/dev/zero")
+    elif kind == "outside":
+        bad.symlink_to(_outside_file(tmp_path))
+    else:
+        bad.write_bytes(b"---\ntitle: x\n---\n" + b"y" * (17 * 1024 * 1024))
+    for args in (["ls"], ["search", "fine"], ["show", "2026-01-03-fine"], ["site", "build"]):
+        result = run_kb(*args, timeout=60)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
+        assert "private words" not in result.stdout and "never to be shared" not in result.stdout
+    result = run_kb("check", timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    expected = {
+        "fifo": "is a FIFO, not a regular file",
+        "dev-zero": "is a link to a file outside the knowledge base",
+        "outside": "is a link to a file outside the knowledge base",
+        "huge": "is 17.0 MiB, over the 16 MiB an entry may have",
+    }[kind]
+    assert f"2026-01-05-odd-000005.md: {expected}" in result.stdout + result.stderr
+    site = kb.root / "site"
+    assert not any("never to be shared" in p.read_text("utf-8", "replace") for p in site.rglob("*.html"))
+
+
+def test_a_link_to_an_entry_elsewhere_in_the_base_is_read(kb: KnowledgeBase) -> None:
+    (kb.entries_path / "kept").mkdir()
+    path = write_entry(kb, "2026-01-03-fine-000002", recorded="2026-01-03T00:00:00Z", status="completed")
+    path.rename(kb.entries_path / "kept" / path.name)
+    (kb.entries_path / "linked").mkdir()
+    (kb.entries_path / "linked" / path.name).symlink_to(kb.entries_path / "kept" / path.name)
+    result = run_kb("check")
+    assert "outside the knowledge base" not in result.stdout + result.stderr

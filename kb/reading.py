@@ -1,0 +1,54 @@
+"""Reading an entry file: only a regular file, inside the knowledge base, of a bounded size.
+
+A name ending in `.md` can be anything: a FIFO blocks `open()` for ever (while the index lock is held), a link
+to `/dev/zero` (git commits links) reads until memory runs out, and a link out of the knowledge base reads a
+file nobody meant to share. Each of them is a problem named by its file, like any other broken entry.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from kb.errors import EntryError, Problem
+
+MAX_ENTRY_BYTES = 16 * 1024 * 1024  # an entry is front matter and notes; logs and traces are attachments
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
+          stat.S_IFDIR: "a folder"}  # fmt: skip
+
+
+def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:
+    """The bytes of the entry file at `path`, or an EntryError naming it. A link must stay inside `inside`
+    (the knowledge base) or its own folder; OSError (a file that vanished) passes through."""
+    if path.is_symlink():
+        target = path.resolve()
+        homes = [path.parent.resolve(), *([inside.resolve()] if inside is not None else [])]
+        if not any(target.is_relative_to(home) for home in homes):
+            raise _refused(path, "is a link to a file outside the knowledge base; kb reads only files inside it")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a FIFO opens without a writer
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise _refused(path, f"is {kind}, not a regular file; kb reads only regular files as entries")
+        if info.st_size > MAX_ENTRY_BYTES:
+            raise _refused(path, _too_large(info.st_size))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_ENTRY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_ENTRY_BYTES:  # it grew while being read
+        raise _refused(path, _too_large(len(data)))
+    return data
+
+
+def _too_large(size: int) -> str:
+    return (
+        f"is {size / 1024 / 1024:.1f} MiB, over the {MAX_ENTRY_BYTES // 1024 // 1024} MiB an entry may have; "
+        "keep large text as an attachment"
+    )
+
+
+def _refused(path: Path, message: str) -> EntryError:
+    return EntryError([Problem(path, None, None, message)])
