@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import editor, environment, signatures
-from ingest.describe import RunInfo
+from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.runfolder import PROTECTED, check_folder, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
@@ -91,9 +91,11 @@ def _manifest_fields(folder: Path) -> dict[str, Any]:
 
 def _title(info: RunInfo, manifest: dict[str, Any]) -> str:
     named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
-    line = (manifest.get("command") or {}).get("line")
-    if named or line:
-        return named or line
+    command = manifest.get("command") or {}
+    argv = command.get("argv") if isinstance(command.get("argv"), list) else str(command.get("line") or "").split()
+    what_ran = command_title([str(word) for word in argv]) if argv else None
+    if named or what_ran:
+        return named or what_ran
     raise KbError("name the run: give --title, or --workload (with --backend and --mode if you like)")
 
 

@@ -17,6 +17,47 @@ _METRIC = re.compile(
 )
 
 
+# Programs that run another named by an argument: the title is the program they run (`python train.py`: train).
+_RUNNERS = re.compile(
+    r"(?:python[0-9.]*|pypy[0-9.]*|py|bash|sh|zsh|uv|uvx|torchrun|accelerate|deepspeed|mpirun|mpiexec|srun|env|time"
+    r"|nohup|exec|launch|run|neuron_parallel_compile)(?:\.exe)?\Z"
+)
+# Interpreter options that take a value (python -X dev -W error train.py): the value is not the script.
+_VALUE_OPTIONS = {"-X", "-W", "-Q", "--nproc-per-node", "--nproc_per_node", "--nnodes", "-n", "-np", "--config_file"}
+
+
+def command_title(argv: list[str]) -> str:
+    """What ran, named as a person would: the script or module, never the folders it lies in.
+    `/venv/bin/python ~/exp/train.py --lr 3` -> train; `python -m pkg.mod` -> mod; `./bench.sh` -> bench;
+    `sh -c '...'` -> sh. An interpreter's own flags and a launcher's options are passed over."""
+    if not argv:
+        return "command"
+    program = _name(argv[0])
+    words = iter(argv[1:])
+    for word in words:
+        if not _RUNNERS.match(program):
+            break
+        if word == "-m":
+            module = next(words, "")
+            return module.rsplit(".", 1)[-1] or program
+        if word == "-c":
+            return program
+        if word in _VALUE_OPTIONS:
+            next(words, None)
+            continue
+        if word.startswith("-") or "=" in word:
+            continue
+        program = _name(word)
+    return program
+
+
+def _name(word: str) -> str:
+    """The last part of a path, without a script's extension: `/home/me/exp/train.py` -> train."""
+    base = word.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or word
+    stem, dot, extension = base.rpartition(".")
+    return stem if dot and stem and extension.lower() in ("py", "sh", "bash", "pyz", "exe", "ipynb") else base
+
+
 @dataclass
 class RunInfo:
     """The options shared by every way of recording: `kb record` with or without a command, and imports."""

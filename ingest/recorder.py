@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ingest import environment
-from ingest.describe import RunInfo
+from ingest.describe import RunInfo, command_title
 from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.handover import ENV_RUN_DIR
 from ingest.signals import SignalForwarder
@@ -41,6 +41,7 @@ EXIT_NOT_EXECUTABLE = 126
 class Recorded:
     entry: Entry
     exit_code: int  # what `kb record` exits with: the command's own code, or 128+N for signal N
+    started: bool = True  # False: the command could not be started (not found, not executable)
 
 
 def record_command(
@@ -105,7 +106,7 @@ def record_command(
 def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
     safe_argv = redact_argv(argv)
     line = shlex.join(safe_argv)
-    title = info.title or _title(info, line)
+    title = info.title or _title(info, command_title(safe_argv))
     entry = new_entry(
         new_id(title, started),
         title,
@@ -129,9 +130,9 @@ def _note_output(entry: Entry, tee: Tee) -> None:
         entry.data["command"]["descendants_running"] = True
 
 
-def _title(info: RunInfo, line: str) -> str:
+def _title(info: RunInfo, what_ran: str) -> str:
     named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
-    text = named or line
+    text = named or what_ran
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
@@ -204,4 +205,4 @@ def _not_started(kb: KnowledgeBase, entry: Entry, argv: list[str], exc: OSError)
     reason = "command not found" if missing else f"cannot run the command: {exc.strerror}"
     failure = {"class": "environment", "message": f"{reason}: {argv[0]}"}
     finish(kb, entry, Outcome("failed", utc_now(), code, None, observed=failure))
-    return Recorded(entry, code)
+    return Recorded(entry, code, started=False)

@@ -22,7 +22,7 @@ app = typer.Typer(
     name="kb",
     help="Evidence about PyTorch runs on hardware backends: record, find, compare, decide.",
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -49,7 +49,7 @@ def main_options(
 
 
 # One module per command in kb/commands/, listed in the order `kb --help` shows them.
-COMMANDS = ("init", "record", "add", "ingest", "rerun", "show", "ls", "search", "compare", "trend", "decide",
+COMMANDS = ("init", "record", "add", "ingest", "rerun", "show", "ls", "search", "board", "compare", "trend", "decide",
             "release", "revisit", "check", "index", "migrate", "site", "schema")  # fmt: skip
 
 

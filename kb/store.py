@@ -202,6 +202,13 @@ class KnowledgeBase:
     def load(self, ref: str) -> Entry:
         return Entry.read(self.locate(ref), self.root)
 
+    def remove(self, entry: Entry) -> None:
+        """Delete an entry's file and its attachments (a recording the person asked not to keep)."""
+        folder = self.attachments_path(entry)
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        (entry.path or self.entry_path(entry.id)).unlink(missing_ok=True)
+
     def create(self, entry: Entry) -> Entry:
         """Write a new entry under a fresh id; on the rare id clash the random suffix is drawn again."""
         entry.validate()

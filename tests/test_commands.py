@@ -134,3 +134,78 @@ def test_every_command_has_help() -> None:
         for param in command.params:
             if param.name not in ("ctx",):
                 assert getattr(param, "help", None) or param.param_type_name == "argument", (name, param.name)
+
+
+def test_a_recorded_command_is_named_by_what_ran_never_by_the_folders_it_lies_in(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    script = tmp_path / "exp" / "train.py"
+    script.parent.mkdir()
+    script.write_text("print('step 1')\n")
+    result = run_kb("record", "--", sys.executable, str(script))
+    assert result.returncode == 0, result.stderr
+    (entry,) = [kb.load(path.stem) for path in kb.iter_entry_paths()]
+    assert entry.title == "train" and entry.id.rsplit("-", 1)[0].endswith("-train"), entry.id
+    from ingest.describe import command_title
+
+    assert command_title(["python", "-m", "pkg.mod", "--x"]) == "mod"
+    assert command_title(["torchrun", "--nproc-per-node", "8", "/fsx/me/run/pretrain.py"]) == "pretrain"
+    assert command_title(["/opt/venv/bin/python3.11", "-u", "-X", "dev", "./bench.sh"]) == "bench"
+
+
+def test_commands_that_write_an_entry_print_its_id_on_stdout_and_json_when_asked(kb: KnowledgeBase) -> None:
+    added = run_kb("release", "torch", "2.13.0", "--date", "2026-11-01")
+    assert added.returncode == 0 and added.stderr.startswith("kb: recorded release ")
+    assert kb.load(added.stdout.strip()).kind == "release" and added.stdout.count("\n") == 1
+    decided = run_kb("decide", "--title", "t", "--question", "q", "--choice", "c", "--evidence",
+                     added.stdout.strip()[-6:], "--json")  # fmt: skip
+    as_json = json.loads(decided.stdout)
+    assert set(as_json) == {"id", "short_id", "path", "kind", "status"} and as_json["kind"] == "decision"
+    assert as_json["short_id"] == as_json["id"][-6:] and Path(as_json["path"]).is_file()
+    after = run_kb("record", "--title", "earlier run", "--status", "completed", "--no-edit")
+    assert kb.load(after.stdout.strip()).title == "earlier run"
+    run = run_kb("record", "--json", "--", sys.executable, "-c", "print('out')")
+    assert run.stdout.startswith("out\n") and json.loads(run.stdout[4:])["status"] == "completed"
+    checked = run_kb("check", "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout) == {"checked": 4, "problems": []}
+    (kb.entries_path / "broken.md").write_text("---\nschema: 1\n---\n")
+    broken = json.loads(run_kb("check", "--json").stdout)
+    assert broken["problems"] and broken["problems"][0]["path"].endswith("broken.md")
+
+
+def test_a_command_that_never_started_is_named_on_the_terminal(kb: KnowledgeBase) -> None:
+    kept = run_kb("record", "--", "kb-no-such-command-xyz")
+    assert kept.returncode == 127
+    assert kept.stderr.splitlines()[0] == "kb: command not found: kb-no-such-command-xyz"
+    assert len(list(kb.iter_entry_paths())) == 1  # kept by default: a missing tool says something about a machine
+    dropped = run_kb("record", "--discard-unstarted", "--", "kb-no-such-command-xyz")
+    assert dropped.returncode == 127 and dropped.stderr.splitlines() == [
+        "kb: command not found: kb-no-such-command-xyz",
+        "kb: no entry kept (--discard-unstarted)",
+    ]
+    assert len(list(kb.iter_entry_paths())) == 1 and not list(kb.entries_path.glob("*/"))[1:]
+
+
+def test_unknown_filter_values_name_the_known_ones(kb: KnowledgeBase) -> None:
+    copy_samples(kb)
+    none = "is not recorded by any entry; recorded:"
+    for args, message in (
+        (["--backend", "neuronn"], f"--backend 'neuronn' {none} neuron (did you mean neuron?)"),
+        (["--workload", "qwen3-32b-trian"], f"--workload 'qwen3-32b-trian' {none} qwen3-32b-train (did you mean "
+                                            "qwen3-32b-train?)"),
+        (["--mode", "compild"], f"--mode 'compild' {none} compiled (did you mean compiled?)"),
+        (["--status", "complete"], "--status 'complete' is not one of: completed, failed, interrupted, killed, "
+                                   "running (did you mean completed?)"),
+        (["--kind", "reprot"], "--kind 'reprot' is not one of: run, coverage, decision, report, note, release "
+                               "(did you mean report?)"),
+    ):  # fmt: skip
+        for command in (["ls"], ["search", "qwen"]):
+            result = run_kb(*command, *args)
+            assert (result.returncode, result.stderr.splitlines()[-1]) == (1, f"kb: error: {message}"), (command, args)
+    assert "did you mean compile_timeout?" in run_kb("ls", "--failure", "compile_timout").stderr
+
+
+def test_help_has_a_short_flag_and_shell_completion() -> None:
+    short = run_kb("-h")
+    assert short.returncode == 0 and short.stdout == run_kb("--help").stdout
+    assert "--install-completion" in short.stdout and run_kb("ls", "-h").stdout.startswith("Usage: kb ls")

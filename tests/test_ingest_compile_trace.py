@@ -103,7 +103,7 @@ def test_a_torch_trace_folder_becomes_a_compiled_run_entry(kb: KnowledgeBase, tr
         "aot_miss": 2,
         "aot_bypass": 0,
     }
-    summary = result.stdout.splitlines()[0]
+    summary = result.stderr.splitlines()[-1]
     assert summary.startswith(SUMMARY) and summary.endswith(" s.")
     assert entry.body.startswith(summary + "\n")
     assert f"| 0/1 | toy | {frames[2]['compile_s']} | {SIZE_MISMATCH} |  |" in entry.body
@@ -150,7 +150,7 @@ def test_a_truncated_last_line_is_skipped_and_said(kb: KnowledgeBase, trace: Pat
         handle.write(PREFIX.encode() + b'{"compilation_metrics": {"compile_id": "0/2", "co_na')  # killed mid-write
     result = run_kb("ingest", "compile-trace", str(log.parent))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(SUMMARY)
+    assert result.stderr.splitlines()[-1].startswith(SUMMARY)
     entry = only_entry(kb)
     assert f"\nSkipped a truncated last line (a run killed while writing?): {log.name}:{lines + 1}.\n" in entry.body
     assert entry.data["compile"]["frame_count"] == 3
@@ -167,7 +167,7 @@ def test_a_log_over_a_mebibyte_is_attached_gzipped_and_its_payloads_skipped(
     assert log.stat().st_size > 1 << 20
     result = run_kb("ingest", "compile-trace", str(log.parent))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(SUMMARY)
+    assert result.stderr.splitlines()[-1].startswith(SUMMARY)
     entry = only_entry(kb)
     attached = kb.attachments_path(entry) / f"{log.name}.gz"
     assert gzip.decompress(attached.read_bytes()).decode() == redact_text(log.read_text())

@@ -108,7 +108,7 @@ def test_a_cpu_trace_becomes_a_run_entry_with_the_split_and_top_operators(
     assert profile["steps"]["median_s"] == pytest.approx(sorted(steps)[1] / 1e6, rel=1e-3)
     assert entry.data["timings"]["step_s"] == {"median": profile["steps"]["median_s"], "count": ACTIVE_STEPS}
 
-    summary = result.stdout.splitlines()[0]
+    summary = result.stderr.splitlines()[-1]
     assert summary == entry.body.splitlines()[0]
     top = ops[0]["name"]
     assert re.fullmatch(
@@ -303,8 +303,8 @@ def test_device_compute_copies_and_communication_of_a_cuda_shaped_trace(
     ]
     assert profile["events"] == len(complete_events(cuda_trace))
     assert profile["steps"] == cpu["steps"]
-    assert re.search(r"device compute \d+%, memory copies \d+%, communication \d+%", result.stdout)
-    assert f"; top device op {GEMM[:59]}… (60 ms)." in result.stdout
+    assert re.search(r"device compute \d+%, memory copies \d+%, communication \d+%", result.stderr)
+    assert f"; top device op {GEMM[:59]}… (60 ms)." in result.stderr
 
 
 def bad_inputs(small: Path, folder: Path) -> list[tuple[Path, str]]:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kb.commands import describing
+from kb.commands import describing, written
 
 HELP = """Add a reported result (kind report): who published it and where, what was measured, the figures
 with their units, and the caveats. Reported entries are marked as such everywhere, and never mixed
@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = describing.TAG,
         reported_by: Optional[str] = typer.Option(None, "--reported-by", help="Who typed it in."),
         note: Optional[str] = describing.NOTE,
+        json_: bool = written.JSON,
     ) -> None:
         from datetime import date
 
@@ -70,4 +71,4 @@ def register(app: typer.Typer) -> None:
             metrics=metrics, settings=settings, versions=parse_versions(version), caveats=caveat, tags=tag, note=note,
         )  # fmt: skip
         entry = new_report(knowledge_base(ctx), report)
-        typer.echo(f"kb: recorded report {entry.id} in {entry.path}", err=True)
+        written.report_written(entry, f"kb: recorded report {entry.id} in {entry.path}", json_)

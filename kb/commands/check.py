@@ -7,15 +7,24 @@ import typer
 
 def register(app: typer.Typer) -> None:
     @app.command("check")
-    def check_command(ctx: typer.Context) -> None:
+    def check_command(
+        ctx: typer.Context,
+        json_: bool = typer.Option(
+            False, "--json", help="Print JSON: the entries checked and each problem's path, line, field and message."
+        ),
+    ) -> None:
         """Validate every entry and every link; print each problem as file:line: field: message."""
-        from kb.commands.common import synced
+        from kb.commands.common import print_json, synced
         from kb.index.check import problems
         from kb.index.db import reading
 
         kb, db = synced(ctx)
         with reading(db):
             found, checked = problems(kb, db)
+        if json_:
+            fields = ("path", "line", "field", "message")
+            print_json({"checked": checked, "problems": [{f: getattr(p, f) for f in fields} for p in found]})
+            raise typer.Exit(1 if found else 0)
         for problem in found:
             typer.echo(str(problem))
         typer.echo(f"{checked} entries checked, {len(found)} problem{'s' if len(found) != 1 else ''}", err=True)

@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from kb.commands import written
+
 HELP = """Record a decision: the question, the choice, the alternatives, why, the evidence (entry ids,
 checked to exist) and when to look at it again. Triggers (repeatable --trigger):
 
@@ -40,6 +42,7 @@ def register(app: typer.Typer) -> None:
         date_: Optional[str] = typer.Option(
             None, "--date", help="When it was decided (default: today).", metavar="YYYY-MM-DD"
         ),
+        json_: bool = written.JSON,
     ) -> None:
         from datetime import date
 
@@ -69,4 +72,4 @@ def register(app: typer.Typer) -> None:
             supersedes=supersedes,
             when=when,
         )
-        typer.echo(f"kb: recorded decision {entry.id} in {entry.path}", err=True)
+        written.report_written(entry, f"kb: recorded decision {entry.id} in {entry.path}", json_)

@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from kb.index.query import Filters
 
+LISTED = 20  # known values named in an error; a knowledge base can hold hundreds of workloads
 BACKEND = typer.Option(None, "--backend", help="Only this backend (cuda, rocm, neuron, tpu, xla, mps, cpu, ...).")
 WORKLOAD = typer.Option(None, "--workload", help="Only this workload.")
 STATUS = typer.Option(None, "--status", help="Only this status (completed, failed, interrupted, killed, running).")
@@ -49,3 +52,33 @@ def build(
         until=until,
         packages=list(package),
     )
+
+
+def check_choice(option: str, value: str | None, choices: tuple[str, ...] | list[str], known: str = "one of") -> None:
+    """A value outside `choices` is an error naming them, with the nearest as a suggestion."""
+    if value is None or value in choices:
+        return
+    import difflib
+
+    from kb.errors import KbError, quoted
+
+    near = difflib.get_close_matches(value, list(choices), n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    shown = list(choices)[:LISTED]
+    listed = ", ".join(shown) + (f" and {len(choices) - LISTED} more" if len(choices) > LISTED else "") or "none yet"
+    raise KbError(f"{option} {quoted(value)} is not {known}: {listed}{hint}")
+
+
+def check_known(chosen: Filters, db: sqlite3.Connection) -> None:
+    """Status, kind and failure class are checked against kb's lists; backend, workload and mode against
+    the values entries have, so that a typo answers with what is there instead of "No entries match."."""
+    from kb.index.values import recorded_values
+    from kb.taxonomy import FAILURE_CLASSES, KINDS, STATUSES
+
+    check_choice("--status", chosen.status or None, STATUSES)
+    check_choice("--kind", chosen.kind or None, KINDS)
+    check_choice("--failure", chosen.failure or None, FAILURE_CLASSES)
+    for option, column in (("--backend", "backend"), ("--workload", "workload"), ("--mode", "mode")):
+        value = getattr(chosen, column) or None
+        if value is not None:
+            check_choice(option, value, recorded_values(db, column), known="recorded by any entry; recorded")

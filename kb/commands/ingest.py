@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 
 import typer
 
-from kb.commands import describing
+from kb.commands import describing, written
 from kb.errors import KbError
 
 JUNIT_HELP = """Import test results written as JUnit XML (pytest --junitxml=..., and other producers) as a
@@ -41,11 +41,12 @@ def register(app: typer.Typer) -> None:
         version: list[str] = describing.VERSION,
         author: Optional[str] = describing.AUTHOR,
         note: Optional[str] = describing.NOTE,
+        json_: bool = written.JSON,
     ) -> None:
         from ingest.junit import read_junit
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
-        _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), given)
+        _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), given, json_=json_)
 
     @ingest.command("profile", help=PROFILE_HELP)
     def ingest_profile(
@@ -63,11 +64,12 @@ def register(app: typer.Typer) -> None:
         version: list[str] = describing.VERSION,
         author: Optional[str] = describing.AUTHOR,
         note: Optional[str] = describing.NOTE,
+        json_: bool = written.JSON,
     ) -> None:
         from ingest.profile import read_trace
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
-        _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), given, to, "profile")
+        _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), given, to, "profile", json_)
 
     @ingest.command("compile-trace", help=COMPILE_HELP)
     def ingest_compile_trace(
@@ -85,11 +87,14 @@ def register(app: typer.Typer) -> None:
         version: list[str] = describing.VERSION,
         author: Optional[str] = describing.AUTHOR,
         note: Optional[str] = describing.NOTE,
+        json_: bool = written.JSON,
     ) -> None:
         from ingest.compile_trace import read_compile_trace
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
-        _import(ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), given, to, "compile")
+        _import(
+            ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), given, to, "compile", json_
+        )
 
 
 class Given(NamedTuple):
@@ -107,7 +112,13 @@ class Given(NamedTuple):
 
 
 def _import(
-    ctx: typer.Context, tool: str, read: Callable, given: Given, to: str | None = None, section: str | None = None
+    ctx: typer.Context,
+    tool: str,
+    read: Callable,
+    given: Given,
+    to: str | None = None,
+    section: str | None = None,
+    json_: bool = False,
 ) -> None:
     """Read first (bad input writes nothing), then make the entry or add to the one named by --to."""
     from ingest.describe import RunInfo, parse_all, parse_versions
@@ -130,7 +141,6 @@ def _import(
             entry = add_to(kb, to, imported, section)
         else:
             entry = create_imported(kb, imported, info, tool=tool, versions=parse_versions(given.versions))
-    typer.echo(f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}", err=True)
     summary = imported.body.strip().splitlines()[0] if imported.body.strip() else ""
-    if summary:
-        typer.echo(summary)
+    sentence = f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}"
+    written.report_written(entry, sentence + (f"\n{summary}" if summary else ""), json_)

@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
 
         chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
         kb, db = synced(ctx)
+        opt.check_known(chosen, db)
         report_problems(stored_problems(kb))
         rows = list_entries(db, chosen, sort=sort, ascending=ascending, limit=limit or None)
         if json_:

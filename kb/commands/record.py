@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from kb.commands import describing
+from kb.commands import describing, written
+from kb.commands.filters import check_choice
 from kb.errors import KbError
 from kb.taxonomy import FAILURE_CLASSES, STATUSES
 
@@ -60,13 +61,22 @@ def register(app: typer.Typer) -> None:
         edit: Optional[bool] = typer.Option(
             None, "--edit/--no-edit", help="Write notes in $EDITOR (default: in a terminal, unless --note)."
         ),
+        keep_unstarted: bool = typer.Option(
+            True,
+            "--keep-unstarted/--discard-unstarted",
+            help="With a command that cannot start (not found, not executable): keep its failed entry (a missing "
+            "tool is evidence about an environment) or write none.",
+        ),
+        json_: bool = typer.Option(
+            False, "--json", help="Print the new entry's id, path, kind and status as JSON (after the output)."
+        ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
         from kb.commands.common import knowledge_base
 
         settings, metrics = parse_all(setting, metric)
-        _check_choice("--status", status, STATUSES[:-1])
-        _check_choice("--failure", failure, FAILURE_CLASSES)
+        check_choice("--status", status, STATUSES[:-1])
+        check_choice("--failure", failure, FAILURE_CLASSES)
         info = RunInfo(
             title=title,
             workload=workload,
@@ -81,7 +91,7 @@ def register(app: typer.Typer) -> None:
         )
         kb = knowledge_base(ctx)
         if reference:
-            kb.locate(reference)  # a reference must exist: fail before running anything
+            info.reference = kb.load(reference).id  # it must exist (fail before running); a short id becomes whole
         if command:
             after_only = {
                 "--status": status,
@@ -100,7 +110,16 @@ def register(app: typer.Typer) -> None:
             from ingest.recorder import record_command as run_and_record
 
             recorded = run_and_record(kb, command, info)
-            typer.echo(f"kb: recorded {recorded.entry.id} ({recorded.entry.status}) in {recorded.entry.path}", err=True)
+            entry = recorded.entry
+            if not recorded.started:
+                typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
+                if not keep_unstarted:
+                    kb.remove(entry)
+                    typer.echo("kb: no entry kept (--discard-unstarted)", err=True)
+                    raise typer.Exit(recorded.exit_code)
+            # The command's output is on stdout: the id goes there only when --json asks for it.
+            written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_,
+                                   stdout_free=False)  # fmt: skip
             raise typer.Exit(recorded.exit_code)
 
         from ingest.after import AfterTheFact, record_after
@@ -116,7 +135,7 @@ def register(app: typer.Typer) -> None:
             edit=edit if edit is not None else (interactive and note is None),
         )
         entry = record_after(kb, info, after)
-        typer.echo(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", err=True)
+        written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_)
         failure_found = entry.data.get("failure") or {}
         if failure_found.get("assigned") == "auto" and failure_found.get("evidence"):
             typer.echo(
@@ -125,11 +144,3 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
 
-
-def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> None:
-    if value is not None and value not in choices:
-        import difflib
-
-        near = difflib.get_close_matches(value, choices, n=1)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        raise KbError(f"{option} {value!r} is not one of: {', '.join(choices)}{hint}")

@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from kb.commands import written
+
 
 def register(app: typer.Typer) -> None:
     @app.command("release")
@@ -18,6 +20,7 @@ def register(app: typer.Typer) -> None:
         ),
         url: Optional[str] = typer.Option(None, "--url", help="Release notes or announcement."),
         notes: Optional[str] = typer.Option(None, "--notes", help="What changed, in a sentence or two."),
+        json_: bool = written.JSON,
     ) -> None:
         """Record a release of a backend or library (kind release); decisions with a release trigger see it."""
         from datetime import date
@@ -36,7 +39,7 @@ def register(app: typer.Typer) -> None:
         except ValueError:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
         entry = new_release(knowledge_base(ctx), package, version, when=when, url=url, notes=notes)
-        typer.echo(f"kb: recorded release {entry.id} in {entry.path}", err=True)
+        written.report_written(entry, f"kb: recorded release {entry.id} in {entry.path}", json_)
         made_due = due_by(ctx, entry.id)
         for item in made_due:
             typer.echo(f"{item.decision.id}  {item.decision.title}")
