@@ -72,7 +72,7 @@ def test_build_renders_every_page_kind_from_real_entries(kb: KnowledgeBase, tmp_
     assert '<span data-pagefind-filter="backend">neuron</span>' in entry
     cuda = (out / "entries/2026-10-02-llama-cuda-aaaaaa.html").read_text()
     assert '<tr><th data-pagefind-ignore>compile</th><td class="num">41.5 s</td></tr>' in cuda
-    assert "0.2 s (p10 0.19, p90 0.21) over 50 steps" in cuda
+    assert "200 ms (p10 190 ms, p90 210 ms) over 50 steps" in cuda
     neuron_list = (out / "list/backend/neuron.html").read_text()
     assert "llama on neuron" in neuron_list and "llama on cuda" not in neuron_list
     comparison = (out / "compare/llama.html").read_text()
@@ -164,9 +164,9 @@ def test_a_broken_entry_is_listed_and_the_rest_is_published(kb: KnowledgeBase) -
     result = run_kb("site", "build")
     assert result.returncode == 0, result.stderr
     assert "kb: skipped " in result.stderr and "2026-11-05-broken-dddddd.md:" in result.stderr
-    assert "1 broken entries left out (kb check lists them)" in result.stdout
+    assert "1 broken entry file left out (kb check lists them)" in result.stdout
     home = (kb.root / "site/index.html").read_text()
-    assert "<h2>Broken entries</h2>" in home and "2026-11-05-broken-dddddd.md:" in home
+    assert "<h2>Broken entries</h2>" in home and "<code>2026-11-05-broken-dddddd.md</code>" in home
     assert (kb.root / "site/entries/2026-10-02-llama-cuda-aaaaaa.html").is_file()
 
 

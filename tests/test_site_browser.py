@@ -21,6 +21,7 @@ from conftest import run_kb, write_entry
 from playwright.sync_api import Browser, Locator, expect
 
 from kb.entry import Entry
+from kb.humanize import duration
 from kb.store import KnowledgeBase
 
 WORKLOAD = "tiny-lm"
@@ -283,8 +284,11 @@ def test_an_entry_page_shows_timings_by_phase_and_versions(site: BuiltSite, tab:
     phases = page.locator("section.timings table.phases tr")
     expect(phases.locator("th")).to_have_text(["load", "compile", "first step", "steady step, median", "wall"])
     expect(phases.locator("td")).to_have_text(
-        ["3.2 s", "41.7 s", "0.93 s", "0.0213 s (p10 0.0202, p90 0.0234) over 200 steps", "58.3 s"]
+        ["3.2 s", "41.7 s", "930 ms", "21.3 ms (p10 20.2 ms, p90 23.4 ms) over 200 steps", "58.3 s"]
     )
+    headline = page.locator("section.headline dl.fields")
+    expect(headline.locator("dt")).to_have_text(["status", "steady step", "throughput", "preparation"])
+    expect(headline.locator("dd").nth(2)).to_have_text("15,200 tok/s")
     versions = page.locator("section.section").filter(has=page.locator("h2", has_text=re.compile("^Versions$")))
     expect(versions.locator("dt")).to_have_text(["python", "torch"])
     expect(versions.locator("dd")).to_have_text(["3.11.7", "2.8.0"])
@@ -297,14 +301,14 @@ def test_an_entry_page_shows_timings_by_phase_and_versions(site: BuiltSite, tab:
     # A failed run shows only the phases it reached; a real `kb record` run shows what was measured here.
     page.goto(site.entry(NEURON_FAILED))
     expect(page.locator("table.phases th")).to_have_text(["load", "wall"])
-    expect(page.locator("table.phases td")).to_have_text(["4 s", "3600 s"])
+    expect(page.locator("table.phases td")).to_have_text(["4 s", "1.0 h"])
     page.goto(site.entry(site.recorded_run))
     measured = Entry.read(site.kb.entries_path / f"{site.recorded_run}.md").data
     assert measured["versions"]["python"] == platform.python_version()
     versions = page.locator("section.section").filter(has=page.locator("h2", has_text=re.compile("^Versions$")))
     expect(versions.locator("dt")).to_have_text(list(measured["versions"]))
     expect(versions.locator("dd")).to_have_text(list(measured["versions"].values()))
-    expect(page.locator("table.phases tr").last).to_have_text(f"wall{measured['timings']['wall_s']:.4g} s")
+    expect(page.locator("table.phases tr").last).to_have_text(f"wall{duration(measured['timings']['wall_s'])}")
     assert tab.problems() == []
 
 

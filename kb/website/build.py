@@ -33,7 +33,7 @@ MANIFEST = ".kb-site.json"
 LOCK = ".kb-site.lock"
 HERE = Path(__file__).parent
 # What a page's look depends on besides its data: a change to any of these renders every page again.
-RENDERER_FILES = (HERE, HERE.parent / "sections.py", HERE.parent / "compare.py", HERE.parent / "trend.py")
+RENDERER_FILES = (HERE, HERE.parent / "sections.py", HERE.parent / "humanize.py", HERE.parent / "answers")
 
 SEARCH_FILTERS = ("kind", "status", "backend", "workload", "mode", "failure", "tag", "torch")
 Progress = Callable[[int, int], None]
@@ -54,7 +54,8 @@ class BuildReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        broken = f"; {len(self.problems)} broken entries left out (kb check lists them)" if self.problems else ""
+        files = len({problem.path for problem in self.problems})  # one file can have several problems
+        broken = f"; {files} broken entry file{'s' * (files != 1)} left out (kb check lists them)" if files else ""
         if self.plain:
             shown = ", ".join(sorted(self.plain)[:5]) + (" ..." if len(self.plain) > 5 else "")
             broken += f"; {len(self.plain)} pages show a text as written, too nested or bracketed for Markdown: {shown}"

@@ -15,17 +15,21 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb import frontmatter
 from kb.entry import Entry
 from kb.errors import KbError
+from kb.headline import record_time
 from kb.index.query import COLUMNS, Filters, list_entries, version_key
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.store import KnowledgeBase
+from kb.website.drill import within
+from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
+from kb.website.why import failure_note
 
 if TYPE_CHECKING:
     from markupsafe import Markup
@@ -45,6 +49,12 @@ PHASE_KEYS = {key for key, _ in PHASES} | {"step_s", "wall_s"}
 SPECIAL = {"timings", "failure", "attachments", "links", "decision"}  # sections with a layout of their own
 _OUTPUT = re.compile(r"^## Output[ \t]*$", re.MULTILINE)
 _SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
+# Versions of entries whose environment was captured when they were recorded describe the recording machine, not
+# the run's: they are left out of the version lists (kb.headline.record_time says the same of one entry).
+RUN_VERSIONS = (
+    "entry_id NOT IN (SELECT id FROM entries WHERE json_extract(front_matter, '$.provenance.environment') = "
+    "'record_time')"
+)
 
 
 @dataclass
@@ -92,19 +102,25 @@ class Site:
         self._sidebars_html: dict[tuple[int, str | None], Markup] = {}
 
     # -- entry pages ------------------------------------------------------------------------------
+    @cached_property
+    def siblings(self) -> dict[str, Any]:
+        return siblings_by_workload(self.db)
+
     def entry_pages(self, due: dict[str, Any]) -> Iterator[Page]:
         rows = self.db.execute(
-            "SELECT e.id, e.path, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id ORDER BY e.path"
+            "SELECT e.id, e.path, f.sha256, e.kind, e.workload, e.backend, e.mode, e.recorded "
+            "FROM entries e JOIN files f ON f.entry_id = e.id ORDER BY e.path"
         ).fetchall()
         folders = _folders(self.kb.entries_path)  # one walk, instead of a failed look for each entry without files
-        for entry_id, path, sha in rows:
+        for entry_id, path, sha, *identity in rows:
             folder = path.removesuffix(".md")
             files = _attachment_files(self.kb.entries_path, folder) if folder in folders else []
             state = due.get(entry_id)
+            siblings = own_siblings(*identity, self.siblings)  # linked from the page: part of its key
             yield Page(
                 path=entry_page_path(path),
                 template="entry.html",
-                key=digest("entry", sha, files, state and (state.reasons, state.entries)),
+                key=digest("entry", sha, files, state and (state.reasons, state.entries), siblings),
                 context=partial(self.entry_context, entry_id, state),
                 entry=(entry_id, state),
             )
@@ -121,7 +137,7 @@ class Site:
         reported = (data.get("provenance") or {}).get("source") == "reported"
         special = SPECIAL | ({"provenance"} if reported else set())  # a reported entry shows it as its Source
         sections = [
-            (label, flatten(data[key]))
+            (label, flatten(untabulated(key, data[key])))
             for key, label in SECTIONS
             if key not in special and data.get(key) not in (None, {}, [])
         ]
@@ -129,6 +145,11 @@ class Site:
         rest = {key: value for key, value in data.items() if key not in shown and value not in (None, {}, [])}
         if rest:
             sections.append(("More", flatten(rest)))
+        attachments = _attachments(data.get("attachments") or [], path)
+        workload = (data.get("workload") or {}).get("name")
+        siblings = own_siblings(
+            entry.kind, workload, data.get("backend"), data.get("mode"), entry.recorded, self.siblings
+        )
         return {
             "entry": entry,
             "data": data,
@@ -142,10 +163,11 @@ class Site:
             "due": due_state,
             "sections": sections,
             "links": self._links(data.get("links") or {}, depth),
-            "attachments": _attachments(data.get("attachments") or [], path),
+            "attachments": attachments,
             "body": markdown_html(body, depth=depth) if body.strip() else None,
             "output": markdown_html(output, depth=depth) if output else None,
             "filters": _search_filters(data),
+            **entry_extras(self.kb.entries_path, entry, attachments, siblings, lambda t: "../" * depth + self.paths[t]),
         }
 
     def entry(self, entry_id: str) -> Entry:
@@ -201,7 +223,7 @@ class Site:
         )
         for package in FACET_PACKAGES:
             rows = self.db.execute(
-                "SELECT version, COUNT(*) FROM versions WHERE package = ? GROUP BY 1", [package]
+                f"SELECT version, COUNT(*) FROM versions WHERE package = ? AND {RUN_VERSIONS} GROUP BY 1", [package]
             ).fetchall()
             if rows:
                 rows.sort(key=lambda row: version_key(row[0]), reverse=True)
@@ -214,21 +236,25 @@ class Site:
         The index is read once (every row, then which tags and versions each entry has) and the rows are
         dealt to the facet values in one pass: a query per value would read the index hundreds of times.
         """
-        rows = [_row(row) for row in list_entries(self.db, Filters(), limit=None)]
+        why = self.failure_notes
+        rows = [dict(_row(row), why=why.get(row["id"])) for row in list_entries(self.db, Filters(), limit=None)]
         tags: dict[str, list[str]] = {}
         for entry_id, tag in self.db.execute("SELECT entry_id, tag FROM tags"):
             tags.setdefault(entry_id, []).append(tag)
         marks = ", ".join("?" * len(FACET_PACKAGES))
         versions: dict[str, list[tuple[str, str]]] = {}
         for entry_id, package, version in self.db.execute(
-            f"SELECT entry_id, package, version FROM versions WHERE package IN ({marks})", FACET_PACKAGES
+            f"SELECT entry_id, package, version FROM versions WHERE package IN ({marks}) AND {RUN_VERSIONS}",
+            FACET_PACKAGES,
         ):
             versions.setdefault(entry_id, []).append((f"package:{package}", version))
         dealt: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        keyed: dict[str, list[tuple[str, str]]] = {}  # each row's facet values: counted within each list it is on
         for row in rows:
             keys = [(dim, row[column]) for dim, column in FACET_COLUMNS if row[column] is not None]
             keys += [("tag", tag) for tag in tags.get(row["id"], ())]
             keys += versions.get(row["id"], [])
+            keyed[row["id"]] = keys
             for key in keys:
                 dealt.setdefault(key, []).append(row)
         sidebar = digest(facets)
@@ -239,7 +265,8 @@ class Site:
             for value, _ in values:
                 stem = facet_path(dim, value)[: -len(".html")]
                 chosen = dealt.get((dim, value), [])
-                yield from self._paged(stem, f"{label}: {value}", chosen, texts, facets, sidebar, dim)
+                drill = within(facets, (keyed[row["id"]] for row in chosen), dim, value)
+                yield from self._paged(stem, f"{label}: {value}", chosen, texts, drill, digest(drill), dim)
 
     def _paged(
         self,
@@ -265,7 +292,7 @@ class Site:
                     "title": title,
                     "rows": [self._row_html(row, depth) for row in chunk],
                     "total": len(rows),
-                    "sidebar": self._sidebar_html(facets, depth, dim),
+                    "sidebar": self._sidebar_html(facets, depth, dim and stem, title),
                     "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
                     "first": (number - 1) * PAGE_SIZE + 1,
                 }
@@ -281,16 +308,26 @@ class Site:
             self._rows_html[key] = _macro("entry_row")(linked)
         return self._rows_html[key]
 
-    def _sidebar_html(self, facets: list, depth: int, dim: str | None) -> Markup:
-        key = (depth, dim)
+    def _sidebar_html(self, facets: list, depth: int, stem: str | None, title: str) -> Markup:
+        """All entries' facets; on a facet value's pages (`stem`), the counts within that list (kb.website.drill)."""
+        key = (depth, stem)
         if key not in self._sidebars_html:
-            self._sidebars_html[key] = _macro("facet_list")(facets, "../" * depth, dim)
+            rel = "../" * depth
+            self._sidebars_html[key] = (
+                _macro("drill_down")(facets, rel, title) if stem else _macro("facet_list")(facets, rel, None)
+            )
         return self._sidebars_html[key]
+
+    @cached_property
+    def failure_notes(self) -> dict[str, str]:
+        """Each failed entry's reason in one line, for the lists."""
+        rows = self.db.execute("SELECT entry_id, message, explanation FROM failures")
+        return {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
 
     # -- home, comparisons, trends, decisions ----------------------------------------------------------
     def home_page(self, facets: list, due: dict[str, Any], problems: list[Any]) -> Page:
         recent = [
-            dict(_row(row), href=self.href(self.paths[row["id"]], 0))
+            dict(_row(row), href=self.href(self.paths[row["id"]], 0), why=self.failure_notes.get(row["id"]))
             for row in list_entries(self.db, Filters(), limit=RECENT)
         ]
         (total,) = self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
@@ -309,7 +346,7 @@ class Site:
                 for d in due.values()
                 if d.decision.id in self.paths
             ],
-            "problems": [str(problem) for problem in problems],
+            "problems": broken_files(problems, self.kb.entries_path),
             "workloads": self.compared_workloads(),
         }
         return Page("index.html", "home.html", digest("home", context), lambda: context)
@@ -468,13 +505,15 @@ def _split_output(body: str) -> tuple[str, str]:
 
 
 def _phases(timings: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [(label, f"{timings[key]:.4g} s") for key, label in PHASES if isinstance(timings.get(key), (int, float))]
+    from kb.humanize import duration
+
+    rows = [(label, duration(timings[key])) for key, label in PHASES if isinstance(timings.get(key), (int, float))]
     step = timings.get("step_s")
     if isinstance(step, dict) and step.get("median") is not None:
-        spread = f" (p10 {step['p10']:.4g}, p90 {step['p90']:.4g})" if "p10" in step and "p90" in step else ""
-        rows.append(("steady step, median", f"{step['median']:.4g} s{spread} over {step.get('count', '?')} steps"))
+        spread = f" (p10 {duration(step['p10'])}, p90 {duration(step['p90'])})" if {"p10", "p90"} <= set(step) else ""
+        rows.append(("steady step, median", f"{duration(step['median'])}{spread} over {step.get('count', '?')} steps"))
     if isinstance(timings.get("wall_s"), (int, float)):
-        rows.append(("wall", f"{timings['wall_s']:.4g} s"))
+        rows.append(("wall", duration(timings["wall_s"])))
     return rows
 
 
@@ -536,8 +575,19 @@ def _search_filters(data: dict[str, Any]) -> list[tuple[str, str]]:
         ("mode", data.get("mode")),
         ("workload", (data.get("workload") or {}).get("name")),
         ("failure", (data.get("failure") or {}).get("class")),
-        ("torch", (data.get("versions") or {}).get("torch")),
+        ("torch", None if record_time(Entry(data)) else (data.get("versions") or {}).get("torch")),  # not the run's
         ("source", (data.get("provenance") or {}).get("source")),
     ]
     pairs += [("tag", tag) for tag in data.get("tags") or []]
     return [(name, str(value)) for name, value in pairs if value not in (None, "")]
+
+
+def broken_files(problems: list[Any], entries: Path) -> list[tuple[str, list[str]]]:
+    """(file, its problems) for the home page: paths relative to the entries folder, never the builder's own."""
+    found: dict[str | None, list[str]] = {}
+    for problem in problems:
+        path = Path(problem.path) if problem.path is not None else None
+        name = path.relative_to(entries).as_posix() if path and path.is_relative_to(entries) else path and path.name
+        where = f"line {problem.line}: " if problem.line is not None else ""
+        found.setdefault(name, []).append(f"{where}{problem.field + ': ' if problem.field else ''}{problem.message}")
+    return sorted(((name or "an entry", texts) for name, texts in found.items()))

@@ -43,6 +43,8 @@ def render_page(kb: KnowledgeBase, out: Path, base_url: str, page: Page) -> Rend
 def environment(base_url: str) -> Any:
     import jinja2
 
+    from kb import humanize
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -52,6 +54,7 @@ def environment(base_url: str) -> Any:
     )
     env.globals.update(version=__version__, base_url=base_url, facet_path=facet_path, slug=slug)
     env.filters["number"] = lambda value: "" if value is None else f"{value:.4g}"
+    env.filters.update(duration=humanize.duration, size=humanize.size)  # figures with their units, as people read them
     return env
 
 
