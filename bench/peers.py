@@ -237,7 +237,7 @@ def scale_lines(size: int, f: dict[str, Any]) -> list[Line]:
         ]  # fmt: skip
     client_all = load["client_s_per_run"] * load["runs"]
     lines += [
-        Line(six, "index build (kb: SQLite + Whoosh, full text)", index["build_s"], "MLflow: runs by SQL bulk insert",
+        Line(six, "index build (kb: SQLite with FTS5 full text)", index["build_s"], "MLflow: runs by SQL bulk insert",
              load["bulk_s"], "s", f"{load['runs']:,} runs; not the same work: MLflow indexes no text"),
         Line(six, "index build", index["build_s"], "MLflow: the same runs through MlflowClient (projected)",
              client_all, "s", f"{load['client_s_per_run'] * 1e3:.0f} ms per run × {load['runs']:,}"),

@@ -267,12 +267,12 @@ def kb_ask_warm(root: str, repeats: int) -> dict[str, Any]:
     """The same questions through kb's library, in one process, after one sync (as each command does first)."""
     from kb.index.db import connect, index_path
     from kb.index.query import Filters, list_entries, search
-    from kb.index.sync import fulltext, sync
+    from kb.index.sync import sync
     from kb.store import KnowledgeBase
 
     kb = KnowledgeBase(Path(root))
     sync(kb)
-    db, full = connect(index_path(kb.cache_path)), fulltext(kb)
+    db = connect(index_path(kb.cache_path))
     failed = Filters(kind="run", backend=BACKEND, status="failed", packages=[f"torch{TORCH_SPEC}"])
 
     def ask(question: str) -> list[str]:
@@ -281,7 +281,7 @@ def kb_ask_warm(root: str, repeats: int) -> dict[str, Any]:
         if question == "top":
             rows = list_entries(db, Filters(kind="run", workload=WORKLOAD), sort="metric.tokens_per_s", limit=TOP)
             return [row["id"] for row in rows]
-        return [hit.id for hit, _ in search(db, full, kb_text_query(), Filters(kind="run"), limit=TEXT_LIMIT)]
+        return [hit.id for hit, _ in search(db, kb_text_query(), Filters(kind="run"), limit=TEXT_LIMIT)]
 
     return _warm(ask, repeats)
 

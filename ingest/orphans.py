@@ -66,7 +66,7 @@ def _remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
             _remove(path)
 
 
-def _remove_unpublished(kb: KnowledgeBase) -> None:
+def remove_unpublished(kb: KnowledgeBase) -> None:
     """A recorder killed while writing its new entry leaves it in a temporary file that never became the
     entry (and nothing ran yet): remove those whose recorder is dead."""
     for path in atomic.temporaries(kb.entries_path):
@@ -98,17 +98,9 @@ def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
     return [settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
 
 
-def settle_indexed(kb: KnowledgeBase) -> int:
-    """Settle the orphans among the entries the index knows as running, and remove the new entries that
-    dead recorders never finished writing; returns how many were settled."""
-    _remove_unpublished(kb)
-    from kb.index.db import connect, index_path
-
-    db = connect(index_path(kb.ensure_cache()))
-    try:
-        paths = [row[0] for row in db.execute("SELECT path FROM entries WHERE status = 'running'")]
-    finally:
-        db.close()
+def settle_running(kb: KnowledgeBase, paths: Iterable[str]) -> int:
+    """Settle the orphans among these entries (paths relative to the entries folder, those the index knows as
+    running); returns how many were settled."""
     entries = []
     for path in paths:
         try:

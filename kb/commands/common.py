@@ -21,17 +21,14 @@ def knowledge_base(ctx: typer.Context) -> KnowledgeBase:
 
 
 def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
-    """The knowledge base with its indexes brought up to date (and dead recordings settled), and the index."""
-    from ingest.orphans import settle_indexed
+    """The knowledge base prepared for reading (kb.index.prepare), and the index."""
     from kb.index.db import connect, index_path
-    from kb.index.sync import sync
+    from kb.index.prepare import prepare
 
     kb = knowledge_base(ctx)
-    report = sync(kb)
+    report = prepare(kb)
     if report.repaired:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
-    if settle_indexed(kb):
-        sync(kb)
     return kb, connect(index_path(kb.cache_path))
 
 

@@ -13,9 +13,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Update the indexes (every query command does this first, so you rarely need to)."""
         from kb.commands.common import knowledge_base, report_problems
-        from kb.index.sync import sync
+        from kb.index.prepare import prepare
 
-        report = sync(knowledge_base(ctx), rebuild=rebuild)
+        report = prepare(knowledge_base(ctx), rebuild=rebuild)
         report_problems(report.problems)
         typer.echo(f"Indexed: {report.summary()}")
 
@@ -28,13 +28,13 @@ def register(app: typer.Typer) -> None:
         stops, commands check every file again.
         """
         from kb.commands.common import knowledge_base
-        from kb.index.sync import sync
+        from kb.index.prepare import prepare
         from kb.index.watch import watch
 
         kb = knowledge_base(ctx)
 
         def ready(folders: int) -> None:
-            report = sync(kb)  # from the watcher's first journal on, commands look only at what changed
+            report = prepare(kb)  # from the watcher's first journal on, commands look only at what changed
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",

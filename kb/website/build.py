@@ -81,14 +81,15 @@ def build_site(
     from kb.answers.decisions import due as due_decisions
     from kb.entry import Entry
     from kb.index.db import connect, index_path, reading
-    from kb.index.sync import stored_problems, sync
+    from kb.index.prepare import prepare
+    from kb.index.sync import stored_problems
 
     started = time.perf_counter()
     out = (out or default_out(kb)).resolve()
     _check_out(kb, out)
     base_url = normal_base_url(base_url)
     report = BuildReport(out)
-    sync(kb)
+    prepare(kb)  # dead recorders' entries are published as killed, as kb ls shows them
     report.problems = stored_problems(kb)
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out / LOCK):

@@ -1,0 +1,30 @@
+"""The one step before any command reads the knowledge base: the index brought up to date with the entries
+folder, and the entries of recorders that died (still `running`, their process gone) settled as `killed`, so
+that every reader (kb ls, search, check, index, site build and serve) shows the same status."""
+
+from __future__ import annotations
+
+from kb.index.db import connect, index_path, reading
+from kb.index.sync import SyncReport, sync
+from kb.store import KnowledgeBase
+
+
+def prepare(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
+    """Sync, settle dead recorders' entries, and sync again if any was settled; the first sync's report."""
+    from ingest.orphans import remove_unpublished, settle_running
+
+    report = sync(kb, rebuild=rebuild)
+    remove_unpublished(kb)
+    if settle_running(kb, running_paths(kb)):
+        sync(kb)
+    return report
+
+
+def running_paths(kb: KnowledgeBase) -> list[str]:
+    """The paths (relative to the entries folder) of the entries the index knows as running."""
+    db = connect(index_path(kb.ensure_cache()))
+    try:
+        with reading(db):
+            return [row[0] for row in db.execute("SELECT path FROM entries WHERE status = 'running' ORDER BY path")]
+    finally:
+        db.close()
