@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,9 @@ def check(kb: KnowledgeBase, ref: str) -> tuple[Entry, list[str], Path, list[str
     if not folder.is_dir():
         raise KbError(f"{original.id} ran in {cwd}, which is not on this machine; run it again by hand")
     warnings = []
+    shown = command.get("line")
+    if isinstance(shown, str) and shown != shlex.join(argv):
+        warnings.append(f"the line {original.id} shows is not the command that runs: {shown}")
     then = (original.data.get("git") or {}).get("commit")
     now = environment.git_state(folder).get("commit")
     if then and now and then != now:

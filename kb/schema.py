@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shlex
 from datetime import date, datetime
 from functools import cache
 from importlib import resources
@@ -221,7 +222,7 @@ def problems(data: dict[str, Any], path: Path | str | None = None, lines: Lines 
 
     try:
         _fast_validator()(data)
-        return _calendar_problems(data, path, lines or {})
+        return _calendar_problems(data, path, lines or {}) + _command_problems(data, path, lines or {})
     except fastjsonschema.JsonSchemaException as first:
         found = _all_problems(data, path, lines or {})
         if found:
@@ -266,6 +267,19 @@ def _calendar_problems(data: dict[str, Any], path: Path | str | None, lines: Lin
 
     walk(data, entry_schema(), ())
     return found
+
+
+def _command_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:
+    """`command.line` is what people read and `command.argv` what `kb rerun` runs: they must say the same."""
+    command = data.get("command")
+    if not isinstance(command, dict) or not isinstance(command.get("argv"), list) or "line" not in command:
+        return []
+    if command["line"] == shlex.join(command["argv"]):
+        return []
+    runs = shlex.join(command["argv"])
+    runs = runs if len(runs) <= 200 else runs[:197] + "..."
+    message = f"differs from command.argv, which is what kb rerun runs: {runs}"
+    return [Problem(path, _line_of(("command", "line"), lines), "command.line", message)]
 
 
 def _all_problems(data: dict[str, Any], path: Path | str | None, lines: Lines) -> list[Problem]:

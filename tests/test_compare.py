@@ -142,7 +142,7 @@ def test_bad_comparisons_say_what_is_wrong(releases: KnowledgeBase) -> None:
 
 def test_rerun_repeats_the_command_links_and_compares(kb: KnowledgeBase) -> None:
     first = record(8, 0.020, 0.019, 0.022, 25600.0)
-    result = run_kb("rerun", first[:20])
+    result = run_kb("rerun", "--yes", first[:20])
     assert result.returncode == 0, result.stderr
     assert f"a rerun of {first}" in result.stderr
     assert "tokens_per_s" in result.stdout and "baseline" in result.stdout
