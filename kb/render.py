@@ -121,7 +121,8 @@ def _list_columns(sorted_by: str | None, short: Callable[[str], str], full_ids: 
         Column("wall", lambda r: Text(humanize.duration(r["wall_s"]) if r.get("wall_s") is not None else ""), 3),
     ]
     if sorted_by:
-        columns.append(Column(sorted_by, lambda r: Text(_sort_value(sorted_by, r.get("sort_value"))), 8, limit=24))
+        header = sorted_by.split(".", 1)[-1]  # metric.tokens_per_s: the name says enough
+        columns.append(Column(header, lambda r: Text(_sort_value(sorted_by, r.get("sort_value"))), 8, limit=24))
     return columns
 
 
@@ -184,16 +185,15 @@ def _line(cells: list[Text], widths: list[int], title: Text, title_width: int) -
 
 def search_results(results: list[tuple[Any, dict[str, Any]]], *, short: Callable[[str], str] = short_id,
                    width: int | None = None) -> Group:  # fmt: skip
-    """Each hit in three lines: id, status and where it ran; the title (cut to the width); the snippet."""
+    """Each hit, best first: id, status and where it ran; the title (cut to the width); the snippet."""
     width = width or console().width
     parts: list[Any] = []
     for hit, row in results:
         where = " ".join(safe(v, one_line=True) for v in (row["backend"], row["workload"], row["mode"]) if v)
-        head = Text.assemble(
-            data(short(row["id"]), "bold"), "  ", status_text(row["status"]),
-            (" reported", "yellow") if row.get("source") == "reported" else "", "  ", where,
-            (f"  score {hit.score:.2f}", "dim"),
-        )  # fmt: skip
+        marks = [status_text(row["status"]) if row["status"] else None,
+                 Text("reported", "yellow") if row.get("source") == "reported" else None,
+                 Text(where) if where else None]  # fmt: skip
+        head = Text("  ").join([data(short(row["id"]), "bold"), *(mark for mark in marks if mark is not None)])
         title = data(row["title"])
         for line in (head, title):
             line.truncate(width, overflow="ellipsis")
@@ -359,9 +359,10 @@ def comparison_view(comparison: Any, *, short: Callable[[str], str] = short_id) 
     table = Table(box=None, header_style="bold", pad_edge=False, title_justify="left")
     table.add_column("", overflow="fold")
     for index, entry in enumerate(comparison.entries):
-        reported = " (reported)" if (entry.data.get("provenance") or {}).get("source") == "reported" else ""
         role = "baseline" if index == 0 else entry.status or entry.kind
-        table.add_column(data(f"{short(entry.id)}\n{role}{reported}", one_line=False), overflow="fold")
+        # Named by backend · mode · hardware (with "(reported)"), the id below it.
+        heading = f"{comparison.labels[index]}\n{short(entry.id)}\n{role}"
+        table.add_column(data(heading, one_line=False), overflow="fold")
     section = None
     for row in comparison.rows:
         if row.section != section:
@@ -395,7 +396,8 @@ def case_lines(change: Any, show: int = 20) -> list[str]:
 def comparison_markdown(comparison: Any) -> str:
     lines = ["**What differs**", ""]
     lines += [f"- {safe(line, one_line=True)}" for line in comparison.differences] or ["- nothing recorded differs"]
-    header = ["", *(f"`{e.id}`" for e in comparison.entries)]
+    names = zip(comparison.labels, comparison.entries, strict=True)
+    header = ["", *(f"{safe(name, one_line=True)}<br>`{e.id}`" for name, e in names)]
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in comparison.rows:
         cells = [f"{row.section}.{row.name}", *(_cell(row, i) for i in range(len(comparison.entries)))]

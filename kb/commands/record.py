@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         command: Optional[list[str]] = typer.Argument(None, help="The command to run and record (after --)."),
         title: Optional[str] = typer.Option(
-            None, "--title", help="A title (default: from workload/backend/mode or the command)."
+            None, "--title", help="A title (default: from workload/backend/mode, else the script or module run)."
         ),
         workload: Optional[str] = describing.WORKLOAD,
         backend: Optional[str] = describing.BACKEND,
