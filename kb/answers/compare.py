@@ -1,26 +1,40 @@
 """Put entries side by side: what differs between them, and how their timings and metrics compare.
 
 The first entry is the baseline: every figure gets its ratio to the baseline's and, where it is known
-whether higher or lower is better, a word for the direction. Step times that carry a spread are judged
-against the noise: a difference counts only when the p10-p90 intervals of the two runs do not overlap.
+whether higher or lower is better, a word for the direction. One noise rule: step times that carry a
+spread are judged against it (a difference counts only when the p10-p90 intervals of the two runs do
+not overlap); throughput computed from the step times shares their verdict; a phase timed once per run
+(load, compile, first step) gets no verdict from a single measurement. Throughput of runs on different
+device counts is compared per device, and compile times only cold with cold, warm with warm.
+
+`grouped` picks, per group of a workload's runs, the newest usable one (completed, with figures): never a
+failed, killed, interrupted or running run as anyone's baseline.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.answers import figures
 from kb.entry import Entry
 from kb.errors import KbError
 
 # Kinds whose figures can stand side by side: measured runs with reported figures, coverage with coverage.
 COMPARABLE = ({"run", "report"}, {"coverage"})
-NOISE_METHOD = "p10-p90 intervals of the step times overlap: within noise; apart: a real difference"
+NOISE_METHOD = (
+    "p10-p90 intervals of the step times overlap: within noise; apart: a real difference; tokens/s and "
+    "samples/s share the step times' verdict; a phase timed once per run is one measurement"
+)
+USABLE_STATUSES = ("completed", None)  # reports have no status
+GROUPINGS = "backend, mode, or version:PACKAGE (e.g. --by version:torch)"
 TIMINGS = ("wall_s", "load_s", "compile_s", "first_step_s", "warmup_s", "step_s")
 DIFF_SECTIONS = ("versions", "settings", "environment")
 IDENTITY = (("backend", "backend"), ("mode", "mode"), ("workload.name", "workload"), ("status", "status"),
-            ("git.commit", "git commit"), ("hardware.cpu", "cpu"), ("hardware.hostname", "host"),
-            ("provenance.source", "source"))  # fmt: skip
+            ("git.commit", "git commit"), ("git.dirty", "uncommitted changes"), ("hardware.cpu", "cpu"),
+            ("hardware.cpu_threads", "cpu threads"), ("hardware.hostname", "host"), ("provenance.source", "source"),
+            ("timings.step_s.count", "steady steps"))  # fmt: skip
 
 
 @dataclass
@@ -55,15 +69,31 @@ class Comparison:
     rows: list[Row]
     cases: list[CaseChanges] = field(default_factory=list)
     noise_method: str = NOISE_METHOD
+    notes: list[str] = field(default_factory=list)  # what the grouping left out, and why
+
+    @property
+    def labels(self) -> list[str]:
+        return [label(entry) for entry in self.entries]
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "entries": [{"id": e.id, "title": e.title, "kind": e.kind, "status": e.status} for e in self.entries],
+            "entries": [
+                {"id": e.id, "title": e.title, "kind": e.kind, "status": e.status, "label": label(e)}
+                for e in self.entries
+            ],
             "differences": self.differences,
             "rows": [row.__dict__ for row in self.rows],
             "cases": [change.__dict__ for change in self.cases],
             "noise_method": self.noise_method,
+            "notes": self.notes,
         }
+
+
+def label(entry: Entry) -> str:
+    """`backend · mode · hardware`, the name of a column (the id stays beside it)."""
+    parts = [entry.get("backend") or "?", entry.get("mode") or "?", _accelerators(entry) or entry.get("hardware.cpu")]
+    reported = " (reported)" if entry.get("provenance.source") == "reported" else ""
+    return " · ".join(str(part) for part in parts if part) + reported
 
 
 def compare(entries: list[Entry]) -> Comparison:
@@ -76,7 +106,9 @@ def compare(entries: list[Entry]) -> Comparison:
             f"these entries cannot be compared: {listed}; compare runs and reports with each other, "
             "or coverage entries with each other"
         )
-    rows = _timing_rows(entries) + _metric_rows(entries) + _evidence_rows(entries)
+    timing = _timing_rows(entries)
+    step = next((row for row in timing if row.name == "step_s"), None)
+    rows = timing + _metric_rows(entries, step) + _evidence_rows(entries)
     cases = case_changes(entries) if kinds == {"coverage"} else []
     return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases)
 
@@ -127,6 +159,15 @@ def differences(entries: list[Entry]) -> list[str]:
     accelerators = [_accelerators(entry) for entry in entries]
     if _differ(accelerators):
         lines.append(f"accelerators {_arrow(accelerators)}")
+    counts = [figures.devices(entry.data) for entry in entries]
+    if _differ(counts):
+        lines.append(f"devices {_arrow(counts)} (throughput compared per device)")
+    tags = [", ".join(sorted(entry.data.get("tags") or [])) or None for entry in entries]
+    if _differ(tags):
+        lines.append(f"tags {_arrow(tags)}")
+    compiles = [figures.compile_kind(entry.data) for entry in entries]
+    if _differ(compiles) and any(entry.get("timings.compile_s") is not None for entry in entries):
+        lines.append(f"compile cache {_arrow(compiles)} (compile times compared cold with cold, warm with warm)")
     for section in DIFF_SECTIONS:
         names = sorted({name for entry in entries for name in (entry.data.get(section) or {})})
         for name in names:
@@ -147,24 +188,55 @@ def _timing_rows(entries: list[Entry]) -> list[Row]:
         }
     )
     rows = []
+    counts = [figures.devices(entry.data) for entry in entries]
+    compiles = [figures.compile_kind(entry.data) for entry in entries]
     for name in [*names, *extra]:
         raw = [entry.get(f"timings.{name}") for entry in entries]
         values = [value.get("median") if isinstance(value, dict) else value for value in raw]
         row = Row("timings", name, values, unit="s", better="lower")
-        _judge(row, spreads=raw if name == "step_s" else None)
+        if name == "step_s":
+            _judge(row, spreads=raw)
+            if _differ(counts):  # a step on 64 devices is another step than on one
+                row.verdicts = [
+                    "baseline" if i == 0 else "devices differ" if v else "" for i, v in enumerate(row.verdicts)
+                ]
+        else:
+            _judge(row)
+            # A phase timed once per run: one measurement each, too few for better or worse.
+            row.verdicts = [
+                "baseline" if i == 0 else "one measurement" if v else "" for i, v in enumerate(row.verdicts)
+            ]
+            if name == "compile_s" and _differ(compiles):
+                row.ratios = [r if compiles[i] == compiles[0] else None for i, r in enumerate(row.ratios)]
+                row.verdicts = [
+                    v if kind == compiles[0] else f"{kind or 'unknown'} vs {compiles[0] or 'unknown'}"
+                    for v, kind in zip(row.verdicts, compiles, strict=True)
+                ]
         rows.append(row)
     return rows
 
 
-def _metric_rows(entries: list[Entry]) -> list[Row]:
+def _metric_rows(entries: list[Entry], step: Row | None) -> list[Row]:
     names = sorted({name for entry in entries for name in (entry.data.get("metrics") or {})})
+    counts = [figures.devices(entry.data) for entry in entries]
     rows = []
     for name in names:
         metrics = [(entry.data.get("metrics") or {}).get(name) or {} for entry in entries]
         unit = next((m.get("unit") for m in metrics if m.get("unit")), None)
         better = next((m.get("better") for m in metrics if m.get("better")), None) or guess_better(name, unit)
-        row = Row("metrics", name, [m.get("value") for m in metrics], unit=unit, better=better)
+        values = [m.get("value") for m in metrics]
+        per_device = name in figures.THROUGHPUT and _differ(counts)
+        if per_device:
+            values = [v / c if isinstance(v, (int, float)) else v for v, c in zip(values, counts, strict=True)]
+            unit = f"{unit or name} per device"
+        row = Row("metrics", name, values, unit=unit, better=better)
         _judge(row)
+        if name in figures.THROUGHPUT and step is not None and not per_device:
+            # Computed from the step times' median: it shares their verdict (within noise included).
+            row.verdicts = [
+                "baseline" if i == 0 else (v if step.verdicts[i] in ("", "baseline") else step.verdicts[i])
+                for i, v in enumerate(row.verdicts)
+            ]
         rows.append(row)
     return rows
 
@@ -237,3 +309,107 @@ def _differ(values: list[Any]) -> bool:
 
 def _arrow(values: list[Any]) -> str:
     return " → ".join("-" if value is None else str(value) for value in values)
+
+
+def grouped(
+    kb: Any,
+    db: Any,
+    workload: str,
+    by: str,
+    where: tuple[str, list[Any]],
+    *,
+    baseline: str | None = None,
+    incumbent: str = "",
+    backend: str | None = None,
+    mode: str | None = None,
+) -> Comparison:
+    """The newest usable run of each group of a workload's runs, side by side, the baseline first.
+
+    `where` narrows the runs (the filters kb ls takes). `--by mode` holds the backend fixed, `--by backend`
+    the mode (the baseline's, unless given), so that each column differs from the first in one thing.
+    """
+    from kb.index import answers
+
+    package = by.split(":", 1)[1] if by.startswith("version:") and len(by) > len("version:") else None
+    if by not in ("backend", "mode") and package is None:
+        raise KbError(f"--by {by!r}: group by {GROUPINGS}")
+    clause, params = where
+    rows = answers.grouped_candidates(db, f"e.workload = ? AND ({clause})", [workload, *params], by, package)
+    if not rows:
+        raise KbError(f"no runs of workload {workload!r} to compare; 'kb ls --kind run' lists the workloads")
+    notes: list[str] = []
+    chosen: Entry | None = kb.load(baseline) if baseline else None
+    if chosen is not None and chosen.status not in USABLE_STATUSES:
+        raise KbError(f"--baseline {chosen.id}: a {chosen.status} run cannot be a baseline; give a completed run")
+    usable = [row for row in rows if row["status"] in USABLE_STATUSES and row["has_figures"]]
+    base_backend = _incumbent_backend(usable, incumbent, chosen)
+    if by == "mode" and not backend and len({row["backend"] for row in rows}) > 1:
+        backend = base_backend
+        notes.append(f"modes compared on {backend} (--backend for another)")
+    if backend:
+        rows = [row for row in rows if row["backend"] == backend]
+    if by == "backend":
+        if len({row["backend"] for row in rows}) == 1:
+            raise KbError(f"only {rows[0]['backend']} so far; try --by mode")
+        mode = mode or (chosen.get("mode") if chosen else _newest_mode(usable, base_backend))
+        if mode:
+            notes.append(f"backends compared in {mode} mode (--mode for another)")
+            rows = [row for row in rows if row["mode"] == mode]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:  # newest first
+        group = figures.release_of(str(row["grp"])) if package else str(row["grp"])  # +cu126 builds: one release
+        groups.setdefault(group, []).append(row)
+    picked: list[tuple[str, dict[str, Any]]] = []
+    for group in _ordered(groups, package):
+        found = next((r for r in groups[group] if r["status"] in USABLE_STATUSES and r["has_figures"]), None)
+        if found is None:
+            states = Counter(str(r["status"]) for r in groups[group])
+            notes.append(f"{group}: no usable run ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))})")
+        else:
+            picked.append((group, found))
+    entries = [Entry.read(kb.entries_path / row["path"]) for _, row in picked]
+    if chosen is not None:
+        entries = [chosen, *(e for e in entries if e.id != chosen.id)]
+    else:
+        first = _first(picked, by, base_backend)
+        entries.insert(0, entries.pop(first))
+    if len(entries) < 2:
+        raise KbError("; ".join([f"nothing to compare {workload} with by {by}", *notes]))
+    comparison = compare(entries)
+    comparison.notes = notes
+    return comparison
+
+
+def _incumbent_backend(rows: list[dict[str, Any]], incumbent: str, chosen: Entry | None) -> str | None:
+    if chosen is not None:
+        return chosen.get("backend")
+    wanted = incumbent.replace("·", " ").split(" ")[0] if incumbent else None
+    backends = Counter(row["backend"] for row in rows if row["kind"] == "run")
+    if wanted and wanted in backends:
+        return wanted
+    return min(backends, key=lambda b: (-backends[b], str(b))) if backends else None
+
+
+def _newest_mode(rows: list[dict[str, Any]], backend: str | None) -> str | None:
+    return next((row["mode"] for row in rows if row["backend"] == backend and row["kind"] == "run"), None)
+
+
+def _ordered(groups: dict[str, list[dict[str, Any]]], package: str | None) -> list[str]:
+    if package is None:
+        return sorted(groups)
+    from kb.index.query import version_key
+
+    return sorted(groups, key=version_key)
+
+
+def _first(picked: list[tuple[str, dict[str, Any]]], by: str, backend: str | None) -> int:
+    """Which picked run is the baseline: measured before reported; the incumbent backend, eager, or the
+    oldest version."""
+
+    def rank(item: tuple[int, tuple[str, dict[str, Any]]]) -> tuple:
+        index, (group, row) = item
+        measured = row["kind"] == "run"
+        preferred = (group == backend) if by == "backend" else (group == "eager") if by == "mode" else True
+        return (not measured, not preferred, index)
+
+    return min(enumerate(picked), key=rank)[0]

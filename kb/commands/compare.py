@@ -6,12 +6,18 @@ from typing import Optional
 
 import typer
 
-HELP = """Compare entries side by side: what differs between them (versions, settings, hardware,
-environment), then timings by phase, metrics with the ratio to the first entry and whether that is
-better or worse, compile and fallback evidence, numerics and failures.
+from kb.commands import filters
 
-Give two or more entry ids (the first is the baseline), or a workload and a grouping: the newest
-entry of each group is compared (--by backend, --by mode, --by version:torch).
+HELP = """Compare entries side by side: what differs between them (versions, settings, hardware, git
+commit and uncommitted changes, tags, step counts, environment), then timings by phase, metrics with the
+ratio to the first entry and whether that is better or worse, compile and fallback evidence, numerics
+and failures.
+
+Give two or more entry ids (the first is the baseline), or a workload and a grouping: the newest usable
+run (completed, with figures) of each group is compared (--by backend, --by mode, --by version:torch),
+narrowed by the filters kb ls takes. --by mode holds the backend fixed, --by backend the mode. The
+baseline is never a failed, killed, interrupted or running run: --baseline ID, else the incumbent
+([answers] incumbent in kb.toml), else the backend with the most runs (eager for --by mode).
 """
 
 
@@ -20,12 +26,24 @@ def register(app: typer.Typer) -> None:
     def compare_command(
         ctx: typer.Context,
         refs: Optional[list[str]] = typer.Argument(None, help="Entry ids (or unique starts of ids).", metavar="ID..."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="Compare the newest entries of a workload."),
+        workload: Optional[str] = typer.Option(
+            None, "--workload", help="Compare the newest usable runs of a workload."
+        ),
         by: Optional[str] = typer.Option(None, "--by", help="Group by backend, mode or version:PACKAGE."),
+        baseline: Optional[str] = typer.Option(
+            None, "--baseline", help="With --by: the run to compare against.", metavar="ID"
+        ),
+        backend: Optional[str] = filters.BACKEND,
+        mode: Optional[str] = filters.MODE,
+        status: Optional[str] = filters.STATUS,
+        tag: list[str] = filters.TAG,
+        since: Optional[str] = filters.SINCE,
+        until: Optional[str] = filters.UNTIL,
+        package: list[str] = filters.PACKAGE,
         markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table (for a review)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        from kb.answers.compare import compare
+        from kb.answers.compare import compare, grouped
         from kb.commands.common import knowledge_base, print_json, synced
         from kb.errors import KbError
 
@@ -33,24 +51,37 @@ def register(app: typer.Typer) -> None:
             raise KbError("give entry ids, or --workload with --by, not both")
         if refs:
             kb = knowledge_base(ctx)
-            entries = [kb.load(ref) for ref in refs]
+            comparison = compare([kb.load(ref) for ref in refs])
         elif workload and by:
-            from kb.entry import Entry
             from kb.index.db import reading
-            from kb.index.query import latest_per_group
 
             kb, db = synced(ctx)
+            chosen = filters.build(
+                backend=backend,
+                workload=None,
+                status=status,
+                kind=None,
+                mode=mode,
+                failure=None,
+                tag=tag,
+                since=since,
+                until=until,
+                package=package,
+            )
             with reading(db):
-                latest = latest_per_group(db, workload, by)
-            entries = [Entry.read(kb.entries_path / path) for _, path in latest]
+                comparison = grouped(
+                    kb, db, workload, by, chosen.where(db), baseline=baseline,
+                    incumbent=kb.config.answers.incumbent, backend=backend, mode=mode,
+                )  # fmt: skip
         else:
             raise KbError("give two or more entry ids, or --workload W --by backend|mode|version:PACKAGE")
-        comparison = compare(entries)
         if json_:
             print_json(comparison.as_dict())
             return
         from kb.render import comparison_markdown, comparison_view, console
 
+        for note in comparison.notes:
+            typer.echo(f"kb: {note}", err=True)
         if markdown:
             typer.echo(comparison_markdown(comparison))
             return

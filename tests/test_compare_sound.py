@@ -1,0 +1,153 @@
+"""`kb compare --workload --by`: sound comparisons over a knowledge base with the traps real variety brings.
+
+A failed or killed group sorted first, an interrupted run newer than the finished one (a real Ctrl-C of
+`kb record`), one backend only, several backends for --by mode, 1 vs 64 devices, `+cuXXX` local labels,
+cold beside warm compiles, derived throughput beside noisy step times, and every difference that changes
+a result (git commit and dirty tree, tags, step counts).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_kb, write_entry
+
+from kb.store import KnowledgeBase
+
+EMIT = (
+    "import json, os, sys, time\n"
+    "def emit(**event):\n"
+    "    open(os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl'), 'a').write(json.dumps(event) + '\\n')\n"
+    "emit(event='set', field='timings.step_s', value={'median': 0.02, 'p10': 0.019, 'p90': 0.021, 'count': 9})\n"
+    "emit(event='metric', name='tokens_per_s', value=float(sys.argv[1]), unit='tokens/s')\n"
+    "open(sys.argv[2], 'w').close()\n"
+    "time.sleep(float(sys.argv[3]))\n"
+)
+
+
+def record(mode: str, rate: float, ready: Path, sleep: float = 0.0) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "kb", "record", "--workload", "lm", "--backend", "cpu", "--mode", mode,
+            "--", sys.executable, "-c", EMIT, str(rate), str(ready), str(sleep)]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run(kb: KnowledgeBase, entry_id: str, **fields) -> None:
+    fields.setdefault("status", "completed")
+    fields.setdefault("workload", {"name": "qwen"})
+    fields.setdefault("mode", "compiled")
+    write_entry(kb, entry_id, recorded=f"2026-11-{entry_id[8:10]}T00:00:00Z", **fields)
+
+
+def compared(*args: str) -> dict:
+    result = run_kb("compare", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def rows(comparison: dict) -> dict[str, dict]:
+    return {row["name"]: row for row in comparison["rows"]}
+
+
+def test_an_interrupted_run_is_never_the_one_compared(kb: KnowledgeBase, tmp_path: Path) -> None:
+    finished = record("eager", 4000.0, tmp_path / "a")
+    assert finished.wait(60) == 0
+    compiled = record("compiled", 6000.0, tmp_path / "b")
+    assert compiled.wait(60) == 0
+    stopped = record("eager", 1.0, tmp_path / "c", sleep=60)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "c").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stopped.send_signal(signal.SIGINT)  # Ctrl-C of kb record: the newest eager run is interrupted
+    stopped.wait(60)
+    statuses = sorted(row["status"] for row in json.loads(run_kb("ls", "--json").stdout))
+    assert statuses == ["completed", "completed", "interrupted"]
+    comparison = compared("--workload", "lm", "--by", "mode")
+    assert [e["status"] for e in comparison["entries"]] == ["completed", "completed"]
+    assert [e["label"].split(" · ")[:2] for e in comparison["entries"]] == [["cpu", "eager"], ["cpu", "compiled"]]
+    assert rows(comparison)["tokens_per_s"]["values"] == [4000.0, 6000.0]
+    # Its step times are identical to the baseline's: the throughput computed from them shares their verdict.
+    assert rows(comparison)["step_s"]["verdicts"][1] == "within noise"
+    assert rows(comparison)["tokens_per_s"]["verdicts"][1] == "within noise"
+    one = run_kb("compare", "--workload", "lm", "--by", "backend")
+    assert one.returncode == 1 and one.stderr == "kb: error: only cpu so far; try --by mode\n"
+    assert compared("--workload", "lm", "--by", "mode", "--status", "completed")["entries"][0]["status"] == "completed"
+    refused = run_kb("compare", "--workload", "lm", "--by", "mode", "--baseline", "2026")
+    assert refused.returncode == 1
+
+
+@pytest.fixture
+def variety(kb: KnowledgeBase) -> KnowledgeBase:
+    one = {"accelerators": [{"name": "h100", "count": 1}]}
+    run(kb, "2026-11-01-qwen-cuda-000001", backend="cuda", hardware=one, versions={"torch": "2.10.0+cu126"},
+        metrics={"tokens_per_s": {"value": 5000.0, "unit": "tokens/s"}}, timings={"compile_s": 60.0},
+        tags=["cold"], git={"commit": "aaaa", "dirty": False})  # fmt: skip
+    run(kb, "2026-11-02-qwen-cuda-000002", backend="cuda", hardware=one, versions={"torch": "2.10.0+cu128"},
+        metrics={"tokens_per_s": {"value": 5100.0, "unit": "tokens/s"}}, timings={"compile_s": 6.0},
+        tags=["warm"], git={"commit": "aaaa", "dirty": True})  # fmt: skip
+    run(kb, "2026-11-03-qwen-neuron-000003", backend="neuron", versions={"torch": "2.11.0"},
+        hardware={"accelerators": [{"name": "trainium2", "count": 64}]},
+        metrics={"tokens_per_s": {"value": 640000.0, "unit": "tokens/s"}})  # fmt: skip
+    # Sorted first, and newest of all: a killed run and a failed one.
+    run(kb, "2026-11-04-qwen-aaa-000004", backend="aaa", status="killed")
+    run(kb, "2026-11-05-qwen-aaa-000005", backend="aaa", status="failed", timings={"wall_s": 1.0})
+    run(kb, "2026-11-06-qwen-cuda-000006", backend="cuda", mode="eager", status="running")
+    return kb
+
+
+def test_a_failed_group_is_never_the_baseline_and_figures_go_per_device(variety: KnowledgeBase) -> None:
+    result = run_kb("compare", "--workload", "qwen", "--by", "backend", "--json")
+    comparison = json.loads(result.stdout)
+    ids = [e["id"] for e in comparison["entries"]]
+    assert ids == ["2026-11-02-qwen-cuda-000002", "2026-11-03-qwen-neuron-000003"]  # cuda: the most runs
+    assert comparison["notes"][-1] == "aaa: no usable run (1 failed, 1 killed)"
+    assert comparison["entries"][1]["label"] == "neuron · compiled · 64x trainium2"
+    rate = rows(comparison)["tokens_per_s"]
+    assert rate["unit"] == "tokens/s per device" and rate["values"] == [5100.0, 10000.0]
+    assert "devices 1 → 64 (throughput compared per device)" in comparison["differences"]
+    against = compared("--workload", "qwen", "--by", "backend", "--baseline", "2026-11-03-qwen-neuron-000003")
+    assert against["entries"][0]["id"] == "2026-11-03-qwen-neuron-000003"
+    failed = run_kb("compare", "--workload", "qwen", "--by", "backend", "--baseline", "2026-11-05-qwen-aaa-000005")
+    assert failed.returncode == 1
+    assert failed.stderr == (
+        "kb: error: --baseline 2026-11-05-qwen-aaa-000005: a failed run cannot be a baseline; give a completed run\n"
+    )
+    shown = run_kb("compare", "--workload", "qwen", "--by", "backend")
+    assert "cuda · compiled · 1x h100" in shown.stdout and "neuron · compiled · 64x trainium2" in shown.stdout
+
+
+def test_cold_with_cold_and_what_differs(variety: KnowledgeBase) -> None:
+    comparison = compared("2026-11-01-qwen-cuda-000001", "2026-11-02-qwen-cuda-000002")
+    differences = comparison["differences"]
+    assert "uncommitted changes False → True" in differences
+    assert "tags cold → warm" in differences
+    assert any(line.startswith("compile cache cold → warm") for line in differences)
+    compile_s = rows(comparison)["compile_s"]
+    assert compile_s["ratios"] == [1.0, None] and compile_s["verdicts"] == ["baseline", "warm vs cold"]
+    # One run each: too few to call a one-off phase better or worse.
+    cold_again = compared("2026-11-01-qwen-cuda-000001", "2026-11-01-qwen-cuda-000001")
+    assert rows(cold_again)["compile_s"]["verdicts"] == ["baseline", "one measurement"]
+
+
+def test_local_version_labels_fold_into_their_release(variety: KnowledgeBase) -> None:
+    comparison = compared("--workload", "qwen", "--by", "version:torch")
+    # 2.10.0+cu126 and 2.10.0+cu128 are one release: its newest run stands for it.
+    assert [e["id"] for e in comparison["entries"]] == ["2026-11-02-qwen-cuda-000002", "2026-11-03-qwen-neuron-000003"]
+
+
+def test_by_mode_holds_the_backend_fixed(variety: KnowledgeBase) -> None:
+    result = run_kb("compare", "--workload", "qwen", "--by", "mode")
+    assert result.returncode == 1
+    assert "modes compared on cuda (--backend for another)" in result.stderr
+    assert "eager: no usable run (1 running)" in result.stderr
+    steps = {"median": 0.02, "p10": 0.019, "p90": 0.021, "count": 31}
+    run(variety, "2026-11-07-qwen-cuda-000007", backend="cuda", mode="eager", tags=["resumed"],
+        hardware={"accelerators": [{"name": "h100", "count": 1}]}, timings={"step_s": steps})  # fmt: skip
+    comparison = compared("--workload", "qwen", "--by", "mode")
+    assert [e["label"] for e in comparison["entries"]] == ["cuda · eager · 1x h100", "cuda · compiled · 1x h100"]
+    assert "steady steps 31 → -" in comparison["differences"]
