@@ -7,6 +7,7 @@ TORCH_TRACE import (ingest/compile_trace.py), so the two reach the same words th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 MAX_REASON_CHARS = 300
 CACHE_COUNTERS = {
@@ -70,3 +71,18 @@ def classify(delta: Mapping[str, Mapping[str, int]]) -> str | None:
     if misses:
         return "fresh"
     return "bypass" if bypasses else None
+
+
+def compile_split(frames: list[dict[str, Any]]) -> dict[str, float]:
+    """compile_s in parts that add up: first compiles of frames, their recompiles, lazily compiled backward graphs.
+
+    A frame's id is "<frame>/<compile of that frame>" ("0/1" is frame 0's second compile), with "_<attempt>"
+    after a restarted compile.
+    """
+    split = {"forward": 0.0, "recompiles": 0.0, "backward": 0.0}
+    for frame in frames:
+        number = str(frame.get("id") or "").partition("/")[2].partition("_")[0]
+        recompile = number not in ("", "0") if number else bool(frame.get("recompile_reason"))
+        split["recompiles" if recompile else "forward"] += frame.get("compile_s") or 0.0
+        split["backward"] += frame.get("backward_s") or 0.0
+    return {name: float(f"{seconds:.6g}") for name, seconds in split.items()}

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ingest.compile_format import CACHE_COUNTERS, break_reason, cache_state
+from ingest.compile_format import CACHE_COUNTERS, break_reason, cache_state, compile_split
 from ingest.imported import Imported
 from kb.errors import KbError
 from kb.redact import redact_pieces, redact_text
@@ -303,7 +303,9 @@ class _Trace:
             "source": "torch_trace",
             "frames": rows[:MAX_FRAMES],
             "frame_count": len(rows),
-            "compile_s": total("compile_s") or 0.0,
+            # Forward frames and the backward graphs compiled lazily at the first backward(): every compile.
+            "compile_s": _round((total("compile_s") or 0.0) + (total("backward_s") or 0.0)),
+            "compile_split_s": compile_split(rows),
             "stages_s": {name: value for name, key in stages.items() if (value := total(key)) is not None},
             "stages_nested": True,
             "graphs": self.graphs,

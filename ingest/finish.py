@@ -7,12 +7,13 @@ fact, and a `running` entry whose recorder was killed (settled later as `killed`
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest import rank_summaries
+from ingest import rank_summaries, steps
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso, parse_time
 from kb.store import KnowledgeBase
@@ -20,6 +21,7 @@ from kb.store import KnowledgeBase
 if TYPE_CHECKING:
     from ingest.signatures import Finding
 
+METRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:+-]{0,63}")  # as the entry schema allows
 OUTPUT_LOG = "output.log"
 GIT_DIFF = "git.diff"
 RUN_FOLDER = "run"
@@ -62,6 +64,7 @@ def finish(
         del data["timings"]
     folder = kb.attachments_path(entry)
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
+    _figures_from_stream(entry, folder / RUN_FOLDER, folded)
     _ranks_from_files(entry, folder / RUN_FOLDER)
     output = output or folder / OUTPUT_LOG
     _fallbacks_from_output(entry, output)
@@ -72,6 +75,29 @@ def finish(
         del entry.data["attachments"]
     kb.save(entry)
     return entry
+
+
+def _figures_from_stream(entry: Entry, run_folder: Path, folded: Folded) -> None:
+    """A run killed before it wrote its figures (SIGKILL, the OOM killer) still streamed its steps: use them."""
+    stream = steps.read_stream(run_folder)
+    timings = entry.data.get("timings") or {}
+    if stream is None or not stream["steps"] or "first_step_s" in timings:
+        return  # nothing streamed, or the run wrote its own figures
+    found, rates = steps.figures(stream)
+    entry.data["timings"] = {**timings, **{key: value for key, value in found.items() if key not in timings}}
+    metrics = entry.data.setdefault("metrics", {})
+    for name, metric in rates.items():
+        metrics.setdefault(name, metric | {"better": "higher"})
+    for name, values in stream["logs"].items():
+        numbers = [(step, value) for step, value in values if isinstance(value, (int, float))]
+        if numbers and name not in metrics and METRIC_NAME.fullmatch(name):
+            metrics[name] = {"value": numbers[-1][1], "step": numbers[-1][0]}
+    if not metrics:
+        del entry.data["metrics"]
+    folded.notes.append(
+        f"The run stopped before it wrote its own figures: the timings and metrics here are from the "
+        f"{len(stream['steps'])} steps it streamed to {steps.STREAM} up to its last flush."
+    )
 
 
 def _ranks_from_files(entry: Entry, run_folder: Path) -> None:

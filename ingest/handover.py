@@ -58,10 +58,12 @@ def metric(
     step: int | None = None,
     phase: str | None = None,
     better: str | None = None,
+    per_rank: bool | None = None,
     folder: Path | None = None,
 ) -> bool:
-    """A measured figure; `better` is 'higher' or 'lower' so comparisons know which way is good."""
-    fields = {"unit": unit, "step": step, "phase": phase, "better": better}
+    """A measured figure; `better` is 'higher' or 'lower' so comparisons know which way is good; `per_rank`
+    says that under many ranks the figure is one rank's own."""
+    fields = {"unit": unit, "step": step, "phase": phase, "better": better, "per_rank": per_rank}
     return emit(
         {"event": "metric", "name": name, "value": value, **{k: v for k, v in fields.items() if v is not None}}, folder
     )

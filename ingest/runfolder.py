@@ -85,7 +85,9 @@ def _apply_metric(entry: Entry, event: dict[str, Any]) -> str | None:
         return f"metric {name!r}: value must be a number, found {value!r}"
     if isinstance(value, float) and not math.isfinite(value):
         value = None if math.isnan(value) else value
-    metric = {"value": value} | {k: event[k] for k in ("unit", "phase", "better", "step") if event.get(k) is not None}
+    metric = {"value": value} | {
+        k: event[k] for k in ("unit", "phase", "better", "step", "per_rank") if event.get(k) is not None
+    }
     return _apply_set(
         entry, f"metrics.{name}" if isinstance(name, str) and "." not in name else None, metric, replace=True
     )

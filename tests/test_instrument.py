@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, only_entry, run_kb
 
+from ingest import steps
 from kb.store import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "instrumented.py"
@@ -133,7 +135,12 @@ def test_sigterm_mid_run_still_writes_an_interrupted_entry(kb: KnowledgeBase) ->
 
 def test_a_numerics_mismatch_is_stated(kb: KnowledgeBase) -> None:
     assert run_script("numerics", "4").returncode == 0
-    numerics = only_entry(kb).data["numerics"]
+    entry = only_entry(kb)
+    # The run completed; its result is not trustworthy, and filters, the board and the site must see that.
+    assert entry.status == "completed"
+    assert entry.data["failure"]["class"] == "numerical_mismatch"
+    assert "out of tolerance" in entry.data["failure"]["message"]
+    numerics = entry.data["numerics"]
     assert numerics["verdict"] == "fail"
     assert numerics["rtol"] == 1.3e-06 and numerics["atol"] == 1e-05  # PyTorch's float32 defaults
     assert 0 < numerics["fraction_out_of_tolerance"] <= 1
@@ -157,7 +164,10 @@ def torchrun(scenario: str, kb: KnowledgeBase, timeout: float = 240) -> subproce
 def test_two_ranks_make_one_entry(kb: KnowledgeBase) -> None:
     result = torchrun("ranks", kb)
     assert result.returncode == 0, result.stderr
-    ranks = only_entry(kb).data["ranks"]
+    entry = only_entry(kb)
+    assert entry.data["metrics"]["samples_per_s"]["per_rank"] is True  # rank 0's own, not the job's
+    assert "rank 0's own" in entry.body
+    ranks = entry.data["ranks"]
     assert ranks["world_size"] == 2 and ranks["reported"] == 2 and ranks["missing"] == []
     assert ranks["slowest_rank"] in (0, 1) and ranks["spread"] >= 1
     assert [r["rank"] for r in ranks["per_rank"]] == [0, 1]
@@ -171,6 +181,9 @@ def test_a_dead_rank_still_leaves_one_entry_with_what_each_rank_knew(kb: Knowled
     ranks = entry.data["ranks"]
     assert ranks["world_size"] == 2
     assert 1 in ranks.get("unfinished", []) or 1 in ranks["missing"]
+    (died,) = [summary for summary in ranks["per_rank"] if summary["rank"] == 1]
+    # What it did before dying at step 6, as of its last flush (every 2 s; the steps take 0.5 s).
+    assert 1 <= died["steps"] <= 6 and died["first_step_s"] > 0
 
 
 def test_importing_the_api_imports_nothing_heavy_beyond_torch() -> None:
@@ -183,3 +196,49 @@ def test_importing_the_api_imports_nothing_heavy_beyond_torch() -> None:
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
     assert "torch" in imported
     assert not imported & {"whoosh", "sqlite_utils", "markdown", "jsonschema", "typer", "rich", "pydantic"}
+
+
+def test_a_sigkilled_run_keeps_the_steps_it_streamed(kb: KnowledgeBase) -> None:
+    result = run_kb("record", "--", sys.executable, str(SCRIPT), "sigkill", "14", timeout=300)
+    assert result.returncode == 128 + 9, result.stderr
+    entry = only_entry(kb)
+    assert entry.status == "killed"
+    run_folder = kb.attachments_path(entry) / "run"
+    streamed = steps.read_stream(run_folder)
+    assert streamed is not None
+    # 10 steps of 0.5 s ran; the stream flushes every 2 s, so what came before the last flush is kept.
+    kept = len(streamed["steps"])
+    assert 3 <= kept <= 10
+    timings = entry.data["timings"]
+    assert timings["first_step_s"] > 0 and timings["step_s"]["count"] == kept - 2
+    assert entry.data["metrics"]["loss"]["step"] >= kept - 2
+    assert entry.data["metrics"]["samples_per_s"]["value"] > 0
+    assert f"{kept} steps it streamed" in entry.body
+    progress = steps.progress(run_folder)
+    assert progress is not None and progress["steps"] == kept and "loss" in progress["last_logged"]
+
+
+def test_a_failure_in_a_phase_keeps_its_phase(kb: KnowledgeBase) -> None:
+    assert run_script("load_fails").returncode == 1
+    failure = only_entry(kb).data["failure"]
+    assert failure["phase"] == "load" and "step" not in failure
+    assert failure["class"] == "environment" or failure["message"].startswith("FileNotFoundError")
+
+
+def test_tokens_per_s_is_what_the_steady_steps_did_over_their_wall_time(kb: KnowledgeBase) -> None:
+    result = run_script("tokens", "12")
+    assert result.returncode == 0, result.stderr
+    tokens, seconds = re.search(r"steady tokens (\d+) in ([\d.]+) s", result.stdout).groups()
+    metrics = only_entry(kb).data["metrics"]
+    # The script's own clock, around the steady steps with the pauses between them.
+    assert metrics["tokens_per_s"]["value"] == pytest.approx(int(tokens) / float(seconds), rel=0.01)
+    assert metrics["tokens_per_s"]["unit"] == "tokens/s"
+    # The median step leaves the 20 ms pauses out: a rate the run never reached.
+    assert metrics["tokens_per_s_median_step"]["value"] > metrics["tokens_per_s"]["value"]
+
+
+def test_mode_compiled_with_nothing_compiled_is_flagged(kb: KnowledgeBase) -> None:
+    assert run_script("claims_compiled", "4").returncode == 0
+    entry = only_entry(kb)
+    assert entry.data["compile"]["nothing_compiled"] is True and entry.data["compile"]["frame_count"] == 0
+    assert "torch.compile compiled nothing" in entry.body

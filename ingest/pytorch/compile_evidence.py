@@ -37,7 +37,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ingest.compile_format import CACHE_COUNTERS, MAX_REASON_CHARS, break_reason, classify, counter_delta
+from ingest.compile_format import (
+    CACHE_COUNTERS,
+    MAX_REASON_CHARS,
+    break_reason,
+    classify,
+    compile_split,
+    counter_delta,
+)
 
 SIGNIFICANT = 6
 MAX_FRAMES = 200
@@ -58,6 +65,15 @@ LOGGERS = (
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in ")
+# Where Dynamo says a break is: "Graph break in user code at FILE:LINE" in a log record, and the traced line in a
+# counter's message ('# File "FILE", line N, in fn, code: ...').
+_USER_CODE_AT = re.compile(r"in user code at (.+?):(\d+)")
+_TRACED_AT = re.compile(r'# File "([^"]+)", line (\d+)')
+# A break Dynamo could not resume from (one in a loop, above all) makes it run the whole frame eagerly.
+_EAGER_FRAME = "falling back to eager"
+_ENCOUNTERED = "Graph break encountered:"
+_CHAINED = "*** While handling this graph break, another graph break occurred: ***"
+_SKIPPED_FRAME = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
 
 
 def _round(value: float) -> float:
@@ -77,7 +93,7 @@ class _Capture(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.graph_breaks: list[str] = []
+        self.graph_breaks: list[tuple[str, str | None, bool]] = []  # (reason, "file:line", frame ran eagerly)
         self.recompiles: list[str] = []  # one "function: guard failure" string per failed guard
         self.recompile_events = 0
         self.failures = 0
@@ -95,15 +111,20 @@ class _Capture(logging.Handler):
             self.failures += 1
 
     @staticmethod
-    def _graph_break_reason(message: str, record: logging.LogRecord) -> str:
+    def _graph_break_reason(message: str, record: logging.LogRecord) -> tuple[str, str | None, bool]:
+        at = _USER_CODE_AT.search(message)
+        where = f"{at.group(1)}:{at.group(2)}" if at else None
         marker = "Graph Break Reason:"
         if marker in message:
             text = message.split(marker, 1)[1].split("User code traceback:", 1)[0]
-            return break_reason(text)
+            eager = _EAGER_FRAME in text
+            if eager:  # "Failed to handle graph break gracefully. Skipping ... eager. Graph break encountered:"
+                text = text.split(_ENCOUNTERED, 1)[-1]
+            return break_reason(text), where, eager
         # The "skip frame" record carries the reason only in its exception.
         if record.exc_info and record.exc_info[1] is not None:
-            return break_reason(str(record.exc_info[1]))
-        return break_reason(message)
+            return break_reason(str(record.exc_info[1])), where, True
+        return break_reason(message), where, False
 
     def _add_recompile(self, message: str) -> None:
         match = _RECOMPILING.search(message)
@@ -147,6 +168,12 @@ class CompileWatch:
         self._loggers: list[tuple[logging.Logger, int, bool, list[logging.Handler]]] = []
         self._enabled_recompiles = False
         self._token = object()  # a hook left by an earlier start() sees another token and does nothing
+        # Dynamo's compile callbacks: every frame compile and lazily compiled backward graph, as it happens, so a
+        # step can tell that it compiled (compiles changed while it ran).
+        self.compiles = 0
+        self._compile_began = 0.0
+        self._compile_wall_s = 0.0
+        self._callbacks: tuple[Any, Any, Any] | None = None
 
     def start(self) -> None:
         if self._started:  # a second start() begins again rather than stacking a second set of changes
@@ -184,6 +211,7 @@ class CompileWatch:
         except Exception as exc:
             self._unreadable.append(_failed("calculate_time_spent", exc))
         self._attach_loggers()
+        self._attach_callbacks()
 
     def _begin_on_import(self, token: object) -> None:
         if token is not self._token or not self._started:
@@ -191,6 +219,7 @@ class CompileWatch:
         try:  # runs inside the script's import of Dynamo: whatever happens, that import must go on
             self._raise_metrics_limit(sys.modules["torch._dynamo.utils"])
             self._attach_loggers()
+            self._attach_callbacks()
         except Exception as exc:
             self._unreadable.append(_failed("watch Dynamo once imported", exc))
 
@@ -207,6 +236,7 @@ class CompileWatch:
             unreadable.append(_failed("compile section", exc))
         finally:
             self._detach_loggers(unreadable)
+            self._detach_callbacks()
             self._restore_metrics_limit(unreadable)
         if self._capture.failures:
             unreadable.append(f"log records: {self._capture.failures} not parsed")
@@ -232,6 +262,35 @@ class CompileWatch:
         except Exception as exc:
             unreadable.append(_failed("restore compilation metrics limit", exc))
         self._metrics_limit = None
+
+    def _attach_callbacks(self) -> None:
+        import time
+
+        def began(args: Any) -> None:
+            self.compiles += 1
+            self._compile_began = time.perf_counter()
+
+        def ended(args: Any) -> None:
+            self._compile_wall_s += time.perf_counter() - self._compile_began
+
+        try:
+            handler = sys.modules["torch._dynamo.callback"].callback_handler
+            handler.register_start_callback(began)
+            handler.register_end_callback(ended)
+            self._callbacks = (handler, began, ended)
+        except Exception as exc:
+            self._unreadable.append(_failed("compile callbacks", exc))
+
+    def _detach_callbacks(self) -> None:
+        if self._callbacks is None:
+            return
+        handler, began, ended = self._callbacks
+        self._callbacks = None
+        # torch._dynamo.reset() clears every callback: then there is nothing left to remove.
+        with contextlib.suppress(ValueError):
+            handler.remove_start_callback(began)
+        with contextlib.suppress(ValueError):
+            handler.remove_end_callback(ended)
 
     def _attach_loggers(self) -> None:
         try:
@@ -302,6 +361,8 @@ class CompileWatch:
         spent = self._time_spent(utils, unreadable)
         if spent is not None:
             section["time_spent_s"] = spent
+        if self._callbacks is not None and self.compiles:
+            section["compile_wall_s"] = _round(self._compile_wall_s)  # as Dynamo's compile callbacks timed it
         section["torch"] = str(getattr(torch, "__version__", "unknown"))
         return section
 
@@ -343,27 +404,53 @@ class CompileWatch:
         return spent
 
     def _graph_breaks(self, delta: dict[str, dict[str, int]] | None) -> dict[str, Any]:
-        from_counters: dict[str, int] = {}
+        """Break sites (reason and file:line) with how often Dynamo met each, and the frames that ran eagerly.
+
+        Dynamo files a break it could not resume from twice in `counters["unimplemented"]`: once alone and once
+        inside the break that followed ("graph break in loop", which skips the whole frame). Each site counts
+        once per meeting, so the larger of the two sources is taken per site, never their sum.
+        """
+        from_counters: dict[tuple[str, str | None], int] = {}
+        eager: dict[str, dict[str, Any]] = {}
         for group in ("unimplemented", "graph_break"):
             for message, count in (delta or {}).get(group, {}).items():
-                reason = break_reason(message)
-                from_counters[reason] = from_counters.get(reason, 0) + count
+                first, _, chained = message.partition(_CHAINED)
+                traced = _TRACED_AT.search(first)
+                site = (break_reason(first), f"{traced.group(1)}:{traced.group(2)}" if traced else None)
+                # The same meeting filed alone and inside the chained break: the larger count, not the sum.
+                from_counters[site] = max(from_counters.get(site, 0), count)
+                skipped = _SKIPPED_FRAME.search(chained)
+                if skipped and _EAGER_FRAME in chained:
+                    function, where = skipped.group(1), f"{skipped.group(2)}:{skipped.group(3)}"
+                    eager[function] = {"function": function, "at": where, "reason": break_reason(chained)}
+        from_logs: dict[tuple[str, str | None], int] = {}
+        logged_eager: dict[str, dict[str, Any]] = {}
+        for reason, where, ran_eagerly in self._capture.graph_breaks:
+            from_logs[(reason, where)] = from_logs.get((reason, where), 0) + 1
+            if ran_eagerly:  # the log names the break's line, not the frame: used when the counters say nothing
+                logged_eager.setdefault(str(where), {"break_at": where, "reason": reason})
+        eager = eager or logged_eager
+        # A counter message without a place is the same break as a logged one with the same reason.
+        placed = {reason for reason, where in from_logs if where}
+        sites: dict[tuple[str, str | None], int] = {}
+        for key in dict.fromkeys([*from_counters, *from_logs]):
+            if key[1] is None and key[0] in placed and key in from_counters and key not in from_logs:
+                continue
+            sites[key] = max(from_counters.get(key, 0), from_logs.get(key, 0))
         resumes = sorted((delta or {}).get("resumes", {}))
-        from_logs: dict[str, int] = {}
-        for reason in self._capture.graph_breaks:
-            from_logs[reason] = from_logs.get(reason, 0) + 1
-        # Both sources see the same breaks: per reason, the larger count.
-        merged = {
-            reason: max(from_counters.get(reason, 0), from_logs.get(reason, 0))
-            for reason in dict.fromkeys([*from_counters, *from_logs])
-        }
-        # Each resume function (named after its function and line) is a break site that surely broke.
         result: dict[str, Any] = {
-            "count": max(sum(merged.values()), len(resumes)),
-            "reasons": [{"reason": reason, "count": n} for reason, n in list(merged.items())[:MAX_REASONS]],
+            # Each resume function (named after its function and line) is a break site that surely broke.
+            "count": max(sum(sites.values()), len(resumes)),
+            "sites": len(sites),
+            "reasons": [
+                {"reason": reason, "count": n, **({"at": where} if where else {})}
+                for (reason, where), n in list(sites.items())[:MAX_REASONS]
+            ],
         }
         if resumes:
             result["resume_functions"] = resumes[:MAX_REASONS]
+        if eager:
+            result["eager_frames"] = list(eager.values())[:MAX_REASONS]
         return result
 
     def _recompiles(self, records: list[Any] | None) -> dict[str, Any]:
@@ -451,6 +538,7 @@ def _frames_section(records: list[Any], unreadable: list[str]) -> dict[str, Any]
                 frame["backward_s"] = _round(backward[frame["id"]])
             if getattr(record, "fail_type", None):
                 frame["fail_type"] = str(record.fail_type)
+                frame["ran_eagerly"] = True  # Dynamo gave the frame up: it ran uncompiled (unless the error rose)
             frames.append(frame)
         except Exception as exc:
             unreadable.append(_failed("compile record", exc))
@@ -471,7 +559,8 @@ def _frames_section(records: list[Any], unreadable: list[str]) -> dict[str, Any]
     section: dict[str, Any] = {
         "frames": frames[:MAX_FRAMES],
         "frame_count": len(frames),
-        "compile_s": total("compile_s") or 0.0,
+        "compile_s": _round((total("compile_s") or 0.0) + (stages["backward"] or 0.0)),
+        "compile_split_s": compile_split(frames),
         "stages_s": {name: value for name, value in stages.items() if value is not None},
         "stages_nested": True,
     }

@@ -19,11 +19,11 @@ run writes its own run folder and, when a knowledge base is reachable, its entry
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
-import statistics
 import sys
 import threading
 import time
@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from ingest import handover, rank_summaries
+from ingest import handover, rank_summaries, steps
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks
 from ingest.pytorch.compile_evidence import CompileWatch
@@ -61,11 +61,12 @@ class RunTerminated(BaseException):
 class Step:
     """The per-step timer. Reused for every step: entering and leaving costs a few microseconds."""
 
-    __slots__ = ("_began", "_run", "samples", "tokens")
+    __slots__ = ("_began", "_compiles", "_run", "samples", "tokens")
 
     def __init__(self, owner: Run):
         self._run = owner
         self._began = 0.0
+        self._compiles = 0
         self.tokens: int | None = None
         self.samples: int | None = None
 
@@ -79,22 +80,33 @@ class Step:
         if not owner._times and owner.compile_budget_s:
             owner._arm_budget()
         owner._in_step = True
+        self._compiles = owner._compile.compiles
         self._began = time.perf_counter()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         owner = self._run
         owner._sync()
-        elapsed = time.perf_counter() - self._began
+        now = time.perf_counter()
+        elapsed = now - self._began
         owner._in_step = False
         if exc_type is not None:
-            owner._failed_at = (owner._step_phase(), len(owner._times))
+            owner._failed_at = (owner._step_phase(), len(owner._times), exc)
         if not owner._times and owner.compile_budget_s:
             owner._disarm_budget(elapsed)
         if exc_type is None:
+            index = len(owner._times)
             owner._times.append(elapsed)
+            owner._ends.append(now - owner._origin)
+            compiled = owner._compile.compiles != self._compiles  # this step compiled (a first call, a recompile)
+            if compiled:
+                owner._compiled.add(index)
             if self.tokens is not None or self.samples is not None:
-                owner._sizes.append((self.tokens, self.samples))
+                owner._sizes[index] = (self.tokens, self.samples)
+            lines = owner._stream.lines
+            lines.append(steps.step_line(index, elapsed, now - owner._origin, self.tokens, self.samples, compiled))
+            if now >= owner._flush_due or len(lines) >= steps.FLUSH_STEPS:
+                owner._flush(now)
         self.tokens = self.samples = None
 
 
@@ -127,7 +139,12 @@ class Run:
         self._sync = devices.Sync(self.device_type, synchronize)
         self._out = out
         self._times: list[float] = []
-        self._sizes: list[tuple[int | None, int | None]] = []
+        self._ends: list[float] = []  # each step's end, in seconds since the run began
+        self._compiled: set[int] = set()  # the steps during which something compiled
+        self._sizes: dict[int, tuple[int | None, int | None]] = {}  # r.step(tokens=..., samples=...), by step
+        self._streamed: dict[str, int] = {}  # per logged name, how many values the stream has
+        self._origin = time.perf_counter()
+        self._flush_due = 0.0
         # Per name, the steps and the values in two flat lists: a list of (step, value) tuples makes the garbage
         # collector walk a million small objects in a long run, which costs more than the step timer itself.
         self._logs: dict[str, tuple[list[int], list[Any]]] = {}
@@ -135,7 +152,7 @@ class Run:
         self._memory: dict[str, float] = {}
         self._phase: str | None = None
         self._in_step = False
-        self._failed_at: tuple[str, int] | None = None
+        self._failed_at: tuple[str | None, int | None, BaseException] | None = None
         self._sections: dict[str, Any] = {}
         self._notes: list[str] = []
         self._compile = CompileWatch()
@@ -147,12 +164,19 @@ class Run:
         self.rank, self.world_size, self.local_rank = ranks.identity()
         self._kb = None if handover.run_dir() is not None else _reachable_knowledge_base()
         self.folder = self._folder()
+        header = {
+            "warmup_steps": warmup_steps, "tokens_per_step": tokens_per_step, "samples_per_step": samples_per_step,
+            "rank": self.rank, "world_size": self.world_size,
+        }  # fmt: skip
+        self._stream = steps.StepStream(self.folder, header, steps.stream_name(self.rank))
         self.step = Step(self)
 
     # -- the context manager -------------------------------------------------------------------------------------
     def __enter__(self) -> Run:
         self.started = datetime.now(timezone.utc)
         self._clock = time.monotonic()
+        self._origin = time.perf_counter()
+        self._flush_due = self._origin + steps.FLUSH_S
         devices.reset_peak_memory(self.device_type)
         self._compile.start()
         self._fallbacks.start()
@@ -167,7 +191,10 @@ class Run:
         status = "completed"
         if exc is not None:
             status = "interrupted" if isinstance(exc, (KeyboardInterrupt, RunTerminated)) else "failed"
-            phase, step = self._failed_at or (self._phase, None)
+            # Where it was raised (a step, a phase), when that is this very exception or one it came from.
+            phase, step = self._phase, None
+            if self._failed_at is not None and any(link is self._failed_at[2] for link in failures.chain(exc)):
+                phase, step = self._failed_at[0], self._failed_at[1]
             self._sections["failure"] = failures.describe(exc, phase=phase, step=step, rank=self.rank)
             (self.folder / "traceback.txt").write_text("".join(traceback.format_exception(exc)))
         try:
@@ -185,6 +212,10 @@ class Run:
         began = time.perf_counter()
         try:
             yield
+        except BaseException as exc:
+            if self._failed_at is None or self._failed_at[2] is not exc:  # not already placed by a step inside
+                self._failed_at = (name, None, exc)
+            raise
         finally:
             self._sync()
             self._phases[name] = self._phases.get(name, 0.0) + time.perf_counter() - began
@@ -199,8 +230,8 @@ class Run:
             step = len(self._times) if self._in_step else max(len(self._times) - 1, 0)
         if getattr(value, "requires_grad", False):
             value = value.detach()  # keeps no autograd graph alive; the value itself is read when the run ends
-        steps, values = self._logs.get(name) or self._logs.setdefault(name, ([], []))
-        steps.append(step)
+        at, values = self._logs.get(name) or self._logs.setdefault(name, ([], []))
+        at.append(step)
         values.append(value)
 
     def set(self, field: str, value: Any) -> None:
@@ -286,10 +317,8 @@ class Run:
         return "first_step" if count == 0 else "warmup" if count < self.warmup_steps else "steady"
 
     def _read(self, name: str) -> list[tuple[int, Any]]:
-        steps, values = self._logs.get(name, ([], []))
-        return [
-            (step, value.item() if hasattr(value, "item") else value) for step, value in zip(steps, values, strict=True)
-        ]
+        at, values = self._logs.get(name, ([], []))
+        return [(step, _value(value)) for step, value in zip(at, values, strict=True)]
 
     def _arm_budget(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -311,49 +340,66 @@ class Run:
 
     def _timings(self) -> dict[str, Any]:
         timings: dict[str, Any] = {f"{name}_s": _round(seconds) for name, seconds in self._phases.items()}
-        if self._times:
-            timings["first_step_s"] = _round(self._times[0])
-            warm = self._times[1 : self.warmup_steps]
-            if warm:
-                timings["warmup_s"] = _round(sum(warm))
-            steady = self._times[self.warmup_steps :]
-            if steady:
-                timings["step_s"] = _spread(steady)
+        timings.update(steps.timings(self._times, self.warmup_steps, self._compiled))
         return timings
 
-    def _throughput(self) -> dict[str, Any]:
-        steady = self._times[self.warmup_steps :]
-        if not steady:
-            return {}
-        median = statistics.median(steady)
-        rates = (
-            ("tokens_per_s", self.tokens_per_step, "tokens/s"),
-            ("samples_per_s", self.samples_per_step, "samples/s"),
-        )
-        return {
-            name: {"value": _round(per_step / median), "unit": unit, "better": "higher", "phase": "steady"}
-            for name, per_step, unit in rates
-            if per_step
-        }
+    def _throughput(self) -> dict[str, dict[str, Any]]:
+        return steps.throughput(
+            self._times, self._ends, self.warmup_steps, self._compiled, self._sizes,
+            (self.tokens_per_step, self.samples_per_step), self.world_size,
+        )  # fmt: skip
+
+    def _flush(self, now: float) -> None:
+        """Into the run folder: the steps and values since the last flush, and this rank's summary so far."""
+        self._flush_due = now + steps.FLUSH_S
+        lines = self._stream.lines
+        for name, (at, values) in self._logs.items():
+            done = self._streamed.get(name, 0)
+            lines.extend(steps.log_line(name, at[i], _value(values[i])) for i in range(done, len(values)))
+            self._streamed[name] = len(values)
+        self._stream.flush()
+        with contextlib.suppress(OSError):  # a full disk costs the summary, never the run
+            rank_summaries.write_summary(self.folder, self._rank_summary("running"))
 
     def _rank_summary(self, status: str) -> dict[str, Any]:
-        steady = self._times[self.warmup_steps :]
-        return {
+        step_s = steps.timings(self._times, self.warmup_steps, self._compiled).get("step_s") or {}
+        summary = {
             "rank": self.rank, "local_rank": self.local_rank, "world_size": self.world_size, "status": status,
             "host": os.uname().nodename, "pid": os.getpid(), "device": self.device_type, "steps": len(self._times),
             "first_step_s": _round(self._times[0]) if self._times else None,
-            "step_s_median": _round(statistics.median(steady)) if steady else None,
+            "step_s_median": step_s.get("median"),
         }  # fmt: skip
+        for name, metric in self._throughput().items():
+            if not name.endswith("_median_step"):
+                summary[name] = metric["value"]
+        return summary
 
     def _finish(self, status: str) -> None:
         ended = datetime.now(timezone.utc)
+        self._flush(time.perf_counter())
+        self._stream.close()
         compile_section = self._compile.stop()
         fallback_watch = self._fallbacks.stop()
         sections: dict[str, Any] = {}
         timings = self._timings()
         if compile_section.get("frame_count"):
+            if self._compiled:
+                compile_section["compiling_steps"] = sorted(self._compiled)[:200]
+            later = [index for index in sorted(self._compiled) if index >= self.warmup_steps]
+            if later:
+                self._notes.append(
+                    f"{len(later)} step{'s' if len(later) > 1 else ''} after warm-up compiled (steps "
+                    f"{', '.join(map(str, later[:10]))}): kept out of the steady-state figures."
+                )
             sections["compile"] = compile_section
             timings.setdefault("compile_s", compile_section.get("compile_s"))
+        elif self.mode == "compiled":
+            sections["compile"] = {**compile_section, "frame_count": 0, "nothing_compiled": True}
+            self._notes.append("The run says mode `compiled`, but torch.compile compiled nothing while it ran.")
+        numerics_section = self._sections.get("numerics")
+        if isinstance(numerics_section, dict) and numerics_section.get("verdict") == "fail":
+            # The run completed; its result is not to be trusted. The class says so to filters and the board.
+            self._sections.setdefault("failure", numerics.failure(numerics_section))
         if self._sync.method is not None:
             timings["device_sync"] = self._sync.method
         if self._sync.refused:
@@ -391,7 +437,12 @@ class Run:
                 step, last = values[-1]
                 handover.metric(name, _round(float(last)), step=step, folder=folder)
         for name, metric in self._throughput().items():
-            handover.metric(name, metric["value"], metric["unit"], better="higher", phase="steady", folder=folder)
+            handover.metric(
+                name, metric["value"], metric["unit"], better="higher", phase="steady",
+                per_rank=metric.get("per_rank"), folder=folder,
+            )  # fmt: skip
+        if self.world_size > 1 and self._throughput():
+            self._notes.append(f"Throughput figures are rank 0's own, one of {self.world_size} ranks (per_rank).")
         for field, value in {**sections, **self._sections}.items():
             if field in ("timings", "settings", "versions") and isinstance(value, dict):
                 for key, item in value.items():
@@ -465,22 +516,9 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise RunTerminated("SIGTERM")
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
-    ordered = sorted(values)
-    if len(ordered) >= 2:
-        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
-        p10, p90 = deciles[0], deciles[-1]
-    else:
-        p10 = p90 = ordered[0]
-    return {
-        "median": _round(statistics.median(ordered)),
-        "p10": _round(p10),
-        "p90": _round(p90),
-        "mean": _round(statistics.fmean(ordered)),
-        "min": _round(ordered[0]),
-        "max": _round(ordered[-1]),
-        "count": len(ordered),
-    }
+def _value(value: Any) -> Any:
+    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _round(value: float | None) -> float | None:

@@ -131,3 +131,24 @@ def _tensor(value: torch.Tensor | Sequence[float]) -> torch.Tensor:
 
 def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT}g}") if math.isfinite(value) else value
+
+
+def failure(section: dict[str, Any]) -> dict[str, Any]:
+    """The failure section for a check that failed: the run completed, but its result is not trustworthy."""
+    if "reason" in section:
+        said = section["reason"]
+    else:
+        said = (
+            f"{section.get('fraction_out_of_tolerance', 0):.3g} of {section.get('count', '?')} values out of "
+            f"tolerance (rtol {section.get('rtol')}, atol {section.get('atol')}); max abs error "
+            f"{section.get('max_abs_err')}"
+        )
+        if section.get("first_divergent_step") is not None:
+            said += f"; first divergent step {section['first_divergent_step']}"
+    where = f" against {section['reference']}" if section.get("reference") else ""
+    return {
+        "class": "numerical_mismatch",
+        "message": f"numerics check of {section.get('compared', 'outputs')}{where} failed: {said}",
+        "phase": "numerics",
+        "assigned": "auto",
+    }

@@ -2,7 +2,10 @@
 
 Scenarios: eager, compiled, graph_break, oom, reject (a compile backend that refuses an operator),
 budget (a compile budget the first call cannot meet), sigterm (stops itself half way), numerics,
-ranks (under torchrun), rank_dies (rank 1 exits mid-run under torchrun).
+ranks (under torchrun), rank_dies (rank 1 exits mid-run under torchrun), sigkill (slow steps, then
+SIGKILLs itself at step 10), load_fails (raises inside the load phase), tokens (r.step(tokens=n), with
+a pause between steps; prints the steady steps' own wall time), claims_compiled (mode compiled, nothing
+compiled).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -45,7 +49,7 @@ if scenario in ("ranks", "rank_dies"):
 
     dist.init_process_group("gloo")
 
-mode = "compiled" if scenario in ("compiled", "graph_break", "reject", "budget") else "eager"
+mode = "compiled" if scenario in ("compiled", "graph_break", "reject", "budget", "claims_compiled") else "eager"
 options = {
     "workload": "test-mlp",
     "backend": "cpu",
@@ -61,6 +65,8 @@ if scenario == "budget":
 
 with run(**options) as r:
     with r.phase("load"):
+        if scenario == "load_fails":
+            raise FileNotFoundError("checkpoint/model.pt: no such file")
         model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         target = torch.randn(16, 32)
@@ -81,17 +87,29 @@ with run(**options) as r:
         step = torch.compile(with_branch)
     if scenario == "oom":
         resource.setrlimit(resource.RLIMIT_AS, (8 * 1024**3, 8 * 1024**3))
+    steady_began = steady_ended = 0.0
     for index in range(steps):
         x = torch.randn(16, 32)
         if scenario == "sigterm" and index == 5:
             os.kill(os.getpid(), signal.SIGTERM)
-        if scenario == "rank_dies" and index == 4 and r.rank == 1:
+        if scenario == "rank_dies" and index == 6 and r.rank == 1:
             os._exit(3)
-        with r.step():
+        if scenario == "sigkill" and index == 10:
+            os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer does
+        if scenario in ("sigkill", "rank_dies"):
+            time.sleep(0.5)  # slow steps: the stream flushes every 2 s
+        if scenario == "tokens":
+            time.sleep(0.02)  # the data loader's share of each step, outside r.step()
+            if index == 2:
+                steady_began = time.perf_counter()
+        with r.step(tokens=100 + index) if scenario == "tokens" else r.step():
             if scenario == "oom" and index == 3:
                 x = x + torch.empty(2**40, dtype=torch.uint8).sum()  # 1 TiB: past the address-space limit
             loss = step(x)
+        steady_ended = time.perf_counter()
         r.log("loss", loss.sum() if loss.dim() else loss)
+    if scenario == "tokens":
+        print(f"steady tokens {sum(100 + i for i in range(2, steps))} in {steady_ended - steady_began:.6f} s")
     if scenario == "graph_break":
         step(torch.randn(4, 32))  # a new shape: a recompile
     r.audit(model, model(torch.randn(2, 32)))

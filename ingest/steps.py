@@ -1,0 +1,235 @@
+"""A run's steps as figures, and the stream that keeps them through a kill; torch-free, for the run and the recorder.
+
+The instrumented run appends its steps and logged values to `steps.jsonl` in the run folder as it goes,
+buffered and flushed every FLUSH_S seconds or FLUSH_STEPS steps, so a run killed with SIGKILL (the kernel's
+OOM killer) keeps what it measured up to the last flush, and a `running` entry can show its progress. One
+JSON object a line:
+
+    {"run": {"warmup_steps": 2, "tokens_per_step": 512, "samples_per_step": 16, "rank": 0, "world_size": 1}}
+    {"step": 0, "s": 8.81, "end": 9.02, "compiled": true}      # seconds, and its end since the run began
+    {"step": 1, "s": 0.0121, "end": 9.05, "tokens": 480}        # r.step(tokens=480)
+    {"log": "loss", "step": 1, "value": 2.31}
+
+Under many ranks, rank N > 0 streams to `steps-rank-N.jsonl` beside it.
+
+The same functions turn steps into the entry's figures whether they come from the running process or from
+the stream of a killed one, so both read alike.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from pathlib import Path
+from typing import IO, Any
+
+STREAM = "steps.jsonl"
+FLUSH_S = 2.0
+FLUSH_STEPS = 1000
+SIGNIFICANT = 6
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.{SIGNIFICANT}g}")
+
+
+class StepStream:
+    """Appends step and log lines to the run folder's stream; writes only when flushed, never raises."""
+
+    __slots__ = ("_handle", "_path", "failed", "lines")
+
+    def __init__(self, folder: Path, header: dict[str, Any], name: str = STREAM):
+        self._path = folder / name
+        self._handle: IO[str] | None = None
+        self.lines: list[str] = [json.dumps({"run": header}) + "\n"]
+        self.failed: str | None = None
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.lines or self.failed is not None:
+            self.lines.clear()
+            return
+        try:
+            if self._handle is None:
+                self._handle = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the run)
+            self._handle.write("".join(self.lines))
+            self._handle.flush()  # into the kernel: a SIGKILL after this keeps it
+        except (OSError, ValueError) as exc:  # a full disk stops the stream, never the run
+            self.failed = f"{self._path}: {exc}"
+        self.lines.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def stream_name(rank: int) -> str:
+    """Rank 0's stream is the run's; the other ranks of a job, sharing its folder, each keep their own."""
+    return STREAM if rank == 0 else f"steps-rank-{rank}.jsonl"
+
+
+def step_line(index: int, seconds: float, end: float, tokens: int | None, samples: int | None, compiled: bool) -> str:
+    extra = ""
+    if tokens is not None:
+        extra += f', "tokens": {int(tokens)}'
+    if samples is not None:
+        extra += f', "samples": {int(samples)}'
+    if compiled:
+        extra += ', "compiled": true'
+    return f'{{"step": {index}, "s": {seconds!r}, "end": {end!r}{extra}}}\n'
+
+
+def log_line(name: str, step: int, value: Any) -> str:
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if number is None or not math.isfinite(number):
+        return json.dumps({"log": name, "step": step, "value": str(value)}) + "\n"
+    return json.dumps({"log": name, "step": step, "value": number}) + "\n"
+
+
+def read_stream(folder: Path) -> dict[str, Any] | None:
+    """What a run's stream holds: its header, steps (in order) and logged values; None when it has none.
+
+    A last line cut off by a kill is left out; so is any line that is not the stream's.
+    """
+    path = folder / STREAM
+    if not path.is_file():
+        return None
+    header: dict[str, Any] = {}
+    steps: list[dict[str, Any]] = []
+    logs: dict[str, list[tuple[int, Any]]] = {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(item, dict):
+                continue
+            if isinstance(item.get("run"), dict):
+                header = item["run"]
+            elif isinstance(item.get("step"), int) and isinstance(item.get("s"), (int, float)) and "log" not in item:
+                steps.append(item)
+            elif isinstance(item.get("log"), str) and isinstance(item.get("step"), int):
+                logs.setdefault(item["log"], []).append((item["step"], item.get("value")))
+    return {"header": header, "steps": steps, "logs": logs, "modified": os.path.getmtime(path)}
+
+
+def progress(folder: Path) -> dict[str, Any] | None:
+    """A running (or killed) run's progress so far, for showing: steps done, their times, the last values."""
+    stream = read_stream(folder)
+    if stream is None:
+        return None
+    steps = stream["steps"]
+    found: dict[str, Any] = {"steps": len(steps), "flushed_at": stream["modified"]}
+    if steps:
+        found["elapsed_s"] = _round(steps[-1].get("end"))
+        recent = [s["s"] for s in steps[-50:]]
+        found["recent_step_s_median"] = _round(statistics.median(recent))
+    found["last_logged"] = {name: values[-1][1] for name, values in stream["logs"].items() if values}
+    return found
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    if len(ordered) >= 2:
+        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
+        p10, p90 = deciles[0], deciles[-1]
+    else:
+        p10 = p90 = ordered[0]
+    return {
+        "median": _round(statistics.median(ordered)),
+        "p10": _round(p10),
+        "p90": _round(p90),
+        "mean": _round(statistics.fmean(ordered)),
+        "min": _round(ordered[0]),
+        "max": _round(ordered[-1]),
+        "count": len(ordered),
+    }
+
+
+def steady_indices(count: int, warmup_steps: int, compiled: set[int]) -> list[int]:
+    """The steps that are steady state: after warm-up, and not one that compiled (a recompile is preparation)."""
+    return [index for index in range(warmup_steps, count) if index not in compiled]
+
+
+def timings(times: list[float], warmup_steps: int, compiled: set[int]) -> dict[str, Any]:
+    """first_step_s, warmup_s and step_s (the steady steps' spread) from the steps' seconds."""
+    found: dict[str, Any] = {}
+    if not times:
+        return found
+    found["first_step_s"] = _round(times[0])
+    warm = times[1:warmup_steps]
+    if warm:
+        found["warmup_s"] = _round(sum(warm))
+    steady = [times[index] for index in steady_indices(len(times), warmup_steps, compiled)]
+    if steady:
+        found["step_s"] = spread(steady)
+    later = sorted(index for index in compiled if index >= warmup_steps)
+    if later:
+        found["compiling_steps_s"] = _round(sum(times[index] for index in later))
+    return found
+
+
+def throughput(
+    times: list[float],
+    ends: list[float],
+    warmup_steps: int,
+    compiled: set[int],
+    sizes: dict[int, tuple[int | None, int | None]],
+    per_step: tuple[int | None, int | None],
+    world_size: int = 1,
+) -> dict[str, dict[str, Any]]:
+    """tokens_per_s and samples_per_s: what the steady steps did over their wall time, gaps between steps included.
+
+    The steady wall time runs from the start of the first steady step to the end of the last, less the steps kept
+    out of steady state (ones that compiled) inside it. `<name>_median_step` is the rate of the median step, the
+    figure a run would reach with no time between steps. Under many ranks each figure is this rank's own.
+    """
+    steady = steady_indices(len(times), warmup_steps, compiled)
+    if not steady:
+        return {}
+    first, last = steady[0], steady[-1]
+    wall = ends[last] - (ends[first] - times[first])
+    wall -= sum(times[index] for index in compiled if first < index < last)
+    median = statistics.median(times[index] for index in steady)
+    found: dict[str, dict[str, Any]] = {}
+    for position, (name, unit) in enumerate((("tokens_per_s", "tokens/s"), ("samples_per_s", "samples/s"))):
+        counts = [sizes.get(index, (None, None))[position] for index in steady]
+        counts = [per_step[position] if count is None else count for count in counts]
+        if any(count is None for count in counts) or not any(counts):
+            continue
+        total = sum(counts)  # type: ignore[arg-type]
+        extra: dict[str, Any] = {"per_rank": True} if world_size > 1 else {}
+        if wall > 0:
+            found[name] = {"value": _round(total / wall), "unit": unit, "phase": "steady", **extra}
+        if median > 0:
+            found[f"{name}_median_step"] = {
+                "value": _round(statistics.median(counts) / median),  # type: ignore[type-var]
+                "unit": unit,
+                "phase": "steady",
+                **extra,
+            }
+    return found
+
+
+def figures(stream: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(timings, throughput metrics) from a stream read back, as the run would have computed them."""
+    header = stream["header"]
+    by_index = {step["step"]: step for step in stream["steps"]}
+    count = 0
+    while count in by_index:  # the steps in order, up to the first gap
+        count += 1
+    steps = [by_index[index] for index in range(count)]
+    times = [float(step["s"]) for step in steps]
+    ends = [float(step.get("end") or 0.0) for step in steps]
+    compiled = {index for index, step in enumerate(steps) if step.get("compiled")}
+    sizes = {index: (step.get("tokens"), step.get("samples")) for index, step in enumerate(steps)}
+    warmup = max(int(header.get("warmup_steps") or 1), 1)
+    per_step = (header.get("tokens_per_step"), header.get("samples_per_step"))
+    found = timings(times, warmup, compiled)
+    rates = throughput(times, ends, warmup, compiled, sizes, per_step, int(header.get("world_size") or 1))
+    return found, rates
