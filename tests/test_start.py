@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import REPO, only_entry
+from shown import added_lines, shown_lines
 
 from kb.store import KnowledgeBase
 
@@ -54,8 +55,4 @@ def test_sigterm_ends_the_run_as_interrupted(kb: KnowledgeBase) -> None:
 
 
 def test_the_script_needs_no_more_lines_than_the_docs_show() -> None:
-    added = [line for line in SCRIPT.read_text().splitlines() if line.endswith("# kb")]
-    docs = (REPO / "docs" / "integrations.md").read_text()
-    shown = docs.split("## A script without a `with` block", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    shown_lines = [line for line in shown.splitlines() if "ingest" in line or "r." in line]
-    assert len(added) <= len(shown_lines) == 5
+    assert 0 < len(added_lines(SCRIPT)) <= len(shown_lines("A script without a `with` block")) == 5
