@@ -7,39 +7,20 @@ from typing import Any
 
 from kb.answers.board import Board, Cell, WorkloadBoard
 from kb.answers.figures import Figure
+from kb.humanize import duration, number
 
 WIDTH = 80
-COLUMNS = (("backend · mode", 18), ("figure", 15), ("vs base", 9), ("numerics", 9), ("compile cold/warm", 17),
-           ("done", 5))  # fmt: skip
+COLUMNS = (("backend · mode", 22), ("figure", 20), ("vs base", 10), ("numerics", 10), ("done", 6))
 SHORT_UNITS = {"tokens/s": "tok/s", "samples/s": "smp/s"}
-
-
-def seconds(value: float) -> str:
-    if value < 1e-3:
-        return f"{value * 1e6:.3g} µs"
-    if value < 1:
-        return f"{value * 1e3:.3g} ms"
-    if value < 120:
-        return f"{value:.3g} s"
-    if value < 7200:
-        return f"{value / 60:.3g} min"
-    return f"{value / 3600:.3g} h"
-
-
-def number(value: float) -> str:
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:.3g}{suffix}"
-    return f"{value:.3g}"
 
 
 def figure_text(figure: Figure | None) -> str:
     if figure is None:
         return "-"
     if figure.name == "step_s":
-        return f"{seconds(figure.value)}/step"
+        return f"{duration(figure.value)}/step"
     unit = SHORT_UNITS.get(figure.unit, figure.unit)
-    return f"{number(figure.value)} {unit}" + ("/dev" if figure.devices > 1 else "")
+    return f"{number(round(figure.value))} {unit}" + ("/dev" if figure.devices > 1 else "")
 
 
 def ratio_text(cell: Cell) -> str:
@@ -55,7 +36,7 @@ def ratio_text(cell: Cell) -> str:
 def compile_text(cell: Cell) -> str:
     if cell.cold_compile is None and cell.warm_compile is None:
         return "-"
-    parts = [seconds(c["seconds"]) if c else "-" for c in (cell.cold_compile, cell.warm_compile)]
+    parts = [duration(c["seconds"]) if c else "-" for c in (cell.cold_compile, cell.warm_compile)]
     return " / ".join(parts)
 
 
@@ -91,7 +72,7 @@ def _workload_lines(workload: WorkloadBoard) -> list[str]:
     for cell in workload.cells:
         checked = cell.numerics if cell.figure else "-"
         done = f"{cell.completed}/{cell.tried}"
-        lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), checked, compile_text(cell), done]))
+        lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), checked, done]))
         lines += [_clip(f"    {line}") for line in _details(cell)]
     for report in workload.reported:
         label = f"{report.backend} · {report.mode}" if report.mode else report.backend
@@ -108,6 +89,9 @@ def _details(cell: Cell) -> list[str]:
         lines.append(cell.verdict)
     elif cell.differences:
         lines.append("; ".join(cell.differences))
+    if cell.cold_compile or cell.warm_compile:
+        cold, warm = (duration(c["seconds"]) if c else "not measured" for c in (cell.cold_compile, cell.warm_compile))
+        lines.append(f"compile: cold {cold}, warm {warm}")
     if cell.figure is not None:
         lines.append(f"on accelerator: {cell.stayed}; run {cell.figure.entry}")
     if cell.failure:

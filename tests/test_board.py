@@ -151,14 +151,15 @@ def test_the_board_for_people_fits_80_columns_and_says_each_cell(filled: Knowled
     text = shown.stdout
     assert "lm: baseline cpu · eager (most completed runs)" in text
     assert "answer: cuda · compiled: ×2 over cpu · eager, numerics passed" in text
-    said = ("×0 (num.)", "×1.48?", "10k tok/s/dev", "30 s / 2 s", "2/3", "only failed runs (3)",
+    said = ("×0 (num.)", "×1.48?", "10,000 tok/s/dev", "compile: cold 30 s, warm 2 s", "2/3", "only failed runs (3)",
             "failures: compile_error ×2: neuronx-cc exited 70", "not comparable: batch 8 vs 16",
-            "reported, not ranked: neuron · compiled 900k tok/s (Vendor blog)", "only reported figures")  # fmt: skip
+            "reported, not ranked: neuron · compiled 900,000 tok/s (Vendor blog)", "only reported figures")  # fmt: skip
     for expected in said:
         assert expected in text, expected
     markdown = board(filled, "--markdown", "--workload", "lm").stdout
-    assert "| cuda · compiled | 10k tok/s/dev | ×2 | passed |" in markdown
-    assert "- neuron · compiled: 900k tok/s, Vendor blog (`2026-11-16-lm-report-000007`)" in markdown
+    assert "| cuda · compiled | 10,000 tok/s/dev | ×2 | passed |" in markdown
+    assert "| cpu · compiled | 7,400 tok/s | ×1.48? | unchecked | 30 s / 2 s | 2/3 |" in markdown
+    assert "- neuron · compiled: 900,000 tok/s, Vendor blog (`2026-11-16-lm-report-000007`)" in markdown
 
 
 def test_the_checklist_says_what_is_missing(filled: KnowledgeBase) -> None:
