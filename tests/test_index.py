@@ -319,6 +319,13 @@ def test_a_bad_query_or_filter_is_a_clear_error(sample: KnowledgeBase) -> None:
     assert bad_sort.returncode == 1 and "metric.NAME" in bad_sort.stderr
     bad_date = run_kb("ls", "--since", "last week")
     assert bad_date.stderr == "kb: error: --since 'last week': expected a date like 2026-11-30\n"
+    huge = "torch>=" + "9" * 5000  # past Python's limit on the digits of a number
+    for command in (["ls"], ["search", "flex"]):
+        too_long = run_kb(*command, "--package", huge)
+        assert too_long.returncode == 1 and "a version number in it is too long" in too_long.stderr
+        assert too_long.stderr.count("\n") == 1
+        too_many = run_kb(*command, "--limit", str(2**63))
+        assert too_many.stderr == f"kb: error: --limit {2**63}: give at most {2**63 - 1}\n"
 
 
 def test_queries_do_not_import_heavy_modules_before_they_need_them() -> None:

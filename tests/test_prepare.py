@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 from conftest import run_kb, write_entry
@@ -50,3 +52,27 @@ def test_kb_index_settles_a_dead_recorders_entry(orphan: KnowledgeBase) -> None:
     assert _status(orphan) == "killed"
     found = json.loads(run_kb("search", "status:killed", "--json").stdout)
     assert [row["id"] for row in found] == [ENTRY_ID]
+
+
+def _limited(limit: int) -> Callable[[], None]:
+    """A child whose files cannot grow past `limit` bytes: a full disk, as its writes see it (EFBIG)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_on_a_full_disk_queries_answer_from_the_index_as_it_was(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-11-01-indexed-000001", "Indexed run", recorded="2026-11-01T00:00:00Z", status="completed")
+    assert run_kb("index").returncode == 0
+    write_entry(kb, "2026-11-02-pending-000002", "Pending run", recorded="2026-11-02T00:00:00Z", status="completed")
+    for command in (["ls", "--json"], ["search", "run", "--json"]):
+        result = subprocess.run([sys.executable, "-m", "kb", *command], capture_output=True, text=True, timeout=120,
+                                preexec_fn=_limited(0))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert [row["id"] for row in json.loads(result.stdout)] == ["2026-11-01-indexed-000001"]
+        assert result.stderr.startswith(f"kb: warning: cannot update {kb.cache_path}")
+        assert result.stderr.endswith("answering from the index as it was: it may be stale\n")
+        assert result.stderr.count("\n") == 1
+    indexing = subprocess.run([sys.executable, "-m", "kb", "index"], capture_output=True, text=True, timeout=120,
+                              preexec_fn=_limited(0))  # fmt: skip
+    assert indexing.returncode == 1 and "free some disk space" in indexing.stderr  # kb index is asked to update
+    listed = json.loads(run_kb("ls", "--json").stdout)
+    assert [row["id"] for row in listed] == ["2026-11-02-pending-000002", "2026-11-01-indexed-000001"]

@@ -22,14 +22,16 @@ def knowledge_base(ctx: typer.Context) -> KnowledgeBase:
 
 def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     """The knowledge base prepared for reading (kb.index.prepare), and the index."""
-    from kb.index.db import connect, index_path
+    from kb.index.db import connect, connect_read_only, index_path
     from kb.index.prepare import prepare
 
     kb = knowledge_base(ctx)
-    report = prepare(kb)
+    report = prepare(kb, stale_ok=True)
     if report.repaired:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
-    return kb, connect(index_path(kb.cache_path))
+    if report.stale:
+        typer.echo(f"kb: warning: {report.stale}; answering from the index as it was: it may be stale", err=True)
+    return kb, (connect_read_only if report.stale else connect)(index_path(kb.cache_path))
 
 
 def report_problems(problems: Iterable[Problem]) -> None:

@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
         kb, db = synced(ctx)
         opt.check_known(chosen, db)
-        report_problems(stored_problems(kb))
+        report_problems(stored_problems(kb, db))
         rows = list_entries(db, chosen, sort=sort, ascending=ascending, limit=limit or None)
         if json_:
             print_json(rows)

@@ -12,7 +12,7 @@ from kb.store import KnowledgeBase
 
 def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], int]:
     """(problems in file order, number of entry files checked); the index must be in sync."""
-    found = stored_problems(kb)
+    found = stored_problems(kb, db)
     dangling = db.execute(
         "SELECT e.path, l.role, l.target FROM links l JOIN entries e ON e.id = l.entry_id "
         "WHERE l.target NOT IN (SELECT id FROM entries) ORDER BY e.path, l.role"

@@ -189,6 +189,26 @@ def connect(path: Path) -> sqlite3.Connection:
         raise storage_error(path, exc) from None
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open the index as it is, to read only (on a full disk or a read-only folder).
+
+    Reading a WAL database makes its -shm file; where that cannot be written, the file is read as immutable
+    (without what a write-ahead log left by a live writer holds: as stale as the rest).
+    """
+    from urllib.parse import quote
+
+    for mode in ("mode=ro", "immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, isolation_level=None,
+                                   check_same_thread=False)  # fmt: skip
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("SELECT count(*) FROM entries").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            failure = exc
+    raise storage_error(path, failure) from None
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether SQLite found the file damaged ("malformed", "not a database"), not busy, full or read-only."""
     return type(exc) is sqlite3.DatabaseError  # its subclasses are the other failures (OperationalError...)
@@ -198,6 +218,10 @@ def remove(path: Path) -> None:
     """Delete the index with its write-ahead log: the next connect() starts a new one, and sync fills it."""
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
+
+
+class IndexUnwritable(KbError):
+    """The index cannot be updated (a full disk, a read-only folder): what is there may still be read."""
 
 
 def storage_error(path: Path, exc: BaseException) -> KbError:
@@ -213,7 +237,8 @@ def storage_error(path: Path, exc: BaseException) -> KbError:
         return KbError(f"{path}: {reason}: another kb process is using it; retry when it is done")
     else:
         advice = "check the disk"
-    return KbError(
+    kind = IndexUnwritable if advice != "check the disk" else KbError
+    return kind(
         f"cannot update {path}: {reason}; the entries are safe: {advice}, then run the command again "
         f"(the cache {path.parent.name}/ holds only derived data and may be deleted)"
     )

@@ -17,6 +17,7 @@ from kb.index.rows import normalise_package
 
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
+MAX_LIMIT = 2**63 - 1
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
 _ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
                 "step_s_median", "kind", "mode"}  # fmt: skip
@@ -105,6 +106,12 @@ def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
             f"--package {quoted(spec)}: expected a name with an optional version range, "
             "e.g. --package 'torch>=2.9' or --package 'torch-neuronx==2.13.*'"
         ) from None
+    try:
+        requirement.specifier.contains("0", prereleases=True)  # parses each bound's version
+    except ValueError:  # past Python's limit on the digits of a number (4,300)
+        raise KbError(
+            f"--package {quoted(spec)}: a version number in it is too long; give one of at most 4,300 digits"
+        ) from None
     name = normalise_package(requirement.name)
     recorded = [row[0] for row in db.execute("SELECT DISTINCT version FROM versions WHERE package = ?", [name])]
     matching = []
@@ -112,8 +119,8 @@ def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
         try:
             if requirement.specifier.contains(Version(version), prereleases=True):
                 matching.append(version)
-        except InvalidVersion:
-            continue  # not a PEP 440 version ("unknown", a git hash): it satisfies no range
+        except (InvalidVersion, ValueError):
+            continue  # not a PEP 440 version ("unknown", a git hash) or too long to read: it satisfies no range
     if not matching:
         return "0", []
     marks = ", ".join("?" * len(matching))
@@ -124,6 +131,7 @@ def list_entries(
     db: sqlite3.Connection, filters: Filters, *, sort: str = "recorded", ascending: bool = False, limit: int | None = 50
 ) -> list[dict[str, Any]]:
     """Entries matching the filters, sorted by an entry column, a metric (metric.NAME) or a timing (timings.NAME)."""
+    _check_limit(limit)
     where, params = filters.where(db)
     order, join, extra = _order(sort)
     direction = "ASC" if ascending else "DESC"
@@ -138,6 +146,11 @@ def list_entries(
         cursor = db.execute(sql, [*_join_params(sort), *params])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit > MAX_LIMIT:  # SQLite's integers are 64-bit
+        raise KbError(f"--limit {limit}: give at most {MAX_LIMIT}")
 
 
 def _order(sort: str) -> tuple[str, str, str]:
@@ -168,6 +181,7 @@ def search(
     Best first (bm25 with the columns' weights), newest first among equal scores.
     """
     with reading(db):
+        _check_limit(limit)
         compiled = fulltext.compile_query(query, db)  # before the filters: a bad query is reported first
         if compiled is None or limit < 1:
             return []

@@ -54,6 +54,7 @@ class SyncReport:
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
     repaired: str | None = None  # the damage that made this sync rebuild the indexes from nothing
+    stale: str | None = None  # why the index could not be updated, when it is read as it was (kb.index.prepare)
 
     def summary(self) -> str:
         broken = f", {len(self.problems)} problems" if self.problems else ""
@@ -293,13 +294,15 @@ def _parse(raw: bytes, path: Path) -> tuple[Entry | None, list[Problem]]:
         return None, exc.problems
 
 
-def stored_problems(kb: KnowledgeBase) -> list[Problem]:
-    """The problems the last sync found, for reporting without parsing again."""
-    db = connect(index_path(kb.ensure_cache()))
+def stored_problems(kb: KnowledgeBase, db: sqlite3.Connection | None = None) -> list[Problem]:
+    """The problems the last sync found, for reporting without parsing again (from `db` when given)."""
+    own = db is None
+    db = connect(index_path(kb.ensure_cache())) if db is None else db
     try:
         rows = db.execute("SELECT path, line, field, message FROM problems ORDER BY path, line").fetchall()
     finally:
-        db.close()
+        if own:
+            db.close()
     return [Problem(kb.entries_path / path, line, field, message) for path, line, field, message in rows]
 
 
