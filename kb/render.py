@@ -252,7 +252,8 @@ def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str],
     facts += [f"by {safe(d['author'], one_line=True)}"] if d.get("author") else []
     facts += ["tags " + ", ".join(safe(t, one_line=True) for t in d["tags"])] if d.get("tags") else []
     head = Text.assemble(
-        data(entry.title, "bold"), "\n", data(short(entry.id), "bold"), "  ", data(entry.id, "dim"), "\n",
+        data(entry.title, "bold"), "\n", data(short(entry.id), "bold"),
+        *(("  ", data(entry.id, "dim")) if short(entry.id) != entry.id else ()), "\n",
         *((status_text(entry.status), "  ") if entry.status else ()), kind_text(entry.kind, source), "  ",
         (" · ".join(facts), "dim"),
     )  # fmt: skip

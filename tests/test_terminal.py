@@ -128,6 +128,7 @@ def test_short_ids_are_taken_by_every_command_and_named_when_ambiguous(shipped: 
     assert code == 0, out
     ids = [line.split()[0] for line in out.splitlines()[1:]]
     assert MEASURED in ids and twin in ids and "b5c3dc" not in ids  # a shared suffix is shown whole
+    assert run_kb("show", MEASURED).stdout.splitlines()[1] == MEASURED
 
 
 def test_show_leads_with_the_answer_for_a_measured_run(shipped: KnowledgeBase) -> None:

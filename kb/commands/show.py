@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from kb.store import KnowledgeBase
 
 
 def register(app: typer.Typer) -> None:
@@ -23,6 +28,20 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json({"path": str(entry.path), "front_matter": entry.data, "body": entry.body})
             return
+        from functools import cache, partial
+
         from kb.render import emit, entry_view
 
-        emit(entry_view(entry, everything=all_))
+        emit(entry_view(entry, everything=all_, short=cache(partial(_short_id, kb))))
+
+
+def _short_id(kb: KnowledgeBase, entry_id: str) -> str:
+    """The suffix when it finds this entry alone, else the whole id (two entries can share a suffix)."""
+    from kb.errors import EntryNotFound
+    from kb.ids import suffix
+
+    tail = suffix(entry_id)
+    try:
+        return tail if tail and kb.locate(tail).stem == entry_id else entry_id
+    except EntryNotFound:
+        return entry_id
