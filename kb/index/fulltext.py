@@ -515,24 +515,30 @@ class Hit:
     snippet: str  # matched terms marked **like this**, from the best field that matched; <= ~240 characters
 
 
-def snippets_sql() -> str:
-    """Select-list items: a snippet from each of SNIPPET_FIELDS, then their whole text for when none matched."""
+def snippets(db: sqlite3.Connection, match: str | None, rowids: list[int]) -> dict[int, str]:
+    """The snippet of each of these entries (by rowid): from the first of SNIPPET_FIELDS where `match` marks a
+    word, else the start of the failure or the notes. Column by column, each for the entries still without one:
+    snippet() costs about as much as the ranking, so it is computed only where it may be shown."""
+    found: dict[int, str] = {}
+    left = list(rowids)
     order = list(DEFAULT_FIELDS)
-    marked = [
-        f"snippet({TABLE}, {order.index(name)}, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS})"
-        for name in SNIPPET_FIELDS
-    ]
-    return ", ".join([*marked, f"{TABLE}.failure", f"{TABLE}.notes"])
-
-
-def snippet(values: tuple[str | None, ...]) -> str:
-    """The snippet to show from snippets_sql()'s values: the first that marks a match, else the failure or notes."""
-    marked = values[: len(SNIPPET_FIELDS)]
-    chosen = next((text for text in marked if text and _OPEN in text), None)
-    if chosen is None:
-        failure, notes = values[len(SNIPPET_FIELDS) :]
-        chosen = failure or notes or ""
-    return _clip(chosen.replace(_OPEN, "**").replace(_CLOSE, "**"))
+    for name in SNIPPET_FIELDS if match is not None else ():
+        marks = ", ".join("?" * len(left))
+        rows = db.execute(
+            f"SELECT rowid, snippet({TABLE}, {order.index(name)}, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS}) "
+            f"FROM {TABLE} WHERE {TABLE} MATCH ? AND rowid IN ({marks})",
+            [match, *left],
+        )
+        found.update(
+            (rowid, _clip(text.replace(_OPEN, "**").replace(_CLOSE, "**"))) for rowid, text in rows if _OPEN in text
+        )
+        left = [rowid for rowid in left if rowid not in found]
+        if not left:
+            return found
+    marks = ", ".join("?" * len(left))
+    rows = db.execute(f"SELECT rowid, failure, notes FROM {TABLE} WHERE rowid IN ({marks})", left)
+    found.update((rowid, _clip(failure or notes or "")) for rowid, failure, notes in rows)
+    return found
 
 
 def _clip(text: str) -> str:

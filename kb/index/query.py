@@ -190,14 +190,14 @@ def search(
         if compiled.match is None:  # no words (recorded:[...], NOT x): nothing to rank by
             conditions, values = compiled.where()
             sql = (
-                f"SELECT {columns}, 0.0 FROM entries e WHERE ({conditions}) AND ({where}) "
+                f"SELECT {columns}, e.rowid, 0.0 FROM entries e WHERE ({conditions}) AND ({where}) "
                 "ORDER BY e.recorded DESC, e.id DESC LIMIT ?"
             )
             params = [*values, *params]
         else:
             conditions = " AND ".join(f"({c})" for c in compiled.conditions) or "1"
             sql = (
-                f"SELECT {columns}, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
+                f"SELECT {columns}, e.rowid, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
                 f"WHERE f.{fulltext.TABLE} MATCH ? AND ({conditions}) AND ({where}) "
                 "ORDER BY f.rank, e.recorded DESC, e.id DESC LIMIT ?"
             )
@@ -211,30 +211,11 @@ def search(
             raise KbError(f"the query {shown} cannot be searched ({exc}); put it in double quotes") from None
         if not ranked:
             return []
-        snippets = _snippets(db, compiled.match, [row[0] for row in ranked])
+        snippets = fulltext.snippets(db, compiled.match, [row[-2] for row in ranked])
     return [
-        (Hit(row[0], float(row[-1]), row[1], snippets.get(row[0], "")), dict(zip(COLUMNS, row, strict=False)))
+        (Hit(row[0], float(row[-1]), row[1], snippets.get(row[-2], "")), dict(zip(COLUMNS, row[:-2], strict=True)))
         for row in ranked
     ]
-
-
-def _snippets(db: sqlite3.Connection, match: str | None, ids: list[str]) -> dict[str, str]:
-    """The snippet of each ranked entry, computed for those only (snippet() is costly per row)."""
-    marks = ", ".join("?" * len(ids))
-    table = fulltext.TABLE
-    if match is None:
-        sql = (
-            f"SELECT e.id, {', '.join(['NULL'] * len(fulltext.SNIPPET_FIELDS))}, f.failure, f.notes "
-            f"FROM entries e JOIN {table} f ON f.rowid = e.rowid WHERE e.id IN ({marks})"
-        )
-        rows = db.execute(sql, ids)
-    else:
-        sql = (
-            f"SELECT e.id, {fulltext.snippets_sql()} FROM {table} JOIN entries e ON e.rowid = {table}.rowid "
-            f"WHERE {table} MATCH ? AND e.id IN ({marks})"
-        )
-        rows = db.execute(sql, [match, *ids])
-    return {row[0]: fulltext.snippet(row[1:]) for row in rows}
 
 
 def _day(text: str, option: str) -> date:
