@@ -1,9 +1,16 @@
 """A metric or timing across software versions: ordered by PEP 440, with regressions and improvements flagged.
 
+Only the same program makes one series: runs are split by backend and mode, device count, any setting
+that differs between them, and for compile times by cold or warm cache; reported figures stand in a
+series of their own. Local version labels (`2.10.0+cu126`) fold into their release (the labels stay as
+detail). Only completed runs count: a failed run's figures are partial.
+
 The rule, as benchmark-history tools use it: each version's value (the median of its entries) is held
 against the best value of all earlier versions. Worse by more than the threshold (5% by default) is a
 regression; better than that best by more than the threshold is an improvement; anything in between is
-within the noise band.
+within the noise band. One noise rule for all figures: throughput computed from the step times shares
+their verdict, and a phase timed once per run (load, compile, first step) is flagged only where both
+points hold repeated measurements; otherwise it says "one measurement".
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.answers import figures
 from kb.answers.compare import guess_better
 from kb.errors import KbError
+from kb.index import answers
 from kb.index.query import version_key
-from kb.index.rows import normalise_package
 
 SPARKS = "▁▂▃▄▅▆▇█"
 DEFAULT_THRESHOLD = 0.05
@@ -25,7 +33,7 @@ DEFAULT_THRESHOLD = 0.05
 
 @dataclass
 class Point:
-    version: str
+    version: str  # the release: local labels folded
     value: float
     count: int
     first: str  # recorded dates of the entries behind the point
@@ -33,6 +41,9 @@ class Point:
     entries: list[str]
     flag: str = ""  # "regression", "improvement" or ""
     change: float | None = None  # against the best earlier value, as a fraction
+    labels: list[str] = field(default_factory=list)  # the versions as recorded (2.10.0+cu126, 2.10.0+cu128)
+    note: str = ""  # "one measurement": too few for a flag
+    step_s: float | None = None  # the median step time of its entries, which derived figures are judged by
 
 
 @dataclass
@@ -55,6 +66,7 @@ class Trend:
     threshold: float
     series: list[Series]
     skipped: int  # entries with the metric but without the package's version
+    unfinished: int = 0  # runs left out because they did not complete
 
 
 def trend(
@@ -63,65 +75,91 @@ def trend(
     workload: str,
     *,
     package: str = "torch",
-    by: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> Trend:
-    if by not in (None, "backend", "mode"):
-        raise KbError(f"--by {by!r}: group by backend or mode")
-    # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
-    # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
-    rows = db.execute(
-        f"SELECT e.id, e.recorded, {'e.' + by if by else 'NULL'}, "
-        "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?), "
-        "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry_id = e.id AND t.name = ?)), "
-        "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry_id = e.id AND v.package = ?), "
-        "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
-        "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded",
-        [metric, metric, normalise_package(package), metric, workload],
-    ).fetchall()
+    rows = answers.trend_rows(db, metric, workload, package)
     if not rows:
         raise KbError(f"no runs of workload {workload!r}; 'kb ls --kind run' lists the workloads")
-    with_value = [row for row in rows if row[3] is not None]
+    with_value = [row for row in rows if row["value"] is not None]
     if not with_value:
         raise KbError(f"no run of {workload!r} has {metric!r}{_nearest(db, metric)}")
-    better = next((row[5] for row in with_value if row[5]), None) or guess_better(metric, None) or "lower"
-    groups: dict[Any, list[tuple]] = {}
-    skipped = 0
-    for row in with_value:
-        if row[4] is None:
-            skipped += 1
-            continue
-        groups.setdefault(row[2], []).append(row)
-    series = [_series(group, rows_, better, threshold) for group, rows_ in sorted(groups.items(), key=_group_key)]
-    return Trend(metric, package, better, threshold, series, skipped)
+    better = next((row["better"] for row in with_value if row["better"]), None) or guess_better(metric, None) or "lower"
+    finished = [row for row in with_value if row["kind"] == "report" or row["status"] == "completed"]
+    skipped = sum(1 for row in finished if row["version"] is None)
+    dated = [row for row in finished if row["version"] is not None]
+    differing = _differing_settings(dated)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in dated:
+        groups.setdefault(_group(row, metric, differing), []).append(row)
+    series = [_series(group, found, metric, better, threshold) for group, found in sorted(groups.items())]
+    return Trend(metric, package, better, threshold, series, skipped, len(with_value) - len(finished))
 
 
-def _series(group: Any, rows: list[tuple], better: str, threshold: float) -> Series:
-    by_version: dict[str, list[tuple]] = {}
+def _differing_settings(rows: list[dict[str, Any]]) -> list[str]:
+    names = sorted({name for row in rows for name in row["settings"] or {}})
+    return [name for name in names if len({repr((row["settings"] or {}).get(name)) for row in rows}) > 1]
+
+
+def _group(row: dict[str, Any], metric: str, differing: list[str]) -> str:
+    """The series a run belongs to: backend · mode, and whatever else makes it another program."""
+    data = {"hardware": {"accelerators": row["accelerators"] or []}, "settings": row["settings"] or {},
+            "tags": row["tags"] or [], "compile": {"cache": row["cache"]}}  # fmt: skip
+    parts = [row["backend"] or "?", *([row["mode"]] if row["mode"] else [])]
+    count = figures.devices(data)
+    if count > 1:
+        parts.append(f"{count} devices")
+    parts += [f"{name}={(row['settings'] or {}).get(name)}" for name in differing]
+    if metric == "compile_s":
+        parts.append(figures.compile_kind(data) or "cache unknown")
+    return " · ".join(parts) + (" (reported)" if row["source"] == "reported" else "")
+
+
+def _series(group: str, rows: list[dict[str, Any]], metric: str, better: str, threshold: float) -> Series:
+    by_version: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        by_version.setdefault(row[4], []).append(row)
+        by_version.setdefault(figures.release_of(row["version"]), []).append(row)
     series = Series(group)
-    best: float | None = None
+    derived = metric in figures.THROUGHPUT
+    one_off = metric in figures.ONE_OFF
+    best: Point | None = None
     for version in sorted(by_version, key=version_key):
         found = by_version[version]
-        value = statistics.median(row[3] for row in found)
-        point = Point(version, value, len(found), found[0][1][:10], found[-1][1][:10], [row[0] for row in found])
-        if best is not None and best != 0:
-            change = (value - best) / abs(best)
-            point.change = round(change, 4)
-            worse = change < -threshold if better == "higher" else change > threshold
-            improved = change > threshold if better == "higher" else change < -threshold
-            point.flag = "regression" if worse else "improvement" if improved else ""
-        best = value if best is None else (max(best, value) if better == "higher" else min(best, value))
+        steps = [row["step_s"] for row in found if row["step_s"] is not None]
+        point = Point(
+            version, statistics.median(row["value"] for row in found), len(found), found[0]["recorded"][:10],
+            found[-1]["recorded"][:10], [row["id"] for row in found],
+            labels=sorted({row["version"] for row in found}, key=version_key),
+            step_s=statistics.median(steps) if len(steps) == len(found) else None,
+        )  # fmt: skip
+        if best is not None:
+            _flag(point, best, better, threshold, derived, one_off)
+        if best is None or _improves(point.value, best.value, better):
+            best = point
         series.points.append(point)
     return series
 
 
-def _group_key(item: tuple) -> str:
-    return "" if item[0] is None else str(item[0])
+def _flag(point: Point, best: Point, better: str, threshold: float, derived: bool, one_off: bool) -> None:
+    if best.value == 0:
+        return
+    change = (point.value - best.value) / abs(best.value)
+    point.change = round(change, 4)
+    if one_off and (point.count < 2 or best.count < 2):
+        point.note = "one measurement"
+        return
+    if derived and point.step_s and best.step_s:
+        # Computed from the step times: judged by them, so that the two never disagree.
+        change, better = (point.step_s - best.step_s) / best.step_s, "lower"
+    worse = change < -threshold if better == "higher" else change > threshold
+    improved = change > threshold if better == "higher" else change < -threshold
+    point.flag = "regression" if worse else "improvement" if improved else ""
+
+
+def _improves(value: float, best: float, better: str) -> bool:
+    return value > best if better == "higher" else value < best
 
 
 def _nearest(db: sqlite3.Connection, metric: str) -> str:
-    names = [row[0] for row in db.execute("SELECT DISTINCT name FROM metrics UNION SELECT DISTINCT name FROM timings")]
+    names = answers.figure_names(db)
     near = difflib.get_close_matches(metric, names, n=3, cutoff=0.4)
     return f"; did you mean {', '.join(near)}?" if near else f"; recorded names: {', '.join(sorted(names)[:12])}"
