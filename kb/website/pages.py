@@ -421,7 +421,7 @@ class Site:
         results = []
         for name in names:
             try:
-                result = trend(self.db, name, workload, package="torch", by="backend")
+                result = trend(self.db, name, workload, package="torch")
             except KbError:
                 continue
             if result.series:
@@ -430,7 +430,7 @@ class Site:
         colours = {group or None: index for index, group in enumerate(groups)}
         charts = []
         for name, result in results:
-            title = f"{name} of {workload} across torch versions, by backend ({result.better} is better)"
+            title = f"{name} of {workload} across torch versions, by backend and mode ({result.better} is better)"
             series = [
                 {
                     "group": s.group or "all",
