@@ -97,8 +97,9 @@ def browser_fixture() -> Iterator[Browser]:
 
 @contextlib.contextmanager
 def open_tab(browser: Browser, name: str, **context_options: object) -> Iterator[Tab]:
-    """A page in a fresh context (`context_options` as for Browser.new_context, e.g. java_script_enabled=False)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, **context_options)
+    """A page in a fresh context (`context_options` as for Browser.new_context, e.g. java_script_enabled=False or
+    viewport={"width": 390, "height": 844}); 1280 by 900 px unless told."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context_options})
     context.set_default_timeout(15_000)
     try:
         page = context.new_page()

@@ -26,7 +26,7 @@ from kb.headline import record_time
 from kb.index.query import COLUMNS, Filters, list_entries, version_key
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.store import KnowledgeBase
-from kb.website.drill import within
+from kb.website.drill import SEARCH_NAMES, within
 from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
 from kb.website.why import failure_note
@@ -265,8 +265,8 @@ class Site:
             for value, _ in values:
                 stem = facet_path(dim, value)[: -len(".html")]
                 chosen = dealt.get((dim, value), [])
-                drill = within(facets, (keyed[row["id"]] for row in chosen), dim, value)
-                yield from self._paged(stem, f"{label}: {value}", chosen, texts, drill, digest(drill), dim)
+                drill = within(facets, (keyed[row["id"]] for row in chosen), dim)
+                yield from self._paged(stem, f"{label}: {value}", chosen, texts, drill, digest(drill), dim, value)
 
     def _paged(
         self,
@@ -277,6 +277,7 @@ class Site:
         facets: list,
         sidebar: str,
         dim: str | None,
+        value: str | None = None,
     ) -> Iterator[Page]:
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         for number in range(1, pages + 1):
@@ -292,7 +293,7 @@ class Site:
                     "title": title,
                     "rows": [self._row_html(row, depth) for row in chunk],
                     "total": len(rows),
-                    "sidebar": self._sidebar_html(facets, depth, dim and stem, title),
+                    "sidebar": self._sidebar_html(facets, depth, stem, title, dim, value),
                     "pager": _pager(stem.rsplit("/", 1)[-1], number, pages),
                     "first": (number - 1) * PAGE_SIZE + 1,
                 }
@@ -308,13 +309,17 @@ class Site:
             self._rows_html[key] = _macro("entry_row")(linked)
         return self._rows_html[key]
 
-    def _sidebar_html(self, facets: list, depth: int, stem: str | None, title: str) -> Markup:
-        """All entries' facets; on a facet value's pages (`stem`), the counts within that list (kb.website.drill)."""
-        key = (depth, stem)
+    def _sidebar_html(
+        self, facets: list, depth: int, stem: str, title: str, dim: str | None, value: str | None
+    ) -> Markup:
+        """All entries' facets; on a facet value's pages, the counts within that list (kb.website.drill)."""
+        key = (depth, stem if dim else None)
         if key not in self._sidebars_html:
             rel = "../" * depth
             self._sidebars_html[key] = (
-                _macro("drill_down")(facets, rel, title) if stem else _macro("facet_list")(facets, rel, None)
+                _macro("drill_down")(facets, rel, title, dim and SEARCH_NAMES.get(dim), value)
+                if dim
+                else _macro("facet_list")(facets, rel, None)
             )
         return self._sidebars_html[key]
 
