@@ -432,3 +432,26 @@ def test_bulk_build_and_fast_search(tmp_path: Path) -> None:
     print(f"single-entry sync: {single * 1000:.1f} ms")
     for query, (ms, found) in timings.items():
         print(f"search {query!r}: {ms:.1f} ms, {found} hits")
+
+
+@pytest.mark.parametrize(
+    ("query", "meant"),
+    [
+        ("complie", "compile"),
+        ("exceded", "exceeded"),
+        ("backend:neuron atention", "backend:neuron attention"),
+        ("checkpointing OR exceded", "checkpointing OR exceeded"),
+        ("zzzzqqq", None),  # nothing near it
+        ("exceeded", None),  # found: nothing to correct
+    ],
+)
+def test_did_you_mean_offers_the_index_s_own_words(shared: sqlite3.Connection, query: str, meant: str | None) -> None:
+    assert fulltext.did_you_mean(shared, query) == meant
+
+
+def test_kb_search_says_did_you_mean(kb: KnowledgeBase) -> None:
+    from conftest import run_kb
+
+    write(kb, corpus())
+    result = run_kb("search", "complie timout")
+    assert (result.returncode, result.stdout) == (0, "No entries match. Did you mean 'compile timeout'?\n")

@@ -46,7 +46,11 @@ def register(app: typer.Typer) -> None:
             print_json([{**row, "score": round(hit.score, 4), "snippet": hit.snippet} for hit, row in results])
             return
         if not results:
-            typer.echo("No entries match.")
+            from kb.errors import quoted
+            from kb.index.query import suggest
+
+            better = suggest(db, query)  # from the index's own words: "complie" finds compile
+            typer.echo("No entries match." + (f" Did you mean {quoted(better)}?" if better else ""))
             return
         from kb.render import emit_rows, search_lines, search_results
 

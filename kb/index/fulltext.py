@@ -467,7 +467,9 @@ def _wildcard(column: str | None, pattern: str, keyword: bool, vocabulary: sqlit
         raise _Refused(f"{pattern} covers more than {MAX_WILDCARD_TERMS} words; give more letters before the wildcard")
     if not rows:
         return _NOTHING
-    return Compiled(match=_in(column, "(" + " OR ".join(_string(term) for (term,) in rows) + ")"))
+    # A term as a prefix: FTS5 stems a quoted word again, and porter's stems are not all stems of themselves
+    # (exceed -> excee); a prefix is left as it is.
+    return Compiled(match=_in(column, "(" + " OR ".join(f"{_string(term)} *" for (term,) in rows) + ")"))
 
 
 def _in(column: str | None, expression: str) -> str:
@@ -557,3 +559,66 @@ def count(db: sqlite3.Connection) -> int:
 def indexed_ids(db: sqlite3.Connection) -> set[str]:
     """The id of every entry with text in the table (for consistency checks)."""
     return {row[0] for row in db.execute(f"SELECT e.id FROM {TABLE} f JOIN entries e ON e.rowid = f.rowid")}
+
+
+# --- When nothing is found --------------------------------------------------------------------------------------
+
+SUGGEST_SCORE = 75  # of 100 (rapidfuzz's normalised similarity): below this a word is not what was meant
+
+
+def did_you_mean(db: sqlite3.Connection, query: str) -> str | None:
+    """The query with each word the index does not hold replaced by the nearest word it does, or None.
+
+    The index's terms (fts5vocab) are stems; a stem chosen is shown as a word of an entry that holds it.
+    """
+    from rapidfuzz import fuzz, process
+
+    words = [word for word in re.findall(r"(?<![:\w])[^\W\d_]{3,}\b(?!:)", query) if word not in ("AND", "OR", "NOT")]
+    missing = [word for word in dict.fromkeys(words) if not _holds(db, word)]
+    if not missing:
+        return None
+    counts = dict(db.execute(f"SELECT term, doc FROM {VOCABULARY} WHERE term GLOB '[a-z]*'").fetchall())
+    suggested = query
+    for word in missing:
+        near = process.extract(_stem(word), list(counts), scorer=fuzz.ratio, score_cutoff=SUGGEST_SCORE, limit=5)
+        if not near:
+            return None
+        best = max(near, key=lambda found: (found[1], counts[found[0]]))  # the likeliest, then the commonest
+        shown = _surface(db, best[0], word)
+        if shown is None:
+            return None
+        suggested = re.sub(rf"(?<![:\w]){re.escape(word)}\b", shown, suggested)
+    return suggested if suggested != query else None
+
+
+@cache
+def _stemmer() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize = '{TOKENIZER}')")
+    db.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, 'row')")
+    return db
+
+
+def _stem(word: str) -> str:
+    """The word as the index's tokenizer stores it, to compare with its terms (compiling: compil)."""
+    db = _stemmer()
+    db.execute("DELETE FROM words")
+    db.execute("INSERT INTO words VALUES (?)", [word])
+    row = db.execute("SELECT term FROM stems").fetchone()
+    return row[0] if row else word.lower()
+
+
+def _holds(db: sqlite3.Connection, word: str) -> bool:
+    return db.execute(f"SELECT 1 FROM {TABLE} WHERE {TABLE} MATCH ? LIMIT 1", [_string(word)]).fetchone() is not None
+
+
+def _surface(db: sqlite3.Connection, term: str, typed: str) -> str | None:
+    """The word nearest to `typed` as entries write it whose stem is `term` (a stem is often no word: compil)."""
+    from rapidfuzz import fuzz
+
+    marked = " || ' ' || ".join(
+        f"coalesce(highlight({TABLE}, {column}, '{_OPEN}', '{_CLOSE}'), '')" for column in range(len(DEFAULT_FIELDS))
+    )
+    rows = db.execute(f"SELECT {marked} FROM {TABLE} WHERE {TABLE} MATCH ? LIMIT 5", [f"{_string(term)} *"])
+    words = {word.lower() for (text,) in rows for word in re.findall(f"{_OPEN}(.*?){_CLOSE}", text or "")}
+    return max(sorted(words), key=lambda word: fuzz.ratio(word, typed.lower()), default=None)

@@ -148,6 +148,12 @@ def list_entries(
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
+def suggest(db: sqlite3.Connection, query: str) -> str | None:
+    """For a query that found nothing: the same with each word the index lacks replaced by its nearest word."""
+    with reading(db):
+        return fulltext.did_you_mean(db, query)
+
+
 def _check_limit(limit: int | None) -> None:
     if limit is not None and limit > MAX_LIMIT:  # SQLite's integers are 64-bit
         raise KbError(f"--limit {limit}: give at most {MAX_LIMIT}")
