@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json(result.as_dict())
             return
-        from kb.board_render import board_lines, board_markdown, missing_lines
+        from kb.answers_text import board_lines, board_markdown, missing_lines
 
         if markdown:
             typer.echo(board_markdown(result))

@@ -40,15 +40,15 @@ def register(app: typer.Typer) -> None:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
         entry = new_release(knowledge_base(ctx), package, version, when=when, url=url, notes=notes)
         written.report_written(entry, f"kb: recorded release {entry.id} in {entry.path}", json_)
+        # On stderr: stdout holds the new id (or its JSON), for scripts.
         made_due = due_by(ctx, entry.id)
         for item in made_due:
-            typer.echo(f"{item.decision.id}  {item.decision.title}")
-            typer.echo(f"  - {next(r for r in item.reasons if entry.id in r or version in r)}")
+            typer.echo(f"{item.decision.id}  {item.decision.title}", err=True)
+            for reason in item.reasons:
+                typer.echo(f"  - {reason}", err=True)
         if made_due:
-            typer.echo(
-                f"kb: this release made {len(made_due)} decision{'s' if len(made_due) > 1 else ''} due", err=True
-            )
-
+            plural = "s" if len(made_due) > 1 else ""
+            typer.echo(f"kb: {len(made_due)} decision{plural} due for review after this release", err=True)
 
 def due_by(ctx: typer.Context, release_id: str) -> list:
     """The decisions a newly recorded release makes due (those whose fired triggers point at it)."""

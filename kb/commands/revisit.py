@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from kb.entry import Entry
 
 
 def register(app: typer.Typer) -> None:
@@ -67,3 +70,17 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"  look at: {', '.join(item.entries[:10])}" + (" ..." if len(item.entries) > 10 else ""))
         if check and found:
             raise typer.Exit(1)
+
+
+def revisit_lines(ctx: typer.Context, decision: Entry) -> list[str]:
+    """What kb show adds under a decision: whether it is due, why, and each trigger's current value."""
+    from datetime import date
+
+    from kb.answers.decisions import decision_state
+    from kb.answers_text import decision_lines
+    from kb.commands.common import synced
+    from kb.index.db import reading
+
+    _, db = synced(ctx)
+    with reading(db):
+        return decision_lines(decision_state(decision, db, date.today()))

@@ -33,6 +33,11 @@ def register(app: typer.Typer) -> None:
         from kb.render import emit, entry_view
 
         emit(entry_view(entry, everything=all_, short=cache(partial(_short_id, kb))))
+        if entry.kind == "decision":
+            from kb.commands.revisit import revisit_lines
+
+            for line in revisit_lines(ctx, entry):
+                typer.echo(line)
 
 
 def _short_id(kb: KnowledgeBase, entry_id: str) -> str:

@@ -1,4 +1,5 @@
-"""The board and its checklist for a terminal (80 columns, plain lines) and as Markdown (a review, a wiki)."""
+"""The answers for a terminal (80 columns, plain lines) and as Markdown (a review, a wiki): the board, its
+checklist, a decision's revisit state, regressions and expectations."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import textwrap
 from typing import Any
 
 from kb.answers.board import Board, Cell, WorkloadBoard
+from kb.answers.decisions import OPEN_STATUSES, DecisionState
 from kb.answers.figures import Figure
 from kb.humanize import duration, number
 
@@ -149,3 +151,27 @@ def board_markdown(result: Board) -> str:
                 )
         lines.append("")
     return "\n".join(lines) or "No runs yet."
+
+
+def decision_lines(state: DecisionState) -> list[str]:
+    """Whether a decision is due, why, and where each trigger stands now."""
+    if state.untriggered:
+        head = "Revisit: no trigger; it never comes due by itself (kb decide --supersedes to add some)"
+    elif state.due:
+        head = "Revisit: DUE"
+    elif state.status not in OPEN_STATUSES:
+        head = f"Revisit: not checked ({state.status})"
+    else:
+        head = "Revisit: not due"
+    lines = [head]
+    for trigger in state.triggers:
+        mark = "fired" if trigger.fired else "quiet"
+        lines.append(f"  {mark}  {trigger.text}")
+        for detail in (trigger.reason, trigger.current if trigger.current != trigger.reason else None):
+            if detail:
+                lines += textwrap.wrap(detail, WIDTH, initial_indent="         ", subsequent_indent="           ")
+    review = state.last_review
+    if review:
+        who = f" by {review['by']}" if review.get("by") else ""
+        lines.append(f"  last reviewed {str(review.get('date'))[:10]}{who}: {review.get('note')}")
+    return lines

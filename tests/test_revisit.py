@@ -1,0 +1,107 @@
+"""Decisions that can be closed and followed: a release makes one due, a re-affirmed or reviewed decision is
+not due again for the same release, `kb show` says why and where each trigger stands, bad reviews write nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import run_kb, write_entry
+
+from kb.entry import Entry
+from kb.store import KnowledgeBase
+
+REPORT = "2026-10-01-neuron-report-000001"
+
+
+@pytest.fixture
+def evidence(kb: KnowledgeBase) -> KnowledgeBase:
+    # Reported evidence names no version: the trap that kept a re-affirmed decision due forever.
+    write_entry(kb, REPORT, kind="report", recorded="2026-10-01T00:00:00Z", backend="neuron",
+                workload={"name": "gpt-oss"}, provenance={"source": "reported", "publisher": "Vendor"},
+                metrics={"tokens_per_s": {"value": 900.0, "unit": "tokens/s"}})  # fmt: skip
+    write_entry(kb, "2026-10-02-gpt-oss-neuron-000002", recorded="2026-10-02T00:00:00Z", status="completed",
+                backend="neuron", workload={"name": "gpt-oss"}, timings={"compile_s": 1637.0})  # fmt: skip
+    return kb
+
+
+def decide(*extra: str) -> str:
+    result = run_kb("decide", "--title", "gpt-oss stays on CUDA", "--question", "Where?", "--choice", "CUDA",
+                    "--evidence", REPORT, "--trigger", "release: torch-neuronx",
+                    "--trigger", "when: compile_s < 600 for workload=gpt-oss backend=neuron", *extra)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    time.sleep(1.1)  # entries are timed to the second: what follows is recorded after it
+    return result.stderr.split("decision ")[1].split(" ")[0]
+
+
+def due() -> list[str]:
+    return [item["id"] for item in json.loads(run_kb("revisit", "--json").stdout)]
+
+
+def test_a_release_fires_once_and_a_reaffirmed_decision_is_closed(evidence: KnowledgeBase) -> None:
+    first = decide()
+    released = run_kb("release", "torch-neuronx", "2.27.1", "--date", "2026-11-20")
+    assert released.returncode == 0, released.stderr
+    # kb release says which decisions it made due, and why.
+    assert f"{first}  gpt-oss stays on CUDA" in released.stderr
+    assert "evidence names no torch-neuronx version; 2.27.1 recorded on" in released.stderr
+    assert "1 decision due for review after this release" in released.stderr
+    assert due() == [first]
+    time.sleep(1.1)
+    # Re-checked and kept, with the same evidence: the new decision is not due for the release it has seen.
+    again = decide("--supersedes", first)
+    assert due() == []
+    assert run_kb("revisit", "--check").returncode == 0
+    # A later release makes it due again.
+    assert run_kb("release", "torch-neuronx", "2.28.0").returncode == 0
+    assert due() == [again]
+
+
+def test_a_review_closes_a_due_decision_until_something_newer(evidence: KnowledgeBase) -> None:
+    decision = decide()
+    run_kb("release", "torch-neuronx", "2.27.1")
+    assert run_kb("revisit", "--check").returncode == 1
+    time.sleep(1.1)
+    acked = run_kb("revisit", "--ack", decision, "--note", "re-checked on 2.27.1, still CUDA", "--by", "ana")
+    assert acked.returncode == 0, acked.stderr
+    (review,) = Entry.read(evidence.entries_path / f"{decision}.md").data["decision"]["reviews"]
+    assert review["by"] == "ana" and review["note"] == "re-checked on 2.27.1, still CUDA" and review["date"]
+    assert due() == [] and run_kb("revisit", "--check").returncode == 0
+    time.sleep(1.1)
+    # New evidence meeting a `when:` condition after the review fires it again.
+    write_entry(evidence, "2099-01-01-gpt-oss-neuron-000003", recorded="2099-01-01T00:00:00Z", status="completed",
+                backend="neuron", workload={"name": "gpt-oss"}, timings={"compile_s": 540.0})  # fmt: skip
+    assert due() == [decision]
+    shown = run_kb("show", decision)
+    assert shown.returncode == 0, shown.stderr
+    words = " ".join(shown.stdout.split())  # long reasons are wrapped to the terminal's width
+    for text in ("Revisit: DUE", "fired when: compile_s < 600 for workload=gpt-oss backend=neuron",
+                 "new evidence 2099-01-01-gpt-oss-neuron-000003 meets compile_s < 600 (compile_s = 540)",
+                 "quiet release: torch-neuronx",
+                 "last reviewed", "by ana: re-checked on 2.27.1, still CUDA"):  # fmt: skip
+        assert text in words, text
+
+
+def test_show_gives_the_current_value_behind_a_quiet_trigger_and_marks_untriggered(evidence: KnowledgeBase) -> None:
+    decision = decide()
+    shown = " ".join(run_kb("show", decision).stdout.split())
+    assert "Revisit: not due" in shown
+    assert "compile_s = 1637 in 2026-10-02-gpt-oss-neuron-000002" in shown
+    bare = run_kb("decide", "--title", "no triggers", "--question", "q", "--choice", "c")
+    bare_id = bare.stderr.split("decision ")[1].split(" ")[0]
+    assert "Revisit: no trigger; it never comes due by itself" in run_kb("show", bare_id).stdout
+
+
+def test_a_bad_review_is_one_error_and_writes_nothing(evidence: KnowledgeBase) -> None:
+    decision = decide()
+    before = {path: path.read_bytes() for path in evidence.entries_path.rglob("*.md")}
+    unknown = run_kb("revisit", "--ack", "2031-01-01-none-000000", "--note", "x")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("kb: error: no entry '2031-01-01-none-000000'")
+    assert len(unknown.stderr.splitlines()) == 1
+    other = run_kb("revisit", "--ack", REPORT, "--note", "x")
+    assert other.returncode == 1
+    assert other.stderr == f"kb: error: {REPORT} is a report entry, not a decision; only decisions are reviewed\n"
+    no_note = run_kb("revisit", "--ack", decision)
+    assert no_note.returncode == 1 and "--ack needs --note" in no_note.stderr
+    assert {path: path.read_bytes() for path in evidence.entries_path.rglob("*.md")} == before
