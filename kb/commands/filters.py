@@ -24,6 +24,10 @@ UNTIL = typer.Option(None, "--until", help="Recorded on or before this date (YYY
 PACKAGE = typer.Option(
     [], "--package", help="A package version range (PEP 440), e.g. 'torch>=2.9'; repeatable.", metavar="SPEC"
 )
+SETTING = typer.Option(
+    [], "--setting", help="Only entries with this setting, e.g. batch=8; repeatable (all must match).",
+    metavar="NAME=VALUE",
+)
 
 
 def build(
@@ -37,6 +41,7 @@ def build(
     since: Optional[str],
     until: Optional[str],
     package: list[str],
+    setting: list[str] | None = None,
 ) -> Filters:
     from kb.index.query import Filters
 
@@ -51,6 +56,7 @@ def build(
         since=since,
         until=until,
         packages=list(package),
+        settings=list(setting or []),
     )
 
 

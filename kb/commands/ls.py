@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
         since: Optional[str] = opt.SINCE,
         until: Optional[str] = opt.UNTIL,
         package: list[str] = opt.PACKAGE,
+        setting: list[str] = opt.SETTING,
         sort: str = typer.Option("recorded", "--sort", help="recorded, wall_s, ..., metric.NAME or timings.NAME."),
         ascending: bool = typer.Option(False, "--asc", help="Smallest first (default: largest or newest first)."),
         limit: int = typer.Option(50, "--limit", min=0, help="At most this many (0: all)."),
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         from kb.index.query import list_entries
         from kb.index.sync import stored_problems
 
-        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
+        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package, setting)
         kb, db = synced(ctx)
         opt.check_known(chosen, db)
         report_problems(stored_problems(kb, db))

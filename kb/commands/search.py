@@ -32,13 +32,14 @@ def register(app: typer.Typer) -> None:
         since: Optional[str] = opt.SINCE,
         until: Optional[str] = opt.UNTIL,
         package: list[str] = opt.PACKAGE,
+        setting: list[str] = opt.SETTING,
         limit: int = typer.Option(20, "--limit", min=1, help="At most this many results."),
         json_: bool = typer.Option(False, "--json", help="Print JSON: one object per result, best first."),
     ) -> None:
         from kb.commands.common import print_json, synced
         from kb.index.query import search
 
-        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package)
+        chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package, setting)
         _, db = synced(ctx)
         opt.check_known(chosen, db)
         results = search(db, query, chosen, limit=limit)

@@ -35,6 +35,7 @@ class Filters:
     since: str | None = None
     until: str | None = None
     packages: list[str] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)  # NAME=VALUE
 
     def empty(self) -> bool:
         return not any(
@@ -49,6 +50,7 @@ class Filters:
                 self.since,
                 self.until,
                 self.packages,
+                self.settings,
             )
         )
 
@@ -83,6 +85,10 @@ class Filters:
             clause, values = package_clause(db, spec)
             clauses.append(clause)
             params.extend(values)
+        for setting in self.settings:
+            clause, values = setting_clause(setting)
+            clauses.append(clause)
+            params.extend(values)
         return (" AND ".join(clauses) or "1"), params
 
     def _check_text(self) -> None:
@@ -90,8 +96,24 @@ class Filters:
         for name, value in vars(self).items():
             for text in value if isinstance(value, list) else [value]:
                 if text is not None and LONE_SURROGATE.search(text):
-                    option = {"tags": "tag", "packages": "package"}.get(name, name)
+                    option = {"tags": "tag", "packages": "package", "settings": "setting"}.get(name, name)
                     raise KbError(f"--{option} {quoted(text)}: holds bytes that are not UTF-8 text; type it as UTF-8")
+
+
+def setting_clause(setting: str) -> tuple[str, list[Any]]:
+    """`batch=8` as a condition: the setting recorded with that value (a number as a number, text in any case)."""
+    name, equals, value = setting.partition("=")
+    if not equals or not name.strip():
+        raise KbError(f"--setting {quoted(setting)}: expected NAME=VALUE, e.g. --setting batch=8 or model=LSTM")
+    name, value = name.strip(), value.strip()
+    match = "e.id IN (SELECT entry_id FROM settings WHERE name = ? AND {})"
+    if value.lower() in ("null", "none", ""):
+        return match.format("value IS NULL"), [name]
+    try:
+        number = float(value)
+    except ValueError:
+        return match.format("lower(value) = lower(?)"), [name, value]
+    return match.format("(number = ? OR lower(value) = lower(?))"), [name, number, value]
 
 
 def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
