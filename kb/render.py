@@ -27,7 +27,7 @@ from kb.sections import IDENTITY, SECTIONS, flatten
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "killed": "red", "interrupted": "yellow", "running": "cyan"}
 PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
-MIN_TITLE = 30  # columns kept for a title before other columns are left out
+MIN_TITLE = 28  # columns kept for a title before other columns are left out
 GAP = "  "
 HEADLINE_STYLE = {"failure": "red", "why": "red", "environment": "yellow", "reported": "yellow"}
 
@@ -93,9 +93,7 @@ def status_text(status: str | None) -> Text:
 
 def kind_text(kind: str, source: str | None) -> Text:
     """The kind, with reported figures marked so they are never read as measured ones."""
-    if source != "reported":
-        return data(kind)
-    return data(kind, "yellow") if kind == "report" else Text.assemble(data(kind), (" (reported)", "yellow"))
+    return Text.assemble(data(kind), (" (reported)", "yellow") if source == "reported" else "")
 
 
 # Lists: kb ls and kb search

@@ -172,7 +172,7 @@ def test_show_headline_of_a_failure_recorded_after_the_fact(shipped: KnowledgeBa
 def test_show_headline_of_a_reported_result(shipped: KnowledgeBase) -> None:
     out = run_kb("show", "cad594").stdout
     lines = out.splitlines()
-    assert lines[2].startswith("report  gpt-oss-train · neuron · compiled")
+    assert lines[2].startswith("report (reported)  gpt-oss-train · neuron · compiled")
     assert "status    reported by SemiAnalysis on 2025-10-23" in lines
     assert "reported  compile_s 27 min 17 s" in lines
     assert all(line == line.rstrip() for line in lines)  # a pipe gets no padding
