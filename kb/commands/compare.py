@@ -78,11 +78,11 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json(comparison.as_dict())
             return
-        from kb.render import comparison_markdown, comparison_view, console
+        from kb.render import comparison_markdown, comparison_view, emit
 
         for note in comparison.notes:
             typer.echo(f"kb: {note}", err=True)
         if markdown:
             typer.echo(comparison_markdown(comparison))
             return
-        console().print(comparison_view(comparison))
+        emit(comparison_view(comparison))

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         from kb.answers.compare import compare
         from kb.commands.common import knowledge_base
         from kb.errors import KbError
-        from kb.render import comparison_view, console
+        from kb.render import comparison_view, emit
 
         kb = knowledge_base(ctx)
         original, argv, folder, warnings = check(kb, ref)
@@ -37,5 +37,5 @@ def register(app: typer.Typer) -> None:
         done = rerun(kb, ref)
         entry = done.recorded.entry
         typer.echo(f"kb: recorded {entry.id} ({entry.status}), a rerun of {done.original.id}", err=True)
-        console().print(comparison_view(compare([done.original, entry])))
+        emit(comparison_view(compare([done.original, entry])))
         raise typer.Exit(done.recorded.exit_code)
