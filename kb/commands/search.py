@@ -9,11 +9,12 @@ import typer
 from kb.commands import filters as opt
 
 HELP = """Search every entry's text: titles, failure messages and explanations, notes, adaptations, tags,
-versions (torch=2.9.0) and output tails.
+versions (torch=2.9.0), settings, the command line, compile evidence and output tails.
 
 The query language is Whoosh's: words (stemmed: compile finds compiled), "phrases", OR, NOT, AND,
 wildcards (flex*), and fields: backend:neuron status:failed failure:compile_timeout tag:trn3
-workload:qwen3-32b versions:torch=2.9.0 title:... notes:... output:...
+workload:qwen3-32b versions:torch=2.9.0 setting:batch=8 command:main.py title:... notes:... output:...
+When nothing matches, kb suggests the nearest words the index holds.
 """
 
 
