@@ -44,7 +44,7 @@ def headline(entry: Entry) -> Pairs:
     step = timings.get("step_s")
     if isinstance(step, dict) and step.get("median") is not None:
         spread = [f"{k} {humanize.duration(step[k])}" for k in ("p10", "p90") if step.get(k) is not None]
-        count = f"{humanize.number(step['count'])} steps" if step.get("count") else ""
+        count = f"{humanize.number(step['count'])} step{'s' if step['count'] != 1 else ''}" if step.get("count") else ""
         extra = ", ".join(x for x in (" – ".join(spread), count) if x)
         lines.append(("steady step", f"{humanize.duration(step['median'])} median" + (f" ({extra})" if extra else "")))
     elif isinstance(step, (int, float)):
@@ -234,10 +234,14 @@ def _compile(compile_: dict[str, Any]) -> list[tuple[str, Section]]:
                                                "recompile reason"], rows, cut=1)))  # fmt: skip
     for key, label in (("graph_breaks", "Graph breaks"), ("recompiles", "Recompiles")):
         part = compile_.get(key) or {}
-        reasons = [r for r in part.get("reasons") or [] if isinstance(r, dict)]
-        if part.get("count") or reasons:
-            out.append((f"{label} ({part.get('count', len(reasons))})",
-                        [(f"{r.get('count', 1)}×", str(r.get("reason") or "")) for r in reasons]))  # fmt: skip
+        # A reason is a record {reason, count} or, one per occurrence, a line of text; same lines are counted.
+        counted: dict[str, int] = {}
+        for reason in part.get("reasons") or []:
+            text = str(reason.get("reason") or "") if isinstance(reason, dict) else str(reason)
+            counted[text] = counted.get(text, 0) + (reason.get("count", 1) if isinstance(reason, dict) else 1)
+        if part.get("count") or counted:
+            out.append((f"{label} ({part.get('count', sum(counted.values()))})",
+                        [(f"{n}×", text) for text, n in counted.items()]))  # fmt: skip
     return out
 
 

@@ -228,3 +228,33 @@ def test_bracketed_text_and_control_characters_print_as_written(title: str, mess
         out = _OWN_CODES.sub("", screen.file.getvalue())
         assert_no_control(out.replace("\t", ""))
         assert safe(title or "t", one_line=True).strip() in out  # every character kept, markup-like or not
+
+
+def test_figures_are_humanised_with_their_units() -> None:
+    from kb import humanize
+
+    assert [humanize.number(v) for v in (14754.2, 689300.0, 230.535, 0.848021, 3, 0.0)] == [
+        "14,754", "689,300", "230.5", "0.848", "3", "0"
+    ]  # fmt: skip
+    assert [humanize.duration(s) for s in (1637, 11580, 19.177, 0.0347019, 3e-5, 120)] == [
+        "27 min 17 s", "3.2 h", "19.2 s", "34.7 ms", "30 µs", "2 min"
+    ]  # fmt: skip
+    assert [humanize.size(b) for b in (1.2e9, 132, 2300, 999_999)] == ["1.2 GB", "132 B", "2.3 kB", "1 MB"]
+    assert humanize.quantity(14754.2, "tokens/s") == "14,754 tokens/s"
+    assert humanize.quantity(1637.0, "s") == "27 min 17 s"
+    assert humanize.field("host_peak_rss_gb", 1.2) == "1.2 GB" and humanize.number(float("nan")) == "nan"
+
+
+def test_graph_breaks_and_recompiles_are_counted_by_reason() -> None:
+    from kb.entry import Entry
+    from kb.headline import sections
+
+    entry = Entry.read(REPO / "tests/data/schema-v1/2026-11-30-test-mlp-cpu-compiled-0a8c18.md")
+    found = dict(sections(entry))
+    assert found["Recompiles (2)"] == [
+        ("1×", "with_branch: 0/0: tensor 'x' size mismatch at index 0. expected 16, actual 4"),
+        ("1×", "torch_dynamo_resume_in_with_branch_at_37: 1/0: tensor 'y' size mismatch at index 0. expected 16, "
+               "actual 4"),
+    ]  # fmt: skip
+    assert [count for count, _ in found["Graph breaks (2)"]] == ["2×"]
+    assert found["Compile frames"].rows[2][-1] == "0/0: tensor 'x' size mismatch at index 0. expected 16, actual 4"
