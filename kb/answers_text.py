@@ -8,7 +8,9 @@ from typing import Any
 
 from kb.answers.board import Board, Cell, WorkloadBoard
 from kb.answers.decisions import OPEN_STATUSES, DecisionState
+from kb.answers.expectations import Outcome
 from kb.answers.figures import Figure
+from kb.answers.regressions import Regressions
 from kb.humanize import duration, number
 
 WIDTH = 80
@@ -174,4 +176,38 @@ def decision_lines(state: DecisionState) -> list[str]:
     if review:
         who = f" by {review['by']}" if review.get("by") else ""
         lines.append(f"  last reviewed {str(review.get('date'))[:10]}{who}: {review.get('note')}")
+    return lines
+
+
+def regression_lines(found: Regressions) -> list[str]:
+    """What stopped working across releases, then what got slower: two lists, never mixed."""
+    lines = ["Stopped working (completed on the older release, fails on the newer):"]
+    for item in found.breakages:
+        where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
+        lines.append(_clip(f"  {where}: {item.package} {item.before} -> {item.after}: {item.failure}"))
+        lines += [_clip(f"      {case}") for case in item.cases[:10]]
+        lines.append(f"    was {item.passed_entry}")
+        lines.append(f"    now {item.failed_entry}")
+    if not found.breakages:
+        lines.append("  none")
+    lines += ["", "Slower (beyond the noise band, against the best earlier release):"]
+    for slow in found.slowdowns:
+        lines.append(
+            _clip(f"  {slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.version} {slow.change:+.1%}")
+        )
+    if not found.slowdowns:
+        lines.append("  none")
+    return lines
+
+
+def expectation_lines(outcomes: list[Outcome]) -> list[str]:
+    lines = []
+    for outcome in outcomes:
+        item = outcome.expectation
+        where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
+        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+        actual = "no evidence" if outcome.actual is None else f"now {outcome.actual:g}"
+        lines.append(_clip(f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"))
+        if outcome.entry:
+            lines.append(f"         {outcome.entry}")
     return lines

@@ -13,7 +13,8 @@ step time), its speed-up over the baseline (counted only where numerics passed: 
 and whether the work stayed on the accelerator. Reported figures are listed apart, never ranked.
 
 The baseline is the incumbent ([answers] incumbent in kb.toml, or --incumbent), else the backend with
-the most completed runs. --missing prints the evidence checklist per workload and backend instead.
+the most completed runs. --missing prints the evidence checklist per workload and backend instead;
+--regressions what stopped working across releases (runs and test cases), apart from what got slower.
 """
 
 
@@ -29,6 +30,9 @@ def register(app: typer.Typer) -> None:
             metavar="BACKEND",
         ),
         missing: bool = typer.Option(False, "--missing", help="The evidence checklist: what is missing to decide."),
+        regressions: bool = typer.Option(
+            False, "--regressions", help="What stopped working across releases, apart from what got slower."
+        ),
         markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for a pull request or a wiki)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -37,6 +41,19 @@ def register(app: typer.Typer) -> None:
         from kb.index.db import reading
 
         kb, db = synced(ctx)
+        if regressions:
+            from kb.answers.regressions import regressions as across_releases
+
+            with reading(db):
+                found = across_releases(db, kb.entries_path, workload)
+            if json_:
+                print_json(found.as_dict())
+                return
+            from kb.answers_text import regression_lines
+
+            for line in regression_lines(found):
+                typer.echo(line)
+            return
         chosen = kb.config.answers.incumbent if incumbent is None else incumbent
         with reading(db):
             result = board(db, incumbent=chosen, workload=workload)

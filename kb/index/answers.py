@@ -188,3 +188,14 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
     ):
         found.setdefault(target, []).append((entry_id, title))
     return found
+
+
+def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, str]]:
+    """id -> {package (pip name): version} of the entries named."""
+    found: dict[str, dict[str, str]] = {}
+    for entry_id, package, version in db.execute(
+        "SELECT entry_id, package, version FROM versions WHERE entry_id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ):
+        found.setdefault(entry_id, {})[package] = version
+    return found

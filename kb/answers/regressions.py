@@ -1,0 +1,132 @@
+"""Regressions across releases, as an infrastructure engineer needs them: what stopped working (a run or
+test case that completed on the older release and fails on the newer) apart from what got slower.
+
+The release is the backend's own package where runs record it (torch-neuronx for neuron, torch-xla for
+xla ...), else torch; local labels (`+cu126`) fold into their release.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.answers import figures
+from kb.answers.board import BACKEND_PACKAGES
+from kb.answers.compare import case_changes
+from kb.entry import Entry
+from kb.errors import KbError
+from kb.index import answers
+from kb.index.query import version_key
+
+
+@dataclass
+class Breakage:
+    """Worked on `before`, fails on `after`: a whole run, or test cases of a coverage entry."""
+
+    workload: str
+    backend: str
+    mode: str | None
+    package: str
+    before: str  # release
+    after: str
+    passed_entry: str
+    failed_entry: str
+    failure: str  # the failure class, or "N cases newly failing"
+    cases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Slowdown:
+    workload: str
+    series: str
+    figure: str
+    package: str
+    version: str
+    change: float  # against the best earlier release, as a fraction
+    entries: list[str]
+
+
+@dataclass
+class Regressions:
+    breakages: list[Breakage]
+    slowdowns: list[Slowdown]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None = None) -> Regressions:
+    rows = [
+        r for r in answers.answer_rows(db, workload) if r["kind"] in ("run", "coverage") and r["source"] != "reported"
+    ]
+    versions = answers.entry_versions(db, [row["id"] for row in rows])
+    cells: dict[tuple[str, str, str | None, str], list[dict[str, Any]]] = {}
+    for row in reversed(rows):  # oldest first
+        found = versions.get(row["id"], {})
+        package = next((p for p in BACKEND_PACKAGES.get(row["backend"] or "", ()) if p in found), "torch")
+        if package not in found:
+            continue
+        row = dict(row, release=figures.release_of(found[package]), package=package)
+        cells.setdefault((row["workload"], row["backend"] or "?", row["mode"], row["kind"]), []).append(row)
+    breakages: list[Breakage] = []
+    for (name, backend, mode, kind), found in sorted(cells.items(), key=lambda item: tuple(str(k) for k in item[0])):
+        newest: dict[str, dict[str, Any]] = {}
+        for row in found:  # oldest first: the newest run of each release wins
+            newest[row["release"]] = row
+        releases = sorted(newest, key=version_key)
+        for before, after in itertools.pairwise(releases):
+            old, new = newest[before], newest[after]
+            if kind == "run" and old["status"] == "completed" and new["status"] != "completed":
+                failure = new["failure_class"] or new["status"] or "failed"
+                breakages.append(
+                    Breakage(name, backend, mode, old["package"], before, after, old["id"], new["id"], failure)
+                )
+            elif kind == "coverage":
+                breakages += _cases(db, entries_path, name, backend, mode, old, new)
+    packages: dict[str, set[tuple[str, str]]] = {}
+    for (name, backend, _, _), found in cells.items():
+        packages.setdefault(name, set()).add((backend, found[0]["package"]))
+    return Regressions(breakages, _slowdowns(db, packages))
+
+
+def _cases(
+    db: sqlite3.Connection, entries_path: Path, workload: str, backend: str, mode: str | None, old: dict, new: dict
+) -> list[Breakage]:
+    paths = [answers.entry_path(db, row["id"]) for row in (old, new)]
+    if None in paths:
+        return []
+    entries = [Entry.read(entries_path / str(path)) for path in paths]
+    changes = case_changes(entries)
+    if not changes or not changes[0].newly_failing:
+        return []
+    failing = changes[0].newly_failing
+    failure = f"{len(failing)} case{'s' if len(failing) > 1 else ''} newly failing"
+    return [Breakage(workload, backend, mode, old["package"], old["release"], new["release"], old["id"], new["id"],
+                     failure, failing)]  # fmt: skip
+
+
+def _slowdowns(db: sqlite3.Connection, packages: dict[str, set[str]]) -> list[Slowdown]:
+    """Flagged regressions of each workload's headline figure, across the releases of each backend's package."""
+    from kb.answers.trend import trend
+
+    found = []
+    for name, backends in sorted(packages.items()):
+        for package in sorted({package for _, package in backends}):
+            mine = {backend for backend, p in backends if p == package}
+            for figure in figures.HEADLINES:
+                try:
+                    result = trend(db, figure, name, package=package)
+                except KbError:  # the workload has no such figure
+                    continue
+                for series in result.series:
+                    if (series.group or "").split(" · ")[0] not in mine:
+                        continue
+                    for point in series.points:
+                        if point.flag == "regression" and point.change is not None:
+                            found.append(Slowdown(name, series.group or "", figure, package, point.version,
+                                                  point.change, point.entries))  # fmt: skip
+                break  # the headline figure only: throughput and step time share one verdict
+    return found

@@ -1,0 +1,98 @@
+"""Regressions across releases (what stopped working apart from what got slower) and expectations kept in git
+(`kb expect`: pass, fail, improved, missing; `--update` rewrites them from the newest evidence)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_kb, write_entry
+
+from kb.store import KnowledgeBase
+
+
+def run(kb: KnowledgeBase, n: int, neuronx: str, mode: str = "compiled", **fields) -> None:
+    fields.setdefault("status", "completed")
+    write_entry(kb, f"2026-11-{n:02d}-lm-neuron-{n:06d}", recorded=f"2026-11-{n:02d}T00:00:00Z", backend="neuron",
+                mode=mode, workload={"name": "lm"}, versions={"torch": "2.10.0", "torch-neuronx": neuronx},
+                **fields)  # fmt: skip
+
+
+def coverage(kb: KnowledgeBase, n: int, neuronx: str, cases: dict[str, str]) -> None:
+    entry_id = f"2026-11-{n:02d}-flex-neuron-{n:06d}"
+    passed = sum(1 for outcome in cases.values() if outcome == "passed")
+    write_entry(kb, entry_id, kind="coverage", recorded=f"2026-11-{n:02d}T00:00:00Z", backend="neuron",
+                workload={"name": "lm"}, versions={"torch-neuronx": neuronx},
+                coverage={"cases": "cases.tsv", "passed": passed, "total": len(cases)})  # fmt: skip
+    folder = kb.entries_path / entry_id
+    folder.mkdir()
+    lines = "".join(f"{case}\t{outcome}\t\n" for case, outcome in sorted(cases.items()))
+    (folder / "cases.tsv").write_text("case\toutcome\treason\n" + lines)
+
+
+def fill(kb: KnowledgeBase) -> None:
+    step = {"median": 0.1, "p10": 0.1, "p90": 0.1, "count": 20}
+    slow = {"median": 0.2, "p10": 0.2, "p90": 0.2, "count": 20}
+    run(kb, 1, "2.26.0+build1", timings={"step_s": step, "compile_s": 600.0}, compile={"graph_breaks": {"count": 2}})
+    run(kb, 2, "2.27.1", status="failed", failure={"class": "compile_error", "message": "neuronx-cc exited 70"})
+    run(kb, 3, "2.26.0", mode="eager", timings={"step_s": step})
+    run(kb, 4, "2.27.1", mode="eager", timings={"step_s": slow})
+    coverage(kb, 5, "2.26.0", {"test_a": "passed", "test_b": "passed"})
+    coverage(kb, 6, "2.27.1", {"test_a": "passed", "test_b": "failed"})
+
+
+def test_what_stopped_working_is_apart_from_what_got_slower(kb: KnowledgeBase) -> None:
+    fill(kb)
+    found = json.loads(run_kb("board", "--regressions", "--json").stdout)
+    broken = {(b["mode"], b["failure"]): b for b in found["breakages"]}
+    run_break = broken[("compiled", "compile_error")]
+    assert (run_break["package"], run_break["before"], run_break["after"]) == ("torch-neuronx", "2.26.0", "2.27.1")
+    assert run_break["passed_entry"] == "2026-11-01-lm-neuron-000001"
+    cases = broken[(None, "1 case newly failing")]
+    assert cases["cases"] == ["test_b"]
+    # A failed run is a breakage, never a slowdown; the eager step time doubled on the newer torch-neuronx.
+    (slow,) = found["slowdowns"]
+    assert (slow["series"], slow["figure"], slow["package"], slow["version"], slow["change"]) == (
+        "neuron · eager",
+        "step_s",
+        "torch-neuronx",
+        "2.27.1",
+        1.0,
+    )
+    text = run_kb("board", "--regressions").stdout
+    assert "lm on neuron · compiled: torch-neuronx 2.26.0 -> 2.27.1: compile_error" in text
+    assert "lm step_s on neuron · eager: torch-neuronx 2.27.1 +100.0%" in text
+
+
+def test_expectations_pass_fail_improve_and_are_rewritten(kb: KnowledgeBase) -> None:
+    fill(kb)
+    path = kb.root / "expectations.toml"
+    path.write_text(
+        '[[expect]]\nworkload = "lm"\nbackend = "neuron"\nmode = "compiled"\nfigure = "graph_breaks"\nmax = 3\n\n'
+        '[[expect]]\nworkload = "lm"\nbackend = "neuron"\nmode = "compiled"\nfigure = "compile_s"\nmax = 500\n\n'
+        '[[expect]]\nworkload = "lm"\nbackend = "neuron"\nfigure = "passing_cases"\nmin = 2\n\n'
+        '[[expect]]\nworkload = "lm"\nbackend = "tpu"\nfigure = "step_s"\nmax = 1\n'
+    )
+    result = run_kb("expect", "--json")
+    assert result.returncode == 1
+    verdicts = [(o["expectation"]["figure"], o["verdict"], o["actual"]) for o in json.loads(result.stdout)]
+    assert verdicts == [("graph_breaks", "improved", 2.0), ("compile_s", "fail", 600.0),
+                        ("passing_cases", "fail", 1.0), ("step_s", "missing", None)]  # fmt: skip
+    assert "FAIL     lm on neuron · compiled: compile_s <= 500, now 600" in run_kb("expect").stdout
+    assert run_kb("expect", "--update").returncode == 0
+    rewritten = path.read_text()
+    assert "max = 2\n" in rewritten and "max = 660.0\n" in rewritten and "min = 1\n" in rewritten
+    assert 'backend = "tpu"\nfigure = "step_s"\nmax = 1.0' in rewritten  # no evidence: its bound is kept
+    after = json.loads(run_kb("expect", "--json").stdout)
+    assert [o["verdict"] for o in after] == ["pass", "pass", "pass", "missing"]
+
+
+def test_a_wrong_expectation_names_its_line(kb: KnowledgeBase) -> None:
+    path = kb.root / "expectations.toml"
+    path.write_text('[[expect]]\nworkload = "lm"\nbackend = "cpu"\nfigure = "step_s"\n\n[[expect]]\nworkload = 3\n')
+    result = run_kb("expect")
+    assert (
+        result.returncode == 1
+        and result.stderr == f"kb: error: {path}:1: give one bound, max = NUMBER or min = NUMBER\n"
+    )
+    path.unlink()
+    assert "no expectations yet" in run_kb("expect").stderr
