@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -208,4 +209,18 @@ def test_unknown_filter_values_name_the_known_ones(kb: KnowledgeBase) -> None:
 def test_help_has_a_short_flag_and_shell_completion() -> None:
     short = run_kb("-h")
     assert short.returncode == 0 and short.stdout == run_kb("--help").stdout
-    assert "--install-completion" in short.stdout and run_kb("ls", "-h").stdout.startswith("Usage: kb ls")
+    assert "--install-completion" in short.stdout and run_kb("ls", "-h").stdout.startswith("Usage: python -m kb ls")
+    kb_script = str(Path(sys.executable).parent / "kb")  # completion answers for the program's own name
+    for words, expected in (
+        ("kb sh", "show"),
+        ("kb ls --status f", "failed"),
+        ("kb ls --failure compile_t", "compile_timeout"),
+    ):
+        env = {
+            **os.environ,
+            "_KB_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+        }
+        done = subprocess.run([kb_script], env=env, capture_output=True, text=True)
+        assert done.stdout.split() == [expected], (words, done.stdout, done.stderr)

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from kb.taxonomy import FAILURE_CLASSES, KINDS, STATUSES
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -14,10 +16,15 @@ if TYPE_CHECKING:
 LISTED = 20  # known values named in an error; a knowledge base can hold hundreds of workloads
 BACKEND = typer.Option(None, "--backend", help="Only this backend (cuda, rocm, neuron, tpu, xla, mps, cpu, ...).")
 WORKLOAD = typer.Option(None, "--workload", help="Only this workload.")
-STATUS = typer.Option(None, "--status", help="Only this status (completed, failed, interrupted, killed, running).")
-KIND = typer.Option(None, "--kind", help="Only this kind (run, coverage, decision, report, note, release).")
+STATUS = typer.Option(
+    None, "--status", help=f"Only this status ({', '.join(STATUSES)}).", autocompletion=lambda: list(STATUSES)
+)
+KIND = typer.Option(None, "--kind", help=f"Only this kind ({', '.join(KINDS)}).", autocompletion=lambda: list(KINDS))
 MODE = typer.Option(None, "--mode", help="Only this mode (eager, compiled, ...).")
-FAILURE = typer.Option(None, "--failure", help="Only this failure class (oom, compile_timeout, ...).", metavar="CLASS")
+FAILURE = typer.Option(
+    None, "--failure", help="Only this failure class (oom, compile_timeout, ...).", metavar="CLASS",
+    autocompletion=lambda: list(FAILURE_CLASSES),
+)  # fmt: skip
 TAG = typer.Option([], "--tag", help="Only entries with this tag; repeatable (all must match).")
 SINCE = typer.Option(None, "--since", help="Recorded on or after this date (YYYY-MM-DD).", metavar="DATE")
 UNTIL = typer.Option(None, "--until", help="Recorded on or before this date (YYYY-MM-DD).", metavar="DATE")
@@ -79,7 +86,6 @@ def check_known(chosen: Filters, db: sqlite3.Connection) -> None:
     """Status, kind and failure class are checked against kb's lists; backend, workload and mode against
     the values entries have, so that a typo answers with what is there instead of "No entries match."."""
     from kb.index.values import recorded_values
-    from kb.taxonomy import FAILURE_CLASSES, KINDS, STATUSES
 
     check_choice("--status", chosen.status or None, STATUSES)
     check_choice("--kind", chosen.kind or None, KINDS)
