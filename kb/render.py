@@ -229,7 +229,8 @@ def write_csv(rows: list[dict[str, Any]]) -> None:
         return
     writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    # Read in a terminal as often as by a program: an escape sequence in a title is shown, never sent.
+    writer.writerows({k: safe(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
 
 
 # One entry: kb show

@@ -112,6 +112,8 @@ def test_ls_in_a_pipe_is_one_whole_tab_separated_line_per_entry(shipped: Knowled
     assert rows[MEASURED][1:8] == ["completed", "run", "tiny-lm", "cpu", "compiled", "-", "19.2 s"]
     assert rows[FAILED_AFTER][6] == "oom"
     assert "\x1b" not in piped.stdout and rows[HOSTILE][-1].startswith("ddp crash \\x1b]0;pwned\\x07 ")
+    as_csv = run_kb("ls", "--csv").stdout
+    assert "\x1b" not in as_csv and "ddp crash \\x1b]0;pwned\\x07" in as_csv
 
 
 def test_short_ids_are_taken_by_every_command_and_named_when_ambiguous(shipped: KnowledgeBase) -> None:
