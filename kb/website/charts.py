@@ -98,7 +98,7 @@ def curve_svg(values: list[float], title: str, stride: int = 1) -> Markup:
     for tick in _round_ticks(low, high):
         parts.append(f'<line class="grid" x1="{LEFT}" y1="{y(tick):.1f}" x2="{WIDTH - RIGHT}" y2="{y(tick):.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{number(tick)}</text>')
-    for step in sorted({0, last // 4, last // 2, 3 * last // 4, last}):
+    for step in (int(tick) for tick in _round_ticks(0, last) if tick == int(tick)):  # whole steps only
         parts.append(f'<text class="tick" x="{x(step):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{step}</text>')
     parts.append(f'<text class="legend" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle">step</text>')
     runs: list[list[str]] = [[]]
@@ -172,7 +172,8 @@ def step_time_rows(timings: dict[str, Any], warmup_steps: Any) -> list[tuple[str
         rows.append(("warm-up step, mean", timings["warmup_s"] / (warmup_steps - 1), None, None))
     step = timings.get("step_s")
     if isinstance(step, dict) and _positive(step.get("median")):
-        rows.append(("steady step, median", step["median"], step.get("p10"), step.get("p90")))
+        low, high = (step.get(key) if _positive(step.get(key)) else None for key in ("p10", "p90"))
+        rows.append(("steady step, median", step["median"], low, high))
         if _positive(step.get("min")) and _positive(step.get("max")):
             rows.append(("steady, fastest to slowest", step["median"], step["min"], step["max"]))
     return rows
