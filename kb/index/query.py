@@ -18,6 +18,8 @@ from kb.index.rows import normalise_package
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
 MAX_LIMIT = 2**63 - 1
+COMPARED = ("run", "report")  # the kinds that comparisons and trends are made of
+KINDS_COMPARED = ", ".join(f"'{kind}'" for kind in COMPARED)
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
 _ENTRY_SORTS = {"recorded", "title", "status", "backend", "workload", "wall_s", "compile_s", "first_step_s",
                 "step_s_median", "kind", "mode"}  # fmt: skip
@@ -253,18 +255,32 @@ def _day(text: str, option: str) -> date:
         raise KbError(f"{option} {quoted(text)}: expected a date like 2026-11-30") from None
 
 
+def newest_per_group(
+    db: sqlite3.Connection, workload: str, by: tuple[str, ...] = ("backend", "mode")
+) -> list[dict[str, Any]]:
+    """The newest run or report of a workload in each group of `by` (entry columns; no value is a group too):
+    the evidence a comparison starts from. Rows with id, path, sha256 and the `by` columns, by group then path."""
+    if not by or not set(by) <= {"backend", "mode"}:
+        raise ValueError(f"group by backend and/or mode, not {by}")
+    same = " AND ".join(f"x.{column} IS e.{column}" for column in by)
+    order = ", ".join(f"e.{column}" for column in by)
+    cursor = db.execute(
+        f"SELECT e.id, e.path, f.sha256, {order} FROM entries e JOIN files f ON f.entry_id = e.id "
+        f"WHERE e.workload = ? AND e.kind IN ({KINDS_COMPARED}) AND e.recorded = (SELECT MAX(recorded) FROM entries x "
+        f"WHERE x.workload = e.workload AND x.kind IN ({KINDS_COMPARED}) AND {same}) ORDER BY {order}, e.path",
+        [workload],
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
 def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tuple[str, str]]:
     """(group value, entry path) of the newest run or report of a workload in each group, groups in order.
 
     `by` is an entry column (backend, mode) or `version:PACKAGE`; versions are ordered by PEP 440.
     """
     if by in ("backend", "mode"):
-        rows = db.execute(
-            f"SELECT {by}, path FROM entries e WHERE workload = ? AND kind IN ('run', 'report') AND {by} IS NOT NULL "
-            f"AND recorded = (SELECT MAX(recorded) FROM entries x WHERE x.workload = e.workload "
-            f"AND x.kind IN ('run', 'report') AND x.{by} = e.{by}) ORDER BY {by}",
-            [workload],
-        ).fetchall()
+        rows = [(row[by], row["path"]) for row in newest_per_group(db, workload, (by,)) if row[by] is not None]
     elif by.startswith("version:") and len(by) > len("version:"):
         package = normalise_package(by.split(":", 1)[1])
         rows = db.execute(

@@ -80,6 +80,7 @@ def build_site(
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
     from kb.entry import Entry
+    from kb.index import site as index_site
     from kb.index.db import connect, index_path, reading
     from kb.index.prepare import prepare
     from kb.index.sync import stored_problems
@@ -97,10 +98,7 @@ def build_site(
         try:
             with reading(db):  # damage no sync reads: removed, for the next build to rebuild
                 today = today or date.today()
-                decisions = [
-                    Entry.read(kb.entries_path / row[0])
-                    for row in db.execute("SELECT path FROM entries WHERE kind = 'decision' ORDER BY recorded, id")
-                ]
+                decisions = [Entry.read(kb.entries_path / path) for path in index_site.decision_paths(db)]
                 due = {item.decision.id: item for item in due_decisions(decisions, db, today)}
                 site = Site(kb, db)
                 facets = site.facets()

@@ -30,10 +30,9 @@ COMPARED = ("run", "report")  # the kinds a comparison and a trend page are made
 def siblings_by_workload(db: sqlite3.Connection) -> dict[str, dict[tuple[str | None, str | None], list[Sibling]]]:
     """Every run and report of each workload, by backend and mode, oldest first: one read of the index."""
     found: dict[str, dict[tuple[str | None, str | None], list[Sibling]]] = {}
-    for workload, backend, mode, entry_id, recorded in db.execute(
-        "SELECT workload, backend, mode, id, recorded FROM entries WHERE kind IN ('run', 'report') "
-        "AND workload IS NOT NULL ORDER BY recorded, id"
-    ):
+    from kb.index.site import workload_entries
+
+    for workload, backend, mode, entry_id, recorded in workload_entries(db):
         found.setdefault(workload, {}).setdefault((backend, mode), []).append((backend, mode, entry_id, recorded))
     return found
 
