@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb import atomic, frontmatter, schema
 from kb.errors import EntryError, Problem
+from kb.progress import counted
 
 if TYPE_CHECKING:
     from kb.store import KnowledgeBase
@@ -93,7 +94,7 @@ class Written:
 def plan(kb: KnowledgeBase) -> Plan:
     """Every entry file that needs rewriting; a broken or newer file becomes a problem and the scan goes on."""
     found = Plan()
-    for path in kb.iter_entry_paths():
+    for path in counted(list(kb.iter_entry_paths()), "Reading"):
         try:
             text = read_text(path)
             change = migrate_text(text, path)
@@ -220,7 +221,7 @@ def write(kb: KnowledgeBase, changes: list[Change]) -> Written:
         return Written(None, [], [])
     backup = _write_backup(kb, changes)
     written, problems = [], []
-    for change in changes:
+    for change in counted(changes, "Migrating"):
         try:
             unchanged = read_text(change.path) == change.before
         except (OSError, EntryError):

@@ -29,6 +29,7 @@ from kb.errors import EntryError, Problem
 from kb.index import fulltext, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
+from kb.progress import counted
 from kb.reading import read_entry_bytes
 from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase
@@ -189,7 +190,7 @@ def _sync(
     files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
     upserts: dict[str, tuple[str, Entry]] = {}  # entry id -> (path, entry)
     problems: dict[str, list[Problem]] = {}
-    for relative, path in candidates:
+    for relative, path in counted(candidates, "Indexing"):  # a first build of thousands takes a while: say so
         try:
             raw = read_entry_bytes(path, kb.root)
             stat = path.stat()
