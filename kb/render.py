@@ -84,7 +84,9 @@ def emit_rows(db: Any, rows: list[dict[str, Any]], table: Callable[[Callable[[st
 
     from kb.index.short import clashing_suffixes
 
-    console().print(table(partial(short_id, clashing=clashing_suffixes(db, [row["id"] for row in rows]))))
+    rendered = table(partial(short_id, clashing=clashing_suffixes(db, [row["id"] for row in rows])))
+    # A table of lines made to fit needs no wrapping, which costs Rich more than building it (snippets do wrap).
+    console().print(rendered, soft_wrap=isinstance(rendered, Text))
 
 
 def status_text(status: str | None) -> Text:
@@ -135,12 +137,12 @@ def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None, *, shor
     """Index rows as a table that fits `width`: short ids, the title last and cut, not wrapped; columns
     that no row fills are left out, and the least telling ones too when the width runs short."""
     width = width or console().width
-    columns = [c for c in _list_columns(sorted_by, short, False) if any(c.cell(row).plain for row in rows)]
-    cells = [[_cut(c.cell(row), c.limit) for c in columns] for row in rows]
-    widths = [
-        max([len(c.header), *(cell.cell_len for cell in column)])
-        for c, column in zip(columns, zip(*cells, strict=True), strict=True)
-    ]
+    every = _list_columns(sorted_by, short, False)
+    all_cells = [[_cut(c.cell(row), c.limit) for c in every] for row in rows]
+    filled = [n for n in range(len(every)) if any(row_cells[n].plain for row_cells in all_cells)]
+    columns = [every[n] for n in filled]
+    cells = [[row_cells[n] for n in filled] for row_cells in all_cells]
+    widths = [max([len(c.header), *(row_cells[n].cell_len for row_cells in cells)]) for n, c in enumerate(columns)]
     keep = list(range(len(columns)))
     while sum(widths[i] for i in keep) + len(GAP) * len(keep) + MIN_TITLE > width:
         droppable = [i for i in keep if columns[i].drop]
