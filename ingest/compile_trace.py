@@ -311,6 +311,7 @@ class _Trace:
             "graphs": self.graphs,
             "graph_breaks": {
                 "count": sum(self.breaks.values()),
+                "sites": len(self.breaks),
                 "reasons": [
                     {"reason": reason, "count": count, **({"at": where} if where else {})}
                     for (reason, where), count in list(self.breaks.items())[:MAX_REASONS]

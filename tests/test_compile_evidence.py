@@ -299,6 +299,6 @@ def test_no_compile() -> None:
     assert logging_state() == before  # ...and all put back
     assert section["frame_count"] == 0 and section["frames"] == []
     assert section["cache"] is None
-    assert section["graph_breaks"] == {"count": 0, "reasons": []}
+    assert section["graph_breaks"] == {"count": 0, "sites": 0, "reasons": []}
     assert section["recompiles"] == {"count": 0, "reasons": []}
     assert "unreadable" not in section

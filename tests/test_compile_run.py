@@ -1,0 +1,82 @@
+"""Compile evidence of one real cold compiled run, against torch's own totals and a TORCH_TRACE import of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from ingest import steps
+from ingest.compile_trace import read_compile_trace
+from kb.store import KnowledgeBase
+
+SCRIPT = REPO / "tests" / "scripts" / "compile_story.py"
+BREAK_LINE = next(n for n, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# BREAK" in line)
+DEF_LINE = next(n for n, line in enumerate(SCRIPT.read_text().splitlines(), 1) if line.startswith("def scaled("))
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One cold run (a fresh inductor cache) under TORCH_TRACE: its entry, and the trace's compile section."""
+    root = tmp_path_factory.mktemp("story")
+    base, _ = KnowledgeBase.init(root / "knowledge-base")
+    env = {
+        **os.environ, "KB_HOME": str(base.root), "TORCH_TRACE": str(root / "trace"),
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "cache"),
+    }  # fmt: skip
+    env.pop("KB_RUN_DIR", None)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "8"], env=env, cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    (entry,) = base.iter_entries()
+    trace = read_compile_trace(root / "trace", root)
+    return {
+        "entry": entry,
+        "data": entry.data,
+        "trace": trace.fields["compile"],
+        "folder": base.attachments_path(entry) / "run",
+    }
+
+
+def test_compile_s_counts_every_compile_and_agrees_with_torch_and_the_trace(story: dict[str, Any]) -> None:
+    section = story["data"]["compile"]
+    split = section["compile_split_s"]
+    assert split["forward"] > 0 and split["backward"] > 0 and split["recompiles"] > 0
+    assert section["compile_s"] == pytest.approx(sum(split.values()), rel=1e-4)
+    assert story["data"]["timings"]["compile_s"] == section["compile_s"]
+    # torch's own total, Dynamo's compile callbacks (timed apart), and the TORCH_TRACE import of the same run.
+    assert section["compile_s"] == pytest.approx(section["time_spent_s"]["total_wall_time"], rel=0.05)
+    assert section["compile_s"] == pytest.approx(section["compile_wall_s"], rel=0.05)
+    assert section["compile_s"] == pytest.approx(story["trace"]["compile_s"], rel=0.05)
+    assert story["trace"]["compile_split_s"]["backward"] > 0
+
+
+def test_a_graph_break_in_a_loop_counts_once_at_its_line_and_its_frame_ran_eagerly(story: dict[str, Any]) -> None:
+    breaks = story["data"]["compile"]["graph_breaks"]
+    (site,) = breaks["reasons"]
+    assert site["reason"].startswith("Data-dependent branching")
+    assert (site["count"], site["at"]) == (1, f"{SCRIPT}:{BREAK_LINE}")
+    assert breaks["count"] == 1 == story["trace"]["graph_breaks"]["count"]
+    (eager,) = breaks["eager_frames"]
+    assert eager["function"] == "scaled" and eager["at"] == f"{SCRIPT}:{DEF_LINE}"
+    assert "graph break in loop" in eager["reason"]
+    frames = story["data"]["compile"]["frames"]
+    assert [frame["function"] for frame in frames if frame.get("ran_eagerly")] == ["scaled"]
+
+
+def test_a_step_that_recompiled_is_kept_out_of_steady_state(story: dict[str, Any]) -> None:
+    data = story["data"]
+    assert 5 in data["compile"]["compiling_steps"] and 0 in data["compile"]["compiling_steps"]
+    timings = data["timings"]
+    assert timings["step_s"]["count"] == 8 - 2 - 1  # warm-up and the recompiling step left out
+    stream = steps.read_stream(story["folder"])
+    assert stream is not None
+    recompiled = stream["steps"][5]
+    assert recompiled["compiled"] is True and timings["compiling_steps_s"] == pytest.approx(recompiled["s"], rel=1e-5)
+    assert timings["step_s"]["max"] < recompiled["s"]
+    assert "kept out of the steady-state figures" in story["entry"].body
