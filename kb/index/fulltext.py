@@ -76,6 +76,12 @@ MAX_WILDCARD_TERMS = 500
 # Failure classes as the words a person types for them.
 FAILURE_WORDS = {"oom": "out of memory", "cpu_fallback": "cpu fallback", "unsupported_op": "unsupported operator"}
 _DEFAULT = "any"  # the parser's name for "no field given"
+# Whoosh's stop words (whoosh.analysis.STOP_WORDS): dropped from a query, as Whoosh's analysers drop them.
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "for", "from", "have", "if", "in", "is", "it", "may",
+    "not", "of", "on", "or", "tbd", "that", "the", "this", "to", "us", "we", "when", "will", "with", "yet", "you",
+    "your",
+})  # fmt: skip
 _PRIVATE = 0xE000  # punctuation inside a keyword becomes this plus its code (mod 4096): a letter to FTS5
 # Marks put around matched words by snippet(): characters no entry text holds, replaced by ** afterwards.
 _OPEN, _CLOSE = "\x02", "\x03"
@@ -243,6 +249,13 @@ def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> C
 
     `vocabulary` answers wildcards other than a trailing `*` (from the index's terms); without it they match nothing.
     """
+    words = _plain_words(query)
+    if words is not None:  # the common case, answered without importing Whoosh (a third of a command's start-up)
+        parts = [part for part in (_word(None, word, False) for word in words) if isinstance(part, Compiled)]
+        if not parts:
+            return None
+        matches = [part.match for part in parts]
+        return Compiled(match=" AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0])
     parsed = parse(query)
     try:
         result = _compile(parsed, vocabulary)
@@ -255,13 +268,31 @@ class _Refused(Exception):
     """A part of a parsed query that cannot be searched for; compile_query names the query."""
 
 
-def parse(query: str) -> Query:
-    """The Whoosh query tree for a query string; a KbError says what is wrong with one that does not parse."""
+# Words Whoosh's parser would read as they are: no field, quote, bracket, wildcard, boost or operator.
+_PLAIN = re.compile(r"[^\s:\"'()\[\]{}*?^~\\]+")
+_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE", "REQUIRE", "TO"})
+
+
+def _plain_words(query: str) -> list[str] | None:
+    """The words of a query of plain words only (Whoosh would read it as all of them, AND), else None."""
+    _check_text(query)
+    words = list(dict.fromkeys(query.split()))  # a word twice is one condition, as Whoosh has it
+    if all(_PLAIN.fullmatch(word) and word not in _OPERATORS for word in words):
+        return words
+    return None
+
+
+def _check_text(query: str) -> None:
     if len(query) > MAX_QUERY_CHARS:
         raise KbError(f"the query is {len(query)} characters long; search for at most {MAX_QUERY_CHARS}")
-    shown = quoted(query, QUOTED_CHARS)
     if LONE_SURROGATE.search(query):  # bytes in the command line that are not UTF-8
-        raise KbError(f"the query {shown} holds bytes that are not UTF-8 text; type it as UTF-8")
+        raise KbError(f"the query {quoted(query, QUOTED_CHARS)} holds bytes that are not UTF-8 text; type it as UTF-8")
+
+
+def parse(query: str) -> Query:
+    """The Whoosh query tree for a query string; a KbError says what is wrong with one that does not parse."""
+    _check_text(query)
+    shown = quoted(query, QUOTED_CHARS)
     _check_brackets(query)
     try:
         parsed = _parser().parse(query)
@@ -293,13 +324,6 @@ def _parser() -> QueryParser:
     parser.add_plugin(qparser.FieldsPlugin(remove_unknown=False))
     parser.add_plugin(qparser.FieldAliasPlugin(ALIASES))
     return parser
-
-
-@cache
-def _stop_words() -> frozenset[str]:
-    from whoosh.analysis import STOP_WORDS
-
-    return frozenset(STOP_WORDS)
 
 
 def _compile(node: Query, vocabulary: sqlite3.Connection | None) -> Compiled | str:
@@ -409,16 +433,21 @@ def _leaf(node: Query, vocabulary: sqlite3.Connection | None) -> Compiled | str:
     if isinstance(node, q.Wildcard):
         return _wildcard(column, text.lower(), keyword, vocabulary)
     if isinstance(node, q.Term):
-        if not text.strip():
-            return _IGNORED
-        if keyword:
-            return Compiled(match=_in(column, _string(exact(text))))
-        if not _tokens(text) or (column is None and text.lower() in _stop_words()):
-            return _IGNORED
-        if column is None and exact(text) != text.lower():  # torch=2.9.0: its words, or the whole of it
-            return Compiled(match=f"{_string(text)} OR {_string(exact(text))}")
-        return Compiled(match=_in(column, _string(text)))
+        return _word(column, text, keyword)
     raise _Refused(f"cannot search for {type(node).__name__.lower()} terms; put the text in double quotes")
+
+
+def _word(column: str | None, text: str, keyword: bool) -> Compiled | str:
+    """One word (Whoosh's Term) of a field, or of every field when `column` is None."""
+    if not text.strip():
+        return _IGNORED
+    if keyword:
+        return Compiled(match=_in(column, _string(exact(text))))
+    if not _tokens(text) or (column is None and text.lower() in STOP_WORDS):
+        return _IGNORED
+    if column is None and exact(text) != text.lower():  # torch=2.9.0: its words, or the whole of it
+        return Compiled(match=f"{_string(text)} OR {_string(exact(text))}")
+    return Compiled(match=_in(column, _string(text)))
 
 
 def _column(node: Query) -> Compiled | str:
