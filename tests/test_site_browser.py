@@ -316,7 +316,7 @@ def test_a_trend_chart_renders_its_lines_and_points(site: BuiltSite, tab: Tab) -
     page = tab.page
     assert page.goto(f"{site.url}trends/{WORKLOAD}.html").status == 200
     captions = [
-        f"{name} of {WORKLOAD} across torch versions, by backend ({better} is better)"
+        f"{name} of {WORKLOAD} across torch versions, by backend and mode ({better} is better)"
         for name, better in (("compile_s", "lower"), ("first_step_s", "lower"), ("step_s", "lower"),
                              ("tokens_per_s", "higher"))
     ]  # fmt: skip
@@ -327,13 +327,13 @@ def test_a_trend_chart_renders_its_lines_and_points(site: BuiltSite, tab: Tab) -
         assert box and box["width"] > 300 and box["height"] > 100, box
 
     step = page.locator("figure.trend").nth(2).locator("svg.chart")
-    expect(step.locator("text.legend")).to_have_text(["cpu", "cuda", "neuron"])
+    expect(step.locator("text.legend")).to_have_text(["cpu · eager", "cuda · compiled", "neuron · compiled"])
     assert step.locator("circle > title").all_text_contents() == [
-        "cpu · torch 2.8.0: 0.91 (n=1)",
-        "cpu · torch 2.9.0: 0.87 (n=1)",
-        "cuda · torch 2.8.0: 0.0213 (n=1)",
-        "cuda · torch 2.9.0: 0.0198 (n=1) improvement",
-        "neuron · torch 2.8.0: 0.035 (n=1)",
+        "cpu · eager · torch 2.8.0: 0.91 (n=1)",
+        "cpu · eager · torch 2.9.0: 0.87 (n=1)",
+        "cuda · compiled · torch 2.8.0: 0.0213 (n=1)",
+        "cuda · compiled · torch 2.9.0: 0.0198 (n=1) improvement",
+        "neuron · compiled · torch 2.8.0: 0.035 (n=1)",
     ]
     for circle in step.locator("circle").all():
         box = circle.bounding_box()

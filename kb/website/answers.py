@@ -1,0 +1,112 @@
+"""The answers as the site shows them: the board (home page, comparisons index), each decision's evidence
+with its key figure and the release that made it due, and the decisions citing an entry. Plain data for
+the templates, links relative to the page's folder depth."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from kb.answers import figures
+from kb.answers.board import board
+from kb.answers_text import compile_text, figure_text, ratio_text
+from kb.entry import Entry
+from kb.index import answers
+
+SHOWN_VERDICTS = ("baseline", "counted", "unchecked", "numerics failed")
+TONES = {"baseline": "baseline", "counted": "good", "unchecked": "unchecked", "numerics failed": "bad"}
+
+
+def board_view(db: sqlite3.Connection, incumbent: str, paths: dict[str, str], depth: int) -> list[dict[str, Any]]:
+    """One table per workload: a row per backend and mode, each linked to the runs behind it."""
+
+    def href(entry_id: str | None) -> str | None:
+        return "../" * depth + paths[entry_id] if entry_id in paths else None
+
+    found = []
+    for workload in board(db, incumbent=incumbent).workloads:
+        cells = []
+        for cell in workload.cells:
+            failure = cell.failure
+            cells.append({
+                "label": cell.label,
+                "figure": figure_text(cell.figure),
+                "ratio": ratio_text(cell) if cell.verdict in SHOWN_VERDICTS else "-",
+                "tone": TONES.get(cell.verdict, "none"),
+                "numerics": cell.numerics if cell.figure else "-",
+                "compile": compile_text(cell),
+                "done": f"{cell.completed}/{cell.tried}",
+                "stayed": cell.stayed if cell.figure else "-",
+                "failure": f"{failure['class']} ×{failure['count']}" if failure else "",
+                "failure_message": (failure or {}).get("message") or "",
+                "note": cell.note or ("" if cell.verdict in SHOWN_VERDICTS else cell.verdict),
+                "href": href(cell.figure.entry if cell.figure else None),
+                "runs": [(entry_id, href(entry_id)) for entry_id in cell.entries],
+            })  # fmt: skip
+        reported = [
+            {"label": f"{r.backend} · {r.mode}" if r.mode else r.backend, "figure": figure_text(r.figure),
+             "publisher": r.publisher or "", "href": href(r.entry), "entry": r.entry}
+            for r in workload.reported
+        ]  # fmt: skip
+        found.append({"workload": workload.workload, "baseline": workload.baseline, "reason": workload.baseline_reason,
+                      "best": workload.best, "cells": cells, "reported": reported})  # fmt: skip
+    return found
+
+
+def evidence_ids(front_matter: dict[str, Any]) -> list[str]:
+    evidence = (front_matter.get("links") or {}).get("evidence") or []
+    return [evidence] if isinstance(evidence, str) else [str(e) for e in evidence]
+
+
+def decision_evidence(db: sqlite3.Connection, ids: list[str], paths: dict[str, str]) -> list[dict[str, Any]]:
+    """Each evidence entry by title, with its key figure (the board's headline, a coverage pass count or how
+    it ended), linked from the decisions page (depth 0)."""
+    data = answers.front_matters(db, ids)
+    found = []
+    for entry_id in ids:
+        entry = data.get(entry_id)
+        if entry is None:
+            found.append({"id": entry_id, "title": entry_id, "figure": "not in the knowledge base", "href": None})
+            continue
+        found.append({"id": entry_id, "title": entry.get("title") or entry_id, "figure": key_figure(entry),
+                      "href": paths.get(entry_id)})  # fmt: skip
+    return found
+
+
+def key_figure(entry: dict[str, Any]) -> str:
+    coverage = entry.get("coverage")
+    if entry.get("kind") == "coverage" and isinstance(coverage, dict):
+        return f"{coverage.get('passed', '?')} of {coverage.get('total', '?')} cases passed"
+    headline = figures.headline(entry)
+    text = figure_text(headline) if headline else ""
+    status = entry.get("status")
+    if status and status != "completed":
+        failure = (entry.get("failure") or {}).get("class") if isinstance(entry.get("failure"), dict) else None
+        text = f"{status}" + (f" ({failure})" if failure else "") + (f", {text}" if text else "")
+    if (entry.get("provenance") or {}).get("source") == "reported":
+        text = f"{text or 'no figure'} (reported)"
+    return text or "no figure"
+
+
+def fired_by(db: sqlite3.Connection, entry_ids: list[str], paths: dict[str, str]) -> list[dict[str, Any]]:
+    """The release entries among a due decision's entries: the releases that made it due."""
+    data = answers.front_matters(db, entry_ids)
+    return [
+        {"id": entry_id, "title": data[entry_id].get("title") or entry_id, "href": paths.get(entry_id)}
+        for entry_id in entry_ids
+        if (data.get(entry_id) or {}).get("kind") == "release"
+    ]
+
+
+def usable_first(entries: list[Entry], incumbent: str) -> tuple[list[Entry], list[str]]:
+    """A comparison page's entries: only completed runs and reports, the baseline first (a measured run of the
+    incumbent backend, eager before compiled); with a line for each one left out."""
+    usable = [e for e in entries if e.kind == "report" or e.status == "completed"]
+    left = [f"{e.get('backend')} · {e.get('mode')}: the newest run {e.status}, left out ({e.id})"
+            for e in entries if e not in usable]  # fmt: skip
+    wanted = incumbent.replace("·", " ").split(" ")[0] if incumbent else None
+
+    def rank(entry: Entry) -> tuple:
+        return (entry.kind != "run", entry.get("backend") != wanted, entry.get("mode") != "eager")
+
+    return sorted(usable, key=rank), left
