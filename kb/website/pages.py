@@ -23,9 +23,11 @@ from kb import frontmatter
 from kb.entry import Entry
 from kb.errors import KbError
 from kb.headline import record_time
+from kb.index import answers as index_answers
 from kb.index.query import COLUMNS, Filters, list_entries, version_key
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.store import KnowledgeBase
+from kb.website import answers as site_answers
 from kb.website.drill import SEARCH_NAMES, within
 from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
@@ -120,10 +122,17 @@ class Site:
             yield Page(
                 path=entry_page_path(path),
                 template="entry.html",
-                key=digest("entry", sha, files, state and (state.reasons, state.entries), siblings),
+                key=digest(
+                    "entry", sha, files, state and (state.reasons, state.entries), siblings, self.citing.get(entry_id)
+                ),
                 context=partial(self.entry_context, entry_id, state),
                 entry=(entry_id, state),
             )
+
+    @cached_property
+    def citing(self) -> dict[str, list[tuple[str, str]]]:
+        """evidence id -> the decisions citing it: listed on the evidence's page (read once per build)."""
+        return index_answers.citing_decisions(self.db)
 
     def entry_context(self, entry_id: str, due_state: Any) -> dict[str, Any]:
         entry = self.entry(entry_id)
@@ -167,6 +176,7 @@ class Site:
             "body": markdown_html(body, depth=depth) if body.strip() else None,
             "output": markdown_html(output, depth=depth) if output else None,
             "filters": _search_filters(data),
+            "cited_by": [(i, t, self.href(self.paths[i], depth)) for i, t in self.citing.get(entry_id, [])],
             **entry_extras(self.kb.entries_path, entry, attachments, siblings, lambda t: "../" * depth + self.paths[t]),
         }
 
@@ -353,6 +363,7 @@ class Site:
             ],
             "problems": broken_files(problems, self.kb.entries_path),
             "workloads": self.compared_workloads(),
+            "board": site_answers.board_view(self.db, self.kb.config.answers.incumbent, self.paths, 0),
         }
         return Page("index.html", "home.html", digest("home", context), lambda: context)
 
@@ -367,7 +378,10 @@ class Site:
         from kb.answers.compare import compare
 
         workloads = self.compared_workloads()
-        index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
+        index = {
+            "workloads": [(w, f"{slug(w)}.html") for w in workloads],
+            "board": site_answers.board_view(self.db, self.kb.config.answers.incumbent, self.paths, 1),
+        }
         yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
         for workload in workloads:
             rows = self.db.execute(
@@ -380,12 +394,15 @@ class Site:
             path = f"compare/{slug(workload)}.html"
 
             def context(rows: list = rows, workload: str = workload) -> dict[str, Any]:
-                entries = [self.entry(row[0]) for row in rows]
+                # Never a failed, killed or running run beside the others, nor as the baseline.
+                incumbent = self.kb.config.answers.incumbent
+                entries, left_out = site_answers.usable_first([self.entry(row[0]) for row in rows], incumbent)
                 comparison = compare(entries) if len(entries) > 1 else None
                 return {
                     "workload": workload,
                     "entries": [(e, self.href(self.paths[e.id], 1)) for e in entries],
                     "comparison": comparison,
+                    "left_out": left_out,
                 }
 
             yield Page(path, "compare.html", digest("compare", path, rows), context)
@@ -465,6 +482,10 @@ class Site:
                     "question": section.get("question"),
                     "triggers": section.get("triggers") or [],
                     "reasons": state.reasons if state else [],
+                    "evidence": site_answers.decision_evidence(
+                        self.db, site_answers.evidence_ids(json.loads(front_matter)), self.paths
+                    ),
+                    "fired_by": site_answers.fired_by(self.db, state.entries, self.paths) if state else [],
                 }
             )
         context = {"decisions": decisions}
