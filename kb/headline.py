@@ -173,7 +173,7 @@ def sections(entry: Entry) -> list[tuple[str, Section]]:
     for key, label in (("report", "Reported"), ("coverage", "Coverage"), ("decision", "Decision"),
                        ("release", "Release")):  # fmt: skip
         if d.get(key):
-            out.append((label, _plain(d[key])))
+            out.append((label, flatten(d[key])))
     compile_ = d.get("compile") or {}
     if compile_:
         out += _compile(compile_)
@@ -185,27 +185,23 @@ def sections(entry: Entry) -> list[tuple[str, Section]]:
     if timings:
         out.append(("Timings", timings))
     if d.get("settings"):
-        out.append(("Settings", _plain(d["settings"])))
+        out.append(("Settings", flatten(d["settings"])))
     command = _command(d)
     if command:
         out.append(("Command", command))
     marker = f" ({RECORD_TIME})" if record_time(entry) else ""
     if d.get("versions"):
-        out.append(("Versions" + marker, _plain(d["versions"])))
+        out.append(("Versions" + marker, flatten(d["versions"])))
     hardware = _hardware(d.get("hardware") or {})
     if hardware:
         out.append(("Hardware" + marker, hardware))
     if d.get("links"):
-        out.append(("Links", _plain(d["links"])))
+        out.append(("Links", flatten(d["links"])))
     attachments = [a for a in d.get("attachments") or [] if isinstance(a, dict) and a.get("path")]
     if attachments:
         rows = [[str(a["path"]), str(a.get("role") or ""), humanize.size(a.get("bytes"))] for a in attachments]
         out.append(("Attachments", Records(["file", "role", "size"], rows)))
     return out
-
-
-def _plain(value: Any) -> Pairs:
-    return flatten(value)
 
 
 def _compile(compile_: dict[str, Any]) -> list[tuple[str, Section]]:
