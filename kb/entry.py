@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb import frontmatter
 from kb.errors import EntryError, Problem
-from kb.ids import new_id
-from kb.migrate import upgrade
 from kb.schema import SCHEMA_VERSION, coerce_entry, validate
+
+if TYPE_CHECKING:
+    from kb import frontmatter
 
 # The order kb writes fields in: identity first, then what ran, on what, how it went. Unknown fields follow.
 FIELD_ORDER = (
@@ -54,6 +54,9 @@ class Entry:
     def parse(cls, text: str, path: Path | None = None) -> Entry:
         """Parse, upgrade from an older schema and validate a whole entry file; every problem raises an
         EntryError naming file and line."""
+        from kb import frontmatter  # YAML: loaded by the commands that read an entry file, not by every one
+        from kb.migrate import upgrade
+
         doc = frontmatter.load(text, path)
         data = coerce_entry(upgrade(doc.data))
         check_version(data, path, doc.lines)
@@ -74,6 +77,8 @@ class Entry:
         return cls.parse(text, path)
 
     def serialise(self) -> str:
+        from kb import frontmatter
+
         return frontmatter.render(ordered(self.data), self.body)
 
     def validate(self) -> None:
@@ -136,4 +141,6 @@ def entry_now(title: str, kind: str, **sections: Any) -> Entry:
         for name, value in sections.items()
         if value is not None
     }
+    from kb.ids import new_id
+
     return new_entry(new_id(title, now), title, kind, recorded=iso(now), **fields)
