@@ -70,6 +70,10 @@ class StartedRun(Run):
             self.step.tokens, self.step.samples = tokens, samples
             self.step.__exit__(None, None, None)
 
+    def abandon_step(self) -> None:
+        """Forget the step begin_step started: what followed it was no step (a framework's end after its last one)."""
+        self._in_step = False
+
     def _uncaught(self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         try:
             self.finish(exc)
