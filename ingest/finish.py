@@ -147,6 +147,8 @@ def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> N
         return
     observed = outcome.observed or {}
     failure = {**(data.get("failure") or {}), **(outcome.stated or {})}
+    if "message" not in failure:  # a run that did not say why: the exceptions its processes printed do
+        _message_from_exceptions(failure, logs)
     if "class" in (outcome.stated or {}):
         failure["assigned"] = "manual"
     elif "class" not in failure:
@@ -162,6 +164,20 @@ def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> N
     for key, value in observed.items():
         failure.setdefault(key, value)
     data["failure"] = failure
+
+
+def _message_from_exceptions(failure: dict[str, Any], logs: tuple[Path, ...]) -> None:
+    from ingest.exceptions import failure_message, last_exceptions
+
+    for path in logs:
+        raised = last_exceptions(path) if path.is_file() else []
+        message = failure_message(raised)
+        if message:
+            failure["message"] = message
+            failure["exceptions"] = [
+                {"rank": item.rank, "at": f"{path.name}:{item.line}", "text": item.text} for item in raised[:16]
+            ]
+            return
 
 
 def _propose(logs: tuple[Path, ...]) -> tuple[Path, Finding] | None:

@@ -119,10 +119,16 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("environment", "shared-library", "shared symbol library so",
      r"ImportError: .*\bcannot open shared object file\b|OSError: .*\bcannot open shared object file\b"
      r"|undefined symbol: \S+|Could not load library lib\S+\.so|lib\w+\.so[\w.]*\b.*\bnot found\b"),
-    ("environment", "cuda-driver", "driver compiled gpus image smi",
+    ("environment", "cuda-driver", "driver gpus image smi",
      r"CUDA driver version is insufficient|Found no NVIDIA driver on your system"
-     r"|The NVIDIA driver on your system is too old|Torch not compiled with CUDA enabled|No CUDA GPUs are available"
+     r"|The NVIDIA driver on your system is too old|No CUDA GPUs are available"
      r"|no kernel image is available for execution on the device|NVIDIA-SMI has failed"),
+    # A CPU build of torch asked for CUDA: torch 2.13's torch.cuda.set_device() reaches the missing binding
+    # ("module 'torch._C' has no attribute '_cuda_setDevice'"), other calls assert; XPU, MPS likewise.
+    ("environment", "not-compiled-with", "attribute compiled",
+     r"module 'torch\._C' has no attribute '_(?:cuda|cudart|nccl|xpu|mps)\w*'|Torch not compiled with \w+ enabled"),
+    ("environment", "nccl-missing", "nccl gpus",
+     r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs, no GPUs found"),
     ("environment", "rocm-driver", "gpus capable", r"No HIP GPUs are available|no ROCm-capable device"),
     ("environment", "neuron-runtime", "nrt neuron nerr neuroncore",
      r"nrt_init\b.*(?i:\bfail)|No neuron device available|Neuron runtime (?:cannot|could not) be initialized"

@@ -242,3 +242,15 @@ def test_mode_compiled_with_nothing_compiled_is_flagged(kb: KnowledgeBase) -> No
     entry = only_entry(kb)
     assert entry.data["compile"]["nothing_compiled"] is True and entry.data["compile"]["frame_count"] == 0
     assert "torch.compile compiled nothing" in entry.body
+
+
+def test_an_uninstrumented_torchrun_failure_says_what_each_rank_raised(kb: KnowledgeBase) -> None:
+    script = REPO / "tests" / "scripts" / "ddp_cuda_setup.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)]
+    result = run_kb("record", "--", *command, timeout=240)
+    assert result.returncode == 1
+    failure = only_entry(kb).data["failure"]
+    # The output ends in torchrun's ChildFailedError table; the ranks' own exceptions say why.
+    assert failure["message"] == "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice' (ranks 0, 1)"
+    assert [item["rank"] for item in failure["exceptions"]] == [0, 1, None]
+    assert failure["class"] == "environment"

@@ -122,6 +122,10 @@ REAL_LINES = [
      "driver from http://www.nvidia.com/Download/index.aspx", "environment"),
     ("RuntimeError: CUDA driver version is insufficient for CUDA runtime version", "environment"),
     ("AssertionError: Torch not compiled with CUDA enabled", "environment"),
+    # torch 2.13 CPU builds, as they say it (reproduced with torch==2.13.0+cpu).
+    ("[rank1]: AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'", "environment"),
+    ("AssertionError: Torch not compiled with XPU enabled", "environment"),
+    ("RuntimeError: Distributed package doesn't have NCCL built in", "environment"),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "environment"),
     ("RuntimeError: No HIP GPUs are available", "environment"),
     ("RuntimeError: Neuron runtime cannot be initialized; cannot determine the number of available NeuronCores",
