@@ -185,12 +185,13 @@ def test_show_headline_of_a_reported_result(shipped: KnowledgeBase) -> None:
 
 @pytest.mark.parametrize("columns", WIDTHS)
 def test_text_from_entries_is_data_on_every_path(shipped: KnowledgeBase, columns: int) -> None:
+    # Whole ids: the text, not the short ids, is on trial here.
     for args in (
-        ["show", "c0ffee"],
+        ["show", HOSTILE],
         ["ls"],
         ["search", "gloo"],
         ["search", "enforce"],
-        ["compare", "8e4ad8", "c0ffee"],
+        ["compare", FAILED_AFTER, HOSTILE],
     ):
         code, out = in_terminal(columns, *args)
         assert code == 0, (args, out)
@@ -200,7 +201,7 @@ def test_text_from_entries_is_data_on_every_path(shipped: KnowledgeBase, columns
             assert "[/opt/conda/gloo/transport/tcp/pair.cc:598]" in out and "[enforce fail at alloc_cpu.cpp:127]" in out
             assert "\\x1b]0;pwned\\x07" in out and "[bold]done[/bold]" in out
             assert "\\x1b]52;c;Y2xpcA==\\x07 [/red]" in out and "\\x1b]0;body\\x07" in out
-    for args in (["show", "c0ffee"], ["search", "gloo"], ["compare", "8e4ad8", "c0ffee"], ["show", "c0ffee", "--all"]):
+    for args in (["show", HOSTILE], ["search", "gloo"], ["compare", FAILED_AFTER, HOSTILE], ["show", HOSTILE, "--all"]):
         piped = run_kb(*args)
         assert piped.returncode == 0 and "\x1b" not in piped.stdout and "\x07" not in piped.stdout, args
         assert "[/opt/conda/gloo/transport/tcp/pair.cc:598]" in piped.stdout or args[0] == "compare"
