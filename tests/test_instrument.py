@@ -53,8 +53,14 @@ def test_an_eager_run_writes_its_own_entry(kb: KnowledgeBase) -> None:
     assert data["memory"]["host_peak_rss_gb"] > 0
     assert data["fallbacks"]["stayed_on_device"] is None  # the target is the CPU: fallback does not apply
     assert "compile" not in data
+    assert data["settings"]["torch_num_threads"] >= 1 and data["hardware"]["cpu_isa"]
+    load = data["hardware"]["load"]
+    assert load["cores"] >= 1 and load["run_cpu_s"] > 0 and load["samples"] >= 2
     attached = {a["path"].split("/", 1)[1] for a in data["attachments"]}
     assert {"run/run.json", "run/events.jsonl", "run/metric-loss.txt", "run/ranks/rank-0.json"} <= attached
+    assert {"run/steps.jsonl", "run/machine.jsonl", "run/packages.txt"} <= attached
+    packages = (kb.attachments_path(entry) / "run" / "packages.txt").read_text().splitlines()
+    assert f"torch=={data['versions']['torch']}" in packages and len(packages) > 20
     curve = (kb.attachments_path(entry) / "run" / "metric-loss.txt").read_text().split()
     assert len(curve) == 14
     assert not (kb.cache_path / "runs").exists() or not any((kb.cache_path / "runs").iterdir())

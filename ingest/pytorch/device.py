@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import importlib.util
+import os
 import re
 import resource
 import sys
@@ -159,6 +160,33 @@ def backend_notes() -> dict[str, str]:
         summary = _call(lambda name=name: importlib.metadata.metadata(name).get("Summary")) or ""
         notes["torch_tpu"] = f"import torch_tpu comes from the distribution {name}: {summary}".strip().rstrip(":")
     return notes
+
+
+def threads() -> dict[str, Any]:
+    """The thread settings that shape CPU speed: torch's own, and OMP/MKL's (torchrun sets 1 per rank)."""
+    found: dict[str, Any] = {
+        "torch_num_threads": _call(torch.get_num_threads),
+        "torch_num_interop_threads": _call(torch.get_num_interop_threads),
+    }
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(name):
+            found[name] = os.environ[name]
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def cpu_isa() -> str | None:
+    """The instruction set torch's CPU kernels dispatch to here (e.g. AVX512, AVX2, DEFAULT)."""
+    return _call(lambda: torch.backends.cpu.get_cpu_capability())
+
+
+def package_list() -> str:
+    """Every installed distribution as `name==version`, one a line, sorted: so any version can be checked later."""
+    seen = {
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in importlib.metadata.distributions()
+        if dist.metadata and dist.metadata["Name"]
+    }
+    return "".join(f"{line}\n" for line in sorted(seen, key=str.lower))
 
 
 def precision() -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from ingest import handover, rank_summaries, steps
+from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks
 from ingest.pytorch.compile_evidence import CompileWatch
@@ -47,6 +48,7 @@ from kb.entry import iso
 ENV_RUN_OUT = "KB_RUN_OUT"
 DEFAULT_OUT = "kb-runs"
 RANK_TIMEOUT_S = 60.0
+PACKAGES = "packages.txt"  # every installed distribution, attached: the entry's versions keep the configured ones
 SIGNIFICANT = 6
 
 
@@ -164,6 +166,7 @@ class Run:
         self.rank, self.world_size, self.local_rank = ranks.identity()
         self._kb = None if handover.run_dir() is not None else _reachable_knowledge_base()
         self.folder = self._folder()
+        self._load = LoadSampler(self.folder)
         header = {
             "warmup_steps": warmup_steps, "tokens_per_step": tokens_per_step, "samples_per_step": samples_per_step,
             "rank": self.rank, "world_size": self.world_size,
@@ -180,6 +183,7 @@ class Run:
         devices.reset_peak_memory(self.device_type)
         self._compile.start()
         self._fallbacks.start()
+        self._load.start()
         if threading.current_thread() is threading.main_thread():
             self._previous_term = signal.signal(signal.SIGTERM, _raise_terminated)
         rank_summaries.write_summary(self.folder, self._rank_summary("running"))
@@ -413,7 +417,18 @@ class Run:
             memory["device_peak_gb"] = peak
         memory["host_peak_rss_gb"] = devices.host_peak_rss_gb()
         sections["memory"] = memory
-        sections["settings"] = {**self.settings, "device": self.device_type}
+        sections["settings"] = {**self.settings, "device": self.device_type, **devices.threads()}
+        load = self._load.stop()
+        if load:
+            sections["hardware.load"] = load
+            warning = busy_note(load)
+            if warning:
+                self._notes.append(warning)
+        isa = devices.cpu_isa()
+        if isa:
+            sections["hardware.cpu_isa"] = isa
+        with contextlib.suppress(OSError):
+            (self.folder / PACKAGES).write_text(devices.package_list())
         sections["versions"] = devices.versions()
         sections["precision"] = devices.precision()
         sections["hardware.torch_device"] = devices.identity(self.device_type)
