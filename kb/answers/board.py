@@ -18,7 +18,9 @@ from kb.answers import figures
 from kb.answers.figures import Figure
 from kb.index import answers
 
-CANDIDATES = 50  # the newest completed runs of a cell looked through for a comparable one, and cold/warm compiles
+CANDIDATES = 10  # the newest completed runs of a cell looked through for a comparable one, and cold/warm compiles
+REPORTS = 3  # the newest reported figures shown per cell
+RUNS_LISTED = 10  # the newest runs a cell links to
 NO_BACKEND = "(no backend)"
 # Where a backend's releases come from (kb release PACKAGE): the checklist's "newer than the latest release".
 BACKEND_PACKAGES = {
@@ -99,78 +101,53 @@ class Board:
 
 
 def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None) -> Board:
-    rows = answers.answer_rows(db, workload)
-    by_workload: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_workload.setdefault(row["workload"], []).append(row)
-    wanted = _wanted(by_workload)
-    data = answers.front_matters(db, sorted(wanted))
+    counts = answers.cell_counts(db, workload)
+    failures = answers.cell_failures(db, workload)
+    rows = answers.newest_per_cell(db, workload, completed=CANDIDATES, other=RUNS_LISTED, reports=REPORTS)
+    data = answers.answer_fields(db, [row["id"] for row in rows if row["category"] != "other"])
     releases = answers.releases(db)
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for kind, found in (("counts", counts), ("failures", failures), ("rows", rows)):
+        for row in found:
+            grouped.setdefault(row["workload"], {}).setdefault(kind, []).append(row)
     return Board(
         incumbent,
-        [_workload(name, found, data, releases, incumbent) for name, found in sorted(by_workload.items())],
+        [_workload(name, parts, data, releases, incumbent) for name, parts in sorted(grouped.items())],
     )
-
-
-def _measured(row: dict[str, Any]) -> bool:
-    return row["kind"] == "run" and row["source"] != "reported"
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str | None]:
     return row["backend"] or NO_BACKEND, row["mode"]
 
 
-def _wanted(by_workload: dict[str, list[dict[str, Any]]]) -> set[str]:
-    """The entries whose front matter the board reads: a cell's newest completed runs, reports, coverage."""
-    wanted: set[str] = set()
-    for rows in by_workload.values():
-        taken: Counter[tuple[str, str | None]] = Counter()
-        for row in rows:  # newest first
-            if _measured(row) and row["status"] == "completed":
-                if taken[_key(row)] < CANDIDATES:
-                    taken[_key(row)] += 1
-                    wanted.add(row["id"])
-            elif row["kind"] in ("report", "coverage") or row["source"] == "reported":
-                wanted.add(row["id"])
-    return wanted
-
-
 def _workload(
-    name: str, rows: list[dict[str, Any]], data: dict[str, dict[str, Any]], releases: list[dict], incumbent: str
+    name: str, parts: dict[str, list[dict[str, Any]]], data: dict[str, dict[str, Any]], releases: list, incumbent: str
 ) -> WorkloadBoard:
     cells: dict[tuple[str, str | None], Cell] = {}
+    for row in parts.get("counts", []):
+        cells[_key(row)] = Cell(name, *_key(row), tried=int(row["tried"] or 0), completed=int(row["completed"] or 0))
+    for key, found in _by_cell(parts.get("failures", [])).items():
+        top = max(found, key=lambda row: (row["count"], row["entry"]))
+        cells[key].failure = {"class": top["class"], "count": top["count"], "message": top["message"],
+                              "entry": top["entry"]}  # fmt: skip
     candidates: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    failures: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     reported: list[Reported] = []
     coverage: dict[str, dict[str, Any]] = {}
-    for row in rows:  # newest first
+    for row in parts.get("rows", []):  # newest first
         key = _key(row)
-        if row["kind"] == "coverage":
+        if row["category"] == "coverage":
             coverage.setdefault(key[0], data.get(row["id"]) or {})
-            continue
-        cell = cells.setdefault(key, Cell(name, key[0], key[1]))
-        if not _measured(row):
+        elif row["category"] == "report":
             found = data.get(row["id"]) or {}
             provenance = found.get("provenance") or {}
-            title = found.get("title") or row["id"]
-            figure = figures.headline(found)
-            reported.append(
-                Reported(
-                    name, key[0], key[1], row["id"], title, figure, provenance.get("publisher"), provenance.get("date")
-                )
-            )
-            continue
-        cell.tried += 1
-        if len(cell.entries) < 10:
-            cell.entries.append(row["id"])
-        if row["status"] == "completed":
-            cell.completed += 1
-            if row["id"] in data:
-                candidates.setdefault(key, []).append(data[row["id"]])
+            reported.append(Reported(name, *key, row["id"], found.get("title") or row["id"], figures.headline(found),
+                                     provenance.get("publisher"), provenance.get("date")))  # fmt: skip
         else:
-            failures.setdefault(key, []).append(row)
+            if len(cells[key].entries) < RUNS_LISTED:
+                cells[key].entries.append(row["id"])
+            if row["category"] == "completed" and row["id"] in data:
+                candidates.setdefault(key, []).append(data[row["id"]])
     for key, cell in cells.items():
-        cell.failure = _common_failure(failures.get(key, []))
         _compiles(cell, candidates.get(key, []))
     usable = {key: [d for d in found if figures.headline(d)] for key, found in candidates.items()}
     base_key, reason = _baseline(cells, usable, incumbent)
@@ -183,13 +160,11 @@ def _workload(
     return WorkloadBoard(name, base, reason, _best(ordered, base), ordered, reported)
 
 
-def _common_failure(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not rows:
-        return None
-    counts = Counter(row["failure_class"] or row["status"] or "unknown" for row in rows)
-    name, count = counts.most_common(1)[0]
-    newest = next(row for row in rows if (row["failure_class"] or row["status"] or "unknown") == name)
-    return {"class": name, "count": count, "message": newest["failure_message"], "entry": newest["id"]}
+def _by_cell(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[dict[str, Any]]]:
+    found: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(_key(row), []).append(row)
+    return found
 
 
 def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:

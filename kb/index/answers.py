@@ -42,6 +42,38 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
     return {entry_id: json.loads(text) for entry_id, text in rows}
 
 
+# What the board reads of an entry: the small sections whole, of the big ones (compile, fallbacks, numerics) only
+# the verdicts, so that thousands of entries parse in milliseconds.
+_ANSWER_FIELDS = ", ".join(
+    f"'{name}', json_extract(front_matter, '$.{path}')"
+    for name, path in (("id", "id"), ("title", "title"), ("kind", "kind"), ("status", "status"),
+                       ("recorded", "recorded"), ("tags", "tags"), ("timings", "timings"), ("metrics", "metrics"),
+                       ("settings", "settings"), ("versions", "versions"), ("provenance", "provenance"),
+                       ("coverage", "coverage"), ("adaptations", "adaptations"), ("precision", "precision"))
+)  # fmt: skip
+_VERDICTS = (
+    "'hardware', json_object('accelerators', json_extract(front_matter, '$.hardware.accelerators')), "
+    "'compile', json_object('cache', json_extract(front_matter, '$.compile.cache')), "
+    "'numerics', json_object('verdict', json_extract(front_matter, '$.numerics.verdict')), "
+    "'fallbacks', json_object('stayed_on_device', CASE json_type(front_matter, '$.fallbacks.stayed_on_device') "
+    "WHEN 'true' THEN json('true') WHEN 'false' THEN json('false') END)"  # a bare json_extract would give 1 or 0
+)
+
+
+def answer_fields(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> the parts of its front matter the board reads (absent sections are null)."""
+    rows = db.execute(
+        f"SELECT id, json_object({_ANSWER_FIELDS}, {_VERDICTS}) FROM entries "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    )
+    return {entry_id: _present(json.loads(text)) for entry_id, text in rows}
+
+
+def _present(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
+
+
 def entry_kind(db: sqlite3.Connection, entry_id: str) -> str | None:
     row = db.execute("SELECT kind FROM entries WHERE id = ?", [entry_id]).fetchone()
     return row[0] if row else None
@@ -199,3 +231,74 @@ def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str
     ):
         found.setdefault(entry_id, {})[package] = version
     return found
+
+
+# -- the board's counts and picks, aggregated in SQLite (the board answers at 100,000 entries) -------
+_MEASURED = "e.kind = 'run' AND e.source IS NOT 'reported'"
+_CATEGORY = (
+    "CASE WHEN e.kind = 'coverage' THEN 'coverage' WHEN e.kind = 'report' OR e.source IS 'reported' THEN 'report' "
+    "WHEN e.status = 'completed' THEN 'completed' ELSE 'other' END"
+)
+
+
+def _workload_clause(workload: str | None) -> tuple[str, list[Any]]:
+    return ("e.workload = ?", [workload]) if workload is not None else ("e.workload IS NOT NULL", [])
+
+
+def cell_counts(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """(workload, backend, mode) of every run and report, with the measured runs tried and completed."""
+    where, params = _workload_clause(workload)
+    return _dicts(
+        db.execute(
+            f"SELECT e.workload, e.backend, e.mode, SUM({_MEASURED}) AS tried, "
+            f"SUM({_MEASURED} AND e.status = 'completed') AS completed FROM entries e "
+            f"WHERE {where} AND e.kind IN ('run', 'report') GROUP BY e.workload, e.backend, e.mode",
+            params,
+        )
+    )
+
+
+def cell_failures(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Per (workload, backend, mode) and failure class (else the status) of the measured runs that did not
+    complete: how many, and the newest one's id and message."""
+    where, params = _workload_clause(workload)
+    rows = _dicts(
+        db.execute(
+            "SELECT workload, backend, mode, class, COUNT(*) AS count, MAX(recorded || ' ' || id) AS newest FROM ("
+            "SELECT e.workload, e.backend, e.mode, e.recorded, e.id, COALESCE(e.failure_class, e.status, 'unknown') "
+            f"AS class FROM entries e WHERE {where} AND {_MEASURED} AND e.status IS NOT 'completed') "
+            "GROUP BY workload, backend, mode, class",
+            params,
+        )
+    )
+    for row in rows:
+        row["entry"] = row.pop("newest").split(" ", 1)[1]
+    messages = dict(
+        db.execute(
+            "SELECT entry_id, message FROM failures WHERE entry_id IN (SELECT value FROM json_each(?))",
+            [json.dumps([row["entry"] for row in rows])],
+        ).fetchall()
+    )
+    for row in rows:
+        row["message"] = messages.get(row["entry"])
+    return rows
+
+
+def newest_per_cell(
+    db: sqlite3.Connection, workload: str | None, *, completed: int, other: int, reports: int
+) -> list[dict[str, Any]]:
+    """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
+    reports, and the one newest coverage entry), newest first."""
+    where, params = _workload_clause(workload)
+    return _dicts(
+        db.execute(
+            "SELECT id, recorded, workload, backend, mode, kind, status, category FROM ("
+            f"SELECT e.id, e.recorded, e.workload, e.backend, e.mode, e.kind, e.status, {_CATEGORY} AS category, "
+            f"ROW_NUMBER() OVER (PARTITION BY e.workload, e.backend, e.mode, {_CATEGORY} "
+            "ORDER BY e.recorded DESC, e.id DESC) AS rank "
+            f"FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage')) "
+            "WHERE rank <= CASE category WHEN 'completed' THEN ? WHEN 'other' THEN ? WHEN 'report' THEN ? ELSE 1 END "
+            "ORDER BY recorded DESC, id DESC",
+            [*params, completed, other, reports],
+        )
+    )
