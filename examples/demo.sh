@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: record a real PyTorch training run, eager and compiled, into this repository's knowledge
-# base (kb.toml at the root, entries/), then compare the two, list, search, show the compiled run, and
-# render the whole knowledge base as a static site in site/.
+# base (kb.toml at the root, entries/), then compare the two, list, search, show the compiled run,
+# render the whole knowledge base as a static site in site/, and end with the answer: kb board.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-80}
@@ -22,3 +22,8 @@ kb show "$newest"
 # The static site: every entry, lists with facets, comparisons, trend charts, decisions and search.
 kb site build
 echo "Open site/index.html in a browser, or run 'kb site serve' for search at http://127.0.0.1:8000/."
+
+# The answer the runs give: which mode wins for tiny-lm, at what preparation cost, on what evidence;
+# then what is still missing before believing it.
+kb board --workload tiny-lm
+kb board --workload tiny-lm --missing
