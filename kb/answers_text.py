@@ -39,7 +39,8 @@ def ratio_text(cell: Cell) -> str:
 
 def compile_text(cell: Cell) -> str:
     if cell.cold_compile is None and cell.warm_compile is None:
-        return "-"
+        other = cell.other_compile
+        return f"{duration(other['seconds'])} ({other['cache']})" if other else "-"
     parts = [duration(c["seconds"]) if c else "-" for c in (cell.cold_compile, cell.warm_compile)]
     return " / ".join(parts)
 
@@ -93,6 +94,9 @@ def _details(cell: Cell) -> list[str]:
         lines.append(cell.verdict)
     elif cell.differences:
         lines.append("; ".join(cell.differences))
+    if cell.other_compile and not (cell.cold_compile or cell.warm_compile):
+        other = cell.other_compile
+        lines.append(f"compile: {duration(other['seconds'])}, cache {other['cache']}: tag runs cold or warm to tell")
     if cell.cold_compile or cell.warm_compile:
         cold, warm = (duration(c["seconds"]) if c else "not measured" for c in (cell.cold_compile, cell.warm_compile))
         lines.append(f"compile: cold {cold}, warm {warm}")
@@ -116,8 +120,8 @@ def missing_lines(result: Board) -> list[str]:
             lines.append(_clip(f"{workload.workload} on {cell.label}: {done} of {asked} answered"))
             for check in cell.checklist:
                 mark = {True: "yes", False: "NO ", None: "n/a"}[check.ok]
-                lines.append(_clip(f"  {mark} {check.question}" + (f": {check.detail}" if check.ok else "")))
-                if check.ok is not True and check.detail:
+                lines.append(_clip(f"  {mark} {check.question}"))
+                if check.detail:
                     lines += textwrap.wrap(check.detail, WIDTH, initial_indent="      ", subsequent_indent="        ")
                 if check.evidence:
                     lines.append(f"      {check.evidence}")
