@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.errors import EntryError, Problem
 from kb.schema import SCHEMA_VERSION, coerce_entry, validate
+from kb.upgrade import upgrade
 
 if TYPE_CHECKING:
     from kb import frontmatter
@@ -55,7 +56,6 @@ class Entry:
         """Parse, upgrade from an older schema and validate a whole entry file; every problem raises an
         EntryError naming file and line."""
         from kb import frontmatter  # YAML: loaded by the commands that read an entry file, not by every one
-        from kb.migrate import upgrade
 
         doc = frontmatter.load(text, path)
         data = coerce_entry(upgrade(doc.data))

@@ -27,7 +27,7 @@ from conftest import REPO, run_kb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb import atomic, migrate, schema
+from kb import atomic, migrate, schema, upgrade
 from kb import entry as entry_module
 from kb.entry import Entry, new_entry
 from kb.errors import EntryError
@@ -87,7 +87,7 @@ def enter_next_version(set_attr: Callable[[Any, str, Any], None]) -> None:
     set_attr(schema, "entry_schema", lambda: upcoming)
     set_attr(schema, "_fast_validator", functools.cache(schema._fast_validator.__wrapped__))
     set_attr(schema, "_full_validator", functools.cache(schema._full_validator.__wrapped__))
-    set_attr(migrate, "STEPS", {**migrate.STEPS, CURRENT: move_recorder})
+    set_attr(upgrade, "STEPS", {**upgrade.STEPS, CURRENT: move_recorder})
 
 
 def die_after_writes(count: int) -> None:
@@ -221,7 +221,7 @@ def test_every_schema_1_entry_reads_indexes_and_renders(corpus: KnowledgeBase, t
 
 
 def test_there_is_one_step_for_every_version_below_the_current_one() -> None:
-    assert sorted(migrate.STEPS) == list(range(1, schema.SCHEMA_VERSION))
+    assert sorted(upgrade.STEPS) == list(range(1, schema.SCHEMA_VERSION))
 
 
 def test_current_entries_need_no_migration(corpus: KnowledgeBase) -> None:
@@ -262,7 +262,7 @@ def test_reading_upgrades_an_older_entry_without_touching_what_it_was_given() ->
     path = CORPUS / "2026-01-07-running-elsewhere-000004.md"
     raw = load(path.read_text(), path).data
     copy = json.loads(json.dumps(raw))
-    upgraded = migrate.upgrade(raw)
+    upgraded = upgrade.upgrade(raw)
     assert json.loads(json.dumps(raw)) == copy  # a step works on a copy
     assert "recorder" not in upgraded and upgraded["schema"] == NEXT
     entry = Entry.read(path)
@@ -433,7 +433,7 @@ def test_every_rewrite_reads_back_as_the_upgraded_entry(text: str) -> None:
     change = migrate.migrate_text(text, path)
     assert change is not None and change.before == text
     again = Entry.parse(change.after, path)
-    assert migrate._same(again.data, schema.coerce_entry(migrate.upgrade(doc.data)))
+    assert migrate._same(again.data, schema.coerce_entry(upgrade.upgrade(doc.data)))
     assert again.body == doc.body
     assert migrate.migrate_text(change.after, path) is None  # idempotent
     if "recorder" not in doc.data:  # only `schema` changes: every comment stays where it was
