@@ -24,7 +24,8 @@ from kb.entry import Entry
 from kb.errors import KbError
 from kb.headline import record_time
 from kb.index import answers as index_answers
-from kb.index.query import COLUMNS, Filters, list_entries, version_key
+from kb.index import site as index_site
+from kb.index.query import COLUMNS, Filters, list_entries, newest_per_group, version_key
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.store import KnowledgeBase
 from kb.website import answers as site_answers
@@ -53,10 +54,6 @@ _OUTPUT = re.compile(r"^## Output[ \t]*$", re.MULTILINE)
 _SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
 # Versions of entries whose environment was captured when they were recorded describe the recording machine, not
 # the run's: they are left out of the version lists (kb.headline.record_time says the same of one entry).
-RUN_VERSIONS = (
-    "entry_id NOT IN (SELECT id FROM entries WHERE json_extract(front_matter, '$.provenance.environment') = "
-    "'record_time')"
-)
 
 
 @dataclass
@@ -98,8 +95,7 @@ class Site:
     def __init__(self, kb: KnowledgeBase, db: sqlite3.Connection):
         self.kb = kb
         self.db = db
-        rows = db.execute("SELECT id, path FROM entries").fetchall()
-        self.paths = {entry_id: entry_page_path(path) for entry_id, path in rows}
+        self.paths = {entry_id: entry_page_path(path) for entry_id, path in index_site.entry_paths(db)}
         self._rows_html: dict[tuple[str, int], Markup] = {}
         self._sidebars_html: dict[tuple[int, str | None], Markup] = {}
 
@@ -109,10 +105,7 @@ class Site:
         return siblings_by_workload(self.db)
 
     def entry_pages(self, due: dict[str, Any]) -> Iterator[Page]:
-        rows = self.db.execute(
-            "SELECT e.id, e.path, f.sha256, e.kind, e.workload, e.backend, e.mode, e.recorded "
-            "FROM entries e JOIN files f ON f.entry_id = e.id ORDER BY e.path"
-        ).fetchall()
+        rows = index_site.entry_files(self.db)
         folders = _folders(self.kb.entries_path)  # one walk, instead of a failed look for each entry without files
         for entry_id, path, sha, *identity in rows:
             folder = path.removesuffix(".md")
@@ -182,9 +175,7 @@ class Site:
 
     def entry(self, entry_id: str) -> Entry:
         """An entry as indexed (its front matter was parsed and checked then), with its body from the file."""
-        path, front_matter = self.db.execute(
-            "SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]
-        ).fetchone()
+        path, front_matter = index_site.front_matter(self.db, entry_id)
         file = self.kb.entries_path / path
         _, body, _ = frontmatter.split(file.read_text("utf-8"), file)
         return Entry(data=json.loads(front_matter), body=body, path=file)
@@ -224,17 +215,10 @@ class Site:
         """(dimension, label, [(value, count)]) for every facet, values by count then name."""
         found = []
         for dim, label, column in FACETS:
-            rows = self.db.execute(
-                f"SELECT {column}, COUNT(*) FROM entries e WHERE {column} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1"
-            ).fetchall()
-            found.append((dim, label, rows))
-        found.append(
-            ("tag", "Tag", self.db.execute("SELECT tag, COUNT(*) FROM tags GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-        )
+            found.append((dim, label, index_site.facet_counts(self.db, column.removeprefix("e."))))
+        found.append(("tag", "Tag", index_site.tag_counts(self.db)))
         for package in FACET_PACKAGES:
-            rows = self.db.execute(
-                f"SELECT version, COUNT(*) FROM versions WHERE package = ? AND {RUN_VERSIONS} GROUP BY 1", [package]
-            ).fetchall()
+            rows = index_site.run_version_counts(self.db, package)
             if rows:
                 rows.sort(key=lambda row: version_key(row[0]), reverse=True)
                 found.append((f"package:{package}", package, rows))
@@ -249,14 +233,10 @@ class Site:
         why = self.failure_notes
         rows = [dict(_row(row), why=why.get(row["id"])) for row in list_entries(self.db, Filters(), limit=None)]
         tags: dict[str, list[str]] = {}
-        for entry_id, tag in self.db.execute("SELECT entry_id, tag FROM tags"):
+        for entry_id, tag in index_site.entry_tags(self.db):
             tags.setdefault(entry_id, []).append(tag)
-        marks = ", ".join("?" * len(FACET_PACKAGES))
         versions: dict[str, list[tuple[str, str]]] = {}
-        for entry_id, package, version in self.db.execute(
-            f"SELECT entry_id, package, version FROM versions WHERE package IN ({marks}) AND {RUN_VERSIONS}",
-            FACET_PACKAGES,
-        ):
+        for entry_id, package, version in index_site.run_versions(self.db, FACET_PACKAGES):
             versions.setdefault(entry_id, []).append((f"package:{package}", version))
         dealt: dict[tuple[str, str], list[dict[str, Any]]] = {}
         keyed: dict[str, list[tuple[str, str]]] = {}  # each row's facet values: counted within each list it is on
@@ -336,7 +316,7 @@ class Site:
     @cached_property
     def failure_notes(self) -> dict[str, str]:
         """Each failed entry's reason in one line, for the lists."""
-        rows = self.db.execute("SELECT entry_id, message, explanation FROM failures")
+        rows = index_site.failure_texts(self.db)
         return {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
 
     # -- home, comparisons, trends, decisions ----------------------------------------------------------
@@ -345,7 +325,7 @@ class Site:
             dict(_row(row), href=self.href(self.paths[row["id"]], 0), why=self.failure_notes.get(row["id"]))
             for row in list_entries(self.db, Filters(), limit=RECENT)
         ]
-        (total,) = self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
+        total = index_site.entry_count(self.db)
         shown = {"kind", "status", "backend", "workload", "failure"}
         context = {
             "total": total,
@@ -368,11 +348,7 @@ class Site:
         return Page("index.html", "home.html", digest("home", context), lambda: context)
 
     def compared_workloads(self) -> list[str]:
-        rows = self.db.execute(
-            "SELECT workload FROM entries WHERE kind IN ('run', 'report') AND workload IS NOT NULL "
-            "GROUP BY workload ORDER BY workload"
-        ).fetchall()
-        return [row[0] for row in rows]
+        return index_site.compared_workloads(self.db)
 
     def comparison_pages(self) -> Iterator[Page]:
         from kb.answers.compare import compare
@@ -384,13 +360,7 @@ class Site:
         }
         yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
         for workload in workloads:
-            rows = self.db.execute(
-                "SELECT e.id, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
-                "WHERE e.workload = ? AND e.kind IN ('run', 'report') AND e.recorded = ("
-                "SELECT MAX(recorded) FROM entries x WHERE x.workload = e.workload AND x.kind IN ('run', 'report') "
-                "AND x.backend IS e.backend AND x.mode IS e.mode) ORDER BY e.backend, e.mode, e.path",
-                [workload],
-            ).fetchall()
+            rows = [(row["id"], row["sha256"]) for row in newest_per_group(self.db, workload)]
             path = f"compare/{slug(workload)}.html"
 
             def context(rows: list = rows, workload: str = workload) -> dict[str, Any]:
@@ -414,10 +384,7 @@ class Site:
         # A trend page shows what its workload's entries hold: keyed by those files, computed only when they
         # changed (working out every trend to see whether a page changed would cost seconds on every build).
         inputs: dict[str, list[tuple[str, str]]] = {}
-        for workload, entry_id, sha in self.db.execute(
-            "SELECT e.workload, e.id, f.sha256 FROM entries e JOIN files f ON f.entry_id = e.id "
-            "WHERE e.kind IN ('run', 'report') AND e.workload IS NOT NULL ORDER BY e.id"
-        ):
+        for workload, entry_id, sha in index_site.trend_inputs(self.db):
             inputs.setdefault(workload, []).append((entry_id, sha))
         for workload in workloads:
             path = f"trends/{slug(workload)}.html"
@@ -429,17 +396,7 @@ class Site:
         from kb.answers.trend import trend
         from kb.website.charts import trend_svg
 
-        names = [
-            row[0]
-            for row in self.db.execute(
-                "SELECT DISTINCT m.name FROM entries e JOIN metrics m INDEXED BY metrics_entry ON m.entry_id = e.id "
-                "WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ('run', 'report') "
-                "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t INDEXED BY timings_entry "
-                "ON t.entry_id = e.id WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
-                "AND e.kind IN ('run', 'report') ORDER BY 1",
-                [workload, workload],
-            )
-        ]
+        names = index_site.trended_names(self.db, workload)
         results = []
         for name in names:
             try:
@@ -464,11 +421,8 @@ class Site:
         return {"workload": workload, "charts": charts}
 
     def decisions_page(self, due: dict[str, Any]) -> Page:
-        rows = self.db.execute(
-            "SELECT id, title, recorded, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded DESC, id"
-        ).fetchall()
         decisions = []
-        for entry_id, title, recorded, front_matter in rows:
+        for entry_id, title, recorded, front_matter in index_site.decisions(self.db):
             section = json.loads(front_matter).get("decision") or {}
             state = due.get(entry_id)
             decisions.append(
