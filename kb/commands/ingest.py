@@ -1,4 +1,4 @@
-"""`kb ingest junit|profile|compile-trace FILE`: evidence from other tools' files, as entries."""
+"""`kb ingest junit|profile|compile-trace|mlflow|tensorboard`: evidence from other tools' files, as entries."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ between device compute, memory copies, communication, host work and idle gaps, a
 self time. Added to the run it profiled with --to, else recorded as an entry of its own."""
 COMPILE_HELP = """Import a TORCH_TRACE folder (TORCH_TRACE=DIR python train.py): graphs, graph breaks and
 recompiles with their reasons, compile time by frame; with tlparse installed, its HTML report is attached."""
+MLFLOW_HELP = """Import the runs of an MLflow tracking store (a tracking folder such as mlruns, a database file
+such as mlflow.db, or a tracking URI) through MLflow's client: each run becomes an entry with its params as
+settings, its metrics with their history, tags, status, start and end, git commit, and its artifacts listed.
+Runs imported before are skipped, so importing again adds only the new runs."""
+TENSORBOARD_HELP = """Import TensorBoard event files (torchtitan, Lightning, SummaryWriter) with tensorboard's
+reader: each folder holding event files becomes a run entry with its scalars as metrics and their curves."""
 
 
 def register(app: typer.Typer) -> None:
@@ -96,6 +102,42 @@ def register(app: typer.Typer) -> None:
             ctx, "kb ingest compile-trace", lambda work: read_compile_trace(folder, work), given, to, "compile", json_
         )
 
+    @ingest.command("mlflow", help=MLFLOW_HELP)
+    def ingest_mlflow(
+        ctx: typer.Context,
+        store: str = typer.Argument(..., help="A tracking folder, a database file or a tracking URI.", metavar="STORE"),
+        experiment: list[str] = typer.Option(
+            [], "--experiment", help="Only this experiment, by name or id (repeatable).", metavar="NAME"
+        ),
+        copy_artifacts: bool = typer.Option(False, "--copy-artifacts", help="Attach the runs' artifacts too."),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        json_: bool = written.JSON,
+    ) -> None:
+        from ingest.mlflow_runs import import_mlflow
+
+        given = Given(None, workload, backend, mode, tag, [], [], None, None)
+        _import_many(
+            ctx, lambda kb, info, work: import_mlflow(kb, store, experiment, info, work, copy_artifacts), given, json_
+        )
+
+    @ingest.command("tensorboard", help=TENSORBOARD_HELP)
+    def ingest_tensorboard(
+        ctx: typer.Context,
+        folder: Path = typer.Argument(..., help="A TensorBoard log folder (or one event file).", metavar="DIR"),
+        workload: Optional[str] = describing.WORKLOAD,
+        backend: Optional[str] = describing.BACKEND,
+        mode: Optional[str] = describing.MODE,
+        tag: list[str] = describing.TAG,
+        json_: bool = written.JSON,
+    ) -> None:
+        from ingest.tensorboard_events import import_tensorboard
+
+        given = Given(None, workload, backend, mode, tag, [], [], None, None)
+        _import_many(ctx, lambda kb, info, work: import_tensorboard(kb, folder, info, work), given, json_)
+
 
 class Given(NamedTuple):
     """What the options say about the run, beside what the files say."""
@@ -121,7 +163,7 @@ def _import(
     json_: bool = False,
 ) -> None:
     """Read first (bad input writes nothing), then make the entry or add to the one named by --to."""
-    from ingest.describe import RunInfo, parse_all, parse_versions
+    from ingest.describe import parse_versions
     from ingest.imported import add_to, create_imported
     from kb.commands.common import knowledge_base
 
@@ -130,11 +172,7 @@ def _import(
         kb.locate(to)  # a target that does not exist fails before the file is read
         if any(given):
             raise KbError("--to adds to an entry as it is; describe the run in the entry itself, not with options")
-    settings, _ = parse_all(given.settings, [])
-    info = RunInfo(
-        title=given.title, workload=given.workload, backend=given.backend, mode=given.mode, tags=given.tags,
-        settings=settings, note=given.note, author=given.author,
-    )  # fmt: skip
+    info = _info(given)
     with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:
         imported = read(Path(work))
         if to:
@@ -144,3 +182,40 @@ def _import(
     summary = imported.body.strip().splitlines()[0] if imported.body.strip() else ""
     sentence = f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}"
     written.report_written(entry, sentence + (f"\n{summary}" if summary else ""), json_)
+
+
+def _info(given: Given):  # -> RunInfo, imported lazily
+    from ingest.describe import RunInfo, parse_all
+
+    settings, _ = parse_all(given.settings, [])
+    return RunInfo(
+        title=given.title, workload=given.workload, backend=given.backend, mode=given.mode, tags=given.tags,
+        settings=settings, note=given.note, author=given.author,
+    )  # fmt: skip
+
+
+def _import_many(ctx: typer.Context, read: Callable, given: Given, json_: bool) -> None:
+    """An import that makes an entry per run: each one said as written, then the runs that could not be read
+    (exit 1 when there were any: what could be read is imported all the same)."""
+    from kb.commands.common import knowledge_base, print_json
+    from kb.ids import short_id
+
+    kb = knowledge_base(ctx)
+    with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:
+        outcome = read(kb, _info(given), Path(work))
+    for entry in outcome.entries:
+        typer.echo(f"kb: recorded {entry.id} ({entry.kind}) in {entry.path}", err=True)
+        if not json_:
+            typer.echo(entry.id)
+    if json_:
+        print_json([
+            {"id": e.id, "short_id": short_id(e.id), "path": str(e.path), "kind": e.kind, "status": e.status}
+            for e in outcome.entries
+        ])  # fmt: skip
+    for problem in outcome.problems:
+        typer.echo(f"kb: {problem}", err=True)
+    already = f", {outcome.already} imported before" if outcome.already else ""
+    unread = f", {len(outcome.problems)} could not be read" if outcome.problems else ""
+    typer.echo(f"kb: {len(outcome.entries)} runs imported{already}{unread}", err=True)
+    if outcome.problems:
+        raise typer.Exit(1)

@@ -1,0 +1,248 @@
+"""MLflow runs as entries, read through MLflow's own client from a tracking folder, a database or a tracking URI.
+
+Each run becomes one run entry: params as settings, each metric's last value (with its step) as a metric
+and its whole history as a curve (`metric-<name>.txt`, one value a line, as the instrumentation
+writes them), tags, status, start and end, the git commit and source MLflow recorded, and the artifacts
+listed (copied only when asked). The entry's `mlflow` section keeps the run's id, which makes a second
+import of the same store skip the runs already imported. A database file is read from a copy, so that
+MLflow's schema upgrades and table creation never touch the original.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ingest.imported import Imported
+from ingest.integration import metric_name
+from kb.entry import iso
+from kb.errors import KbError
+
+METRICS_KEPT = 200  # per run; a run logging more keeps the first by name and says how many were left out
+ARTIFACTS_LISTED = 1_000
+PAGE = 1_000
+STATUS = {"FINISHED": "completed", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running"}
+SECTION = "mlflow"
+
+
+@dataclass
+class MlflowRun:
+    run_id: str
+    label: str  # for messages: the run's name and experiment
+    imported: Imported | None  # None when it could not be read, or was imported before
+    problem: str | None = None
+    already: bool = False
+
+
+def open_client(store: str, workdir: Path) -> Any:
+    """MLflow's client for a tracking folder (mlruns), a database file (read from a copy) or a tracking URI."""
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise KbError("kb ingest mlflow needs MLflow: pip install 'kb[mlflow]'") from None
+    for name in ("mlflow", "alembic"):  # their progress lines are not kb's output
+        logging.getLogger(name).setLevel(logging.ERROR)
+    path = Path(store)
+    if "://" in store:
+        uri = store
+    elif path.is_dir():
+        uri = path.resolve().as_uri()
+    elif path.is_file():
+        if path.open("rb").read(16) != b"SQLite format 3\x00":
+            raise KbError(f"{store}: not an MLflow database (not SQLite); expected mlflow.db or a tracking folder")
+        copy = workdir / path.name
+        shutil.copyfile(path, copy)
+        uri = f"sqlite:///{copy}"
+    else:
+        raise KbError(
+            f"{store}: no such folder or file; expected an MLflow tracking folder (mlruns), a database file "
+            "(mlflow.db) or a tracking URI"
+        )
+    return MlflowClient(tracking_uri=uri)
+
+
+def iter_runs(
+    client: Any, store: str, experiments: list[str], skip: set[str], workdir: Path, copy_artifacts: bool = False
+) -> Iterator[MlflowRun]:
+    """Every run of the store (or of the named experiments): read, or with its problem, or `already` (in skip)."""
+    from mlflow.entities import ViewType
+
+    try:
+        found = list(client.search_experiments(view_type=ViewType.ALL))
+    except Exception as problem:
+        raise KbError(f"{store}: MLflow cannot read it as a tracking store: {_short(problem)}") from None
+    chosen = [e for e in found if not experiments or e.name in experiments or e.experiment_id in experiments]
+    missing = set(experiments) - {e.name for e in chosen} - {e.experiment_id for e in chosen}
+    if missing:
+        raise KbError(f"{store}: no experiment named {', '.join(sorted(missing))}; it has {_names(found)}")
+    for experiment in chosen:
+        token = None
+        while True:
+            page = client.search_runs(
+                [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
+            )
+            for run in page:
+                label = f"run {run.info.run_name or run.info.run_id} ({run.info.run_id}) of {experiment.name}"
+                if run.info.run_id in skip:
+                    yield MlflowRun(run.info.run_id, label, None, already=True)
+                    continue
+                folder = workdir / run.info.run_id
+                folder.mkdir()
+                try:
+                    yield MlflowRun(run.info.run_id, label, _read_run(client, run, experiment, store, folder,
+                                                                      copy_artifacts))  # fmt: skip
+                except Exception as problem:
+                    yield MlflowRun(run.info.run_id, label, None, _short(problem))
+            token = page.token
+            if not token:
+                break
+
+
+def import_mlflow(
+    kb: Any, store: str, experiments: list[str], info: Any, workdir: Path, copy_artifacts: bool = False
+) -> Any:
+    """Every run of the store not imported yet, as an entry; see create_each for what a bad run does."""
+    from ingest.batch_import import create_each
+
+    client = open_client(store, workdir)
+    skip = imported_run_ids(kb.iter_entries([]))
+    runs = list(iter_runs(client, store, experiments, skip, workdir, copy_artifacts))
+    fresh = ((run.label, run.imported, run.problem) for run in runs if not run.already)
+    outcome = create_each(kb, fresh, info, "kb ingest mlflow")
+    outcome.already = sum(run.already for run in runs)
+    return outcome
+
+
+def imported_run_ids(entries: Iterator[Any]) -> set[str]:
+    """The MLflow run ids already in the knowledge base."""
+    return {
+        str(entry.data[SECTION]["run_id"])
+        for entry in entries
+        if isinstance(entry.data.get(SECTION), dict) and entry.data[SECTION].get("run_id")
+    }
+
+
+def _read_run(client: Any, run: Any, experiment: Any, store: str, folder: Path, copy_artifacts: bool) -> Imported:
+    info, data = run.info, run.data
+    tags = dict(data.tags)
+    name = info.run_name or tags.get("mlflow.runName") or info.run_id
+    files: list[tuple[Path, str]] = []
+    metrics: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    keys = sorted(data.metrics)
+    if len(keys) > METRICS_KEPT:
+        notes.append(f"The run logged {len(keys)} metrics; the first {METRICS_KEPT} by name are imported.")
+    for key in keys[:METRICS_KEPT]:
+        history = sorted(client.get_metric_history(info.run_id, key), key=lambda m: (m.step, m.timestamp))
+        last = history[-1] if history else None
+        kb_name = metric_name(key)
+        metrics[kb_name] = {"value": data.metrics[key], "step": last.step if last else None}
+        if len(history) > 1:
+            curve = folder / f"metric-{kb_name}.txt"
+            curve.write_text("".join(f"{m.value!r}\n" for m in history))
+            files.append((curve, f"metric-{kb_name.replace(':', '.')}.txt"))
+    artifacts = _artifacts(client, info.run_id)
+    if copy_artifacts and artifacts:
+        local = Path(client.download_artifacts(info.run_id, "", str(folder / "artifacts")))
+        files += [(path, str(path.relative_to(local))) for path in sorted(local.rglob("*")) if path.is_file()]
+    fields: dict[str, Any] = {
+        "status": STATUS.get(info.status, "completed"),
+        "settings": {_setting_name(key): _value(value) for key, value in sorted(data.params.items())} or None,
+        "metrics": metrics or None,
+        "timings": _timings(info.start_time, info.end_time),
+        "git": _git(tags),
+        "command": {"line": tags["mlflow.source.name"]} if tags.get("mlflow.source.name") else None,
+        "author": tags.get("mlflow.user"),
+        SECTION: {
+            "run_id": info.run_id,
+            "run_name": name,
+            "experiment": experiment.name,
+            "experiment_id": experiment.experiment_id,
+            "store": store,
+            "status": info.status,
+            "tags": {key: value for key, value in sorted(tags.items()) if not key.startswith("mlflow.")} or None,
+            "artifact_uri": info.artifact_uri,
+            "artifacts": [a["path"] for a in artifacts] or None,
+        },
+    }
+    fields[SECTION] = {key: value for key, value in fields[SECTION].items() if value is not None}
+    return Imported(
+        title=f"MLflow run {name} of {experiment.name}",
+        kind="run",
+        fields={key: value for key, value in fields.items() if value is not None},
+        body=_body(name, experiment.name, info.status, fields, artifacts, notes),
+        files=files,
+    )
+
+
+def _artifacts(client: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run's artifact files, walked breadth first, at most ARTIFACTS_LISTED."""
+    found: list[dict[str, Any]] = []
+    folders = [None]
+    while folders and len(found) < ARTIFACTS_LISTED:
+        for item in client.list_artifacts(run_id, folders.pop(0)):
+            if item.is_dir:
+                folders.append(item.path)
+            else:
+                found.append({"path": item.path, "bytes": item.file_size})
+    return found[:ARTIFACTS_LISTED]
+
+
+def _timings(start_ms: int | None, end_ms: int | None) -> dict[str, Any] | None:
+    if not start_ms:
+        return None
+    started = datetime.fromtimestamp(start_ms / 1000, timezone.utc)
+    timings: dict[str, Any] = {"started": iso(started)}
+    if end_ms:
+        timings["ended"] = iso(datetime.fromtimestamp(end_ms / 1000, timezone.utc))
+        timings["wall_s"] = round((end_ms - start_ms) / 1000, 3)
+    return timings
+
+
+def _git(tags: dict[str, str]) -> dict[str, Any] | None:
+    git = {"commit": tags.get("mlflow.source.git.commit"), "branch": tags.get("mlflow.source.git.branch")}
+    return {key: value for key, value in git.items() if value} or None
+
+
+def _setting_name(key: str) -> str:
+    return metric_name(key)  # the same rule: a dot would nest the field
+
+
+def _value(text: str) -> Any:
+    """MLflow keeps every param as text: numbers and booleans become what they say."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "true": True, "false": False}.get(text, text)
+
+
+def _body(name: str, experiment: str, status: str, fields: dict, artifacts: list, notes: list[str]) -> str:
+    metrics = fields.get("metrics") or {}
+    lines = [f"MLflow run {name} of experiment {experiment}: {status}, {len(fields.get('settings') or {})} params, "
+             f"{len(metrics)} metrics, {len(artifacts)} artifacts.", ""]  # fmt: skip
+    lines += [*notes, ""] if notes else []
+    if metrics:
+        lines += ["| metric | last | step |", "|---|---:|---:|"]
+        lines += [f"| {key} | {m['value']:g} | {m['step']} |" for key, m in list(metrics.items())[:20]]
+        lines.append("")
+    if artifacts:
+        lines += ["Artifacts (in MLflow's store; `--copy-artifacts` attaches them):", ""]
+        lines += [f"- `{a['path']}` ({a['bytes']} bytes)" for a in artifacts[:20]]
+        lines += [f"- and {len(artifacts) - 20} more" if len(artifacts) > 20 else "", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _names(experiments: list[Any]) -> str:
+    return ", ".join(sorted(e.name for e in experiments)[:10]) or "no experiments"
+
+
+def _short(problem: BaseException) -> str:
+    text = str(problem).strip().splitlines()
+    return f"{type(problem).__name__}: {text[0] if text else ''}"[:300]

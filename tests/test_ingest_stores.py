@@ -1,0 +1,135 @@
+"""kb ingest mlflow and kb ingest tensorboard: real stores written by MLflow's client and by SummaryWriter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import only_entry, run_kb
+
+from kb.store import KnowledgeBase
+
+mlflow = pytest.importorskip("mlflow", reason="needs kb's mlflow extra (pip install -e '.[mlflow]')")
+pytest.importorskip("tensorboard", reason="needs kb's tensorboard extra (pip install -e '.[tensorboard]')")
+
+
+@pytest.fixture(scope="module")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite tracking store with two runs (one failed) and an artifact, written through MLflow's client."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.create_experiment("llama-neuron", artifact_location=(folder / "artifacts").as_uri())
+    tags = {"team": "infra", "mlflow.source.git.commit": "abc123"}
+    good = client.create_run(experiment, run_name="bf16-compiled", tags=tags)
+    client.log_param(good.info.run_id, "batch", "8")
+    client.log_param(good.info.run_id, "optimizer/lr", "0.0003")
+    for step in range(5):
+        client.log_metric(good.info.run_id, "train/loss", 5.0 - step, step=step)
+    client.log_metric(good.info.run_id, "tokens_per_s", 14156.0)
+    (folder / "config.json").write_text('{"layers": 2}')
+    client.log_artifact(good.info.run_id, str(folder / "config.json"))
+    client.set_terminated(good.info.run_id, "FINISHED")
+    bad = client.create_run(experiment, run_name="fp8")
+    client.log_metric(bad.info.run_id, "train/loss", 9.0)
+    client.set_terminated(bad.info.run_id, "FAILED")
+    return folder / "mlflow.db"
+
+
+def test_mlflow_runs_become_entries_and_a_second_import_adds_none(kb: KnowledgeBase, mlflow_store: Path) -> None:
+    result = run_kb("ingest", "mlflow", str(mlflow_store), "--backend", "neuron", "--json")
+    assert result.returncode == 0, result.stderr
+    written = json.loads(result.stdout)
+    assert len(written) == 2 and "kb: 2 runs imported" in result.stderr
+    entries = {e.data["mlflow"]["run_name"]: e for e in kb.iter_entries()}
+    good, bad = entries["bf16-compiled"], entries["fp8"]
+    assert good.status == "completed" and bad.status == "failed"
+    data = good.data
+    assert data["provenance"]["tool"] == "kb ingest mlflow" and data["backend"] == "neuron"
+    assert data["settings"] == {"batch": 8, "optimizer:lr": 0.0003}
+    assert (
+        data["metrics"]["train:loss"] == {"value": 1.0, "step": 4} and data["metrics"]["tokens_per_s"]["value"] == 14156
+    )
+    assert data["git"]["commit"] == "abc123"
+    assert data["mlflow"]["tags"] == {"team": "infra"} and data["mlflow"]["experiment"] == "llama-neuron"
+    assert data["mlflow"]["artifacts"] == ["config.json"]
+    assert data["timings"]["wall_s"] >= 0 and data["timings"]["started"] <= data["timings"]["ended"]
+    curve = kb.attachments_path(good) / "metric-train.loss.txt"
+    assert curve.read_text().split() == ["5.0", "4.0", "3.0", "2.0", "1.0"]
+    assert not (kb.attachments_path(good) / "config.json").exists()  # listed, not copied
+    again = run_kb("ingest", "mlflow", str(mlflow_store))
+    assert again.returncode == 0 and "kb: 0 runs imported, 2 imported before" in again.stderr
+    assert len(list(kb.iter_entries())) == 2
+
+
+def test_artifacts_are_copied_when_asked(kb: KnowledgeBase, mlflow_store: Path) -> None:
+    result = run_kb("ingest", "mlflow", str(mlflow_store), "--experiment", "llama-neuron", "--copy-artifacts")
+    assert result.returncode == 0, result.stderr
+    good = next(e for e in kb.iter_entries() if e.data["mlflow"]["run_name"] == "bf16-compiled")
+    assert (kb.attachments_path(good) / "config.json").read_text() == '{"layers": 2}'
+
+
+def test_a_store_that_is_not_one_is_named(kb: KnowledgeBase, tmp_path: Path) -> None:
+    (tmp_path / "notes.db").write_text("not a database")
+    result = run_kb("ingest", "mlflow", str(tmp_path / "notes.db"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"kb: error: {tmp_path / 'notes.db'}: not an MLflow database (not SQLite)" in result.stderr
+    missing = run_kb("ingest", "mlflow", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "no such folder or file" in missing.stderr
+    assert list(kb.iter_entries()) == []
+
+
+def test_a_run_with_a_thousand_metrics_keeps_what_an_entry_holds(kb: KnowledgeBase, tmp_path: Path) -> None:
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'wide.db'}")
+    run = client.create_run(client.create_experiment("wide"), run_name="sweep")
+    client.log_batch(run.info.run_id, metrics=[mlflow.entities.Metric(f"m{i:04d}", i, 0, 0) for i in range(1000)])
+    client.set_terminated(run.info.run_id)
+    result = run_kb("ingest", "mlflow", str(tmp_path / "wide.db"))
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert len(entry.data["metrics"]) == 200 and "m0000" in entry.data["metrics"]
+    assert "The run logged 1000 metrics; the first 200 by name are imported." in entry.body
+
+
+@pytest.fixture(scope="module")
+def event_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log folder with one run written by torch.utils.tensorboard.SummaryWriter, as Lightning and torchtitan do."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = tmp_path_factory.mktemp("tb")
+    with SummaryWriter(str(folder / "version_0")) as writer:
+        for step in range(1, 11):
+            writer.add_scalar("loss_metrics/global_avg_loss", 10.0 / step, step)
+            writer.add_scalar("wps", 1000.0 + step, step)
+        writer.add_text("notes", "text is not a scalar", 0)
+    return folder
+
+
+def test_tensorboard_scalars_become_metrics_with_curves(kb: KnowledgeBase, event_folder: Path) -> None:
+    result = run_kb("ingest", "tensorboard", str(event_folder), "--workload", "llama3-8b", "--backend", "cuda")
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    data = entry.data
+    assert data["workload"] == {"name": "llama3-8b"} and data["tensorboard"] == {"run": "version_0"}
+    assert data["metrics"]["loss_metrics:global_avg_loss"] == {"value": 1.0, "step": 10}
+    assert data["metrics"]["wps"]["value"] == 1010.0 and "notes" not in data["metrics"]
+    assert data["timings"]["wall_s"] >= 0
+    curve = kb.attachments_path(entry) / "metric-loss_metrics.global_avg_loss.txt"
+    assert len(curve.read_text().split()) == 10
+
+
+def test_a_damaged_event_file_keeps_what_was_read_and_names_the_file(
+    kb: KnowledgeBase, event_folder: Path, tmp_path: Path
+) -> None:
+    (source,) = (event_folder / "version_0").glob("*tfevents*")
+    damaged = tmp_path / "logs" / "run"
+    damaged.mkdir(parents=True)
+    data = source.read_bytes()
+    (damaged / source.name).write_bytes(data[: len(data) * 2 // 3] + b"\x00garbage" * 4)
+    (damaged / "events.out.tfevents.0.broken").write_bytes(b"this is no event file")
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"kb: {damaged / source.name}: damaged after " in result.stderr
+    assert f"kb: {damaged / 'events.out.tfevents.0.broken'}: not a TensorBoard event file" in result.stderr
+    entry = only_entry(kb)  # the events before the damage
+    assert 0 < entry.data["metrics"]["wps"]["step"] < 10
