@@ -151,3 +151,19 @@ def test_by_mode_holds_the_backend_fixed(variety: KnowledgeBase) -> None:
     comparison = compared("--workload", "qwen", "--by", "mode")
     assert [e["label"] for e in comparison["entries"]] == ["cuda · eager · 1x h100", "cuda · compiled · 1x h100"]
     assert "steady steps 31 → -" in comparison["differences"]
+
+
+def test_the_filters_of_kb_ls_narrow_the_runs_first(kb: KnowledgeBase) -> None:
+    for n, backend, batch in ((1, "cpu", 8), (2, "cuda", 8), (3, "cuda", 16)):
+        run(kb, f"2026-11-0{n}-qwen-{backend}-00000{n}", backend=backend, settings={"batch": batch},
+            metrics={"tokens_per_s": {"value": 1000.0 * n, "unit": "tokens/s"}})  # fmt: skip
+    newest = compared("--workload", "qwen", "--by", "backend")
+    # cuda has the most runs: its newest is the baseline, batch 16 against the cpu run's 8.
+    assert [e["id"] for e in newest["entries"]] == ["2026-11-03-qwen-cuda-000003", "2026-11-01-qwen-cpu-000001"]
+    assert "batch 16 → 8" in newest["differences"]
+    same = compared("--workload", "qwen", "--by", "backend", "--setting", "batch=8")
+    # Of the batch-8 runs each backend has one: the baseline is the first by name, and the batch is the same.
+    assert [e["id"] for e in same["entries"]] == ["2026-11-01-qwen-cpu-000001", "2026-11-02-qwen-cuda-000002"]
+    assert not any(line.startswith("batch") for line in same["differences"])
+    since = run_kb("compare", "--workload", "qwen", "--by", "backend", "--since", "2026-11-02")
+    assert since.returncode == 1 and since.stderr == "kb: error: only cuda so far; try --by mode\n"

@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         since: Optional[str] = filters.SINCE,
         until: Optional[str] = filters.UNTIL,
         package: list[str] = filters.PACKAGE,
+        setting: list[str] = filters.SETTING,
         markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table (for a review)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -67,6 +68,7 @@ def register(app: typer.Typer) -> None:
                 since=since,
                 until=until,
                 package=package,
+                setting=setting,
             )
             with reading(db):
                 comparison = grouped(
