@@ -26,7 +26,7 @@ from bench.peers_venv import Sample, alternated, env, job, measure, median_s, ne
 KB = [sys.executable, "-m", "kb"]
 STATUS = {"completed": "FINISHED", "failed": "FAILED", "interrupted": "KILLED", "killed": "KILLED",
           "running": "RUNNING"}  # fmt: skip
-FAILURE_PARTS = ("class", "message", "explanation", "evidence")  # what kb's full-text `failure` field holds
+FAILURE_PARTS = ("class", "words", "message", "explanation", "evidence")  # what kb's full-text `failure` field holds
 MAX_VALUE = 5000  # MLflow refuses params over 6,000 characters
 TIMEOUT_S = {1_000: 300, 10_000: 1200, 100_000: 7200}
 
@@ -99,7 +99,10 @@ def mlflow_runs(kb: Any) -> list[dict[str, Any]]:
 def _mlflow_run(data: dict[str, Any]) -> dict[str, Any]:
     timings = data.get("timings") or {}
     workload = data.get("workload") or {}
+    from kb.index.fulltext import FAILURE_WORDS
+
     failure = data.get("failure") or {}
+    failure = {**failure, "words": FAILURE_WORDS.get(failure.get("class") or "")}  # oom: "out of memory", as kb
     params = {"backend": data.get("backend"), "mode": data.get("mode"), "workload": workload.get("name"),
               "model": workload.get("model"), "task": workload.get("task"),
               **{f"settings.{k}": v for k, v in (data.get("settings") or {}).items()}}  # fmt: skip
