@@ -105,7 +105,8 @@ def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None =
     counts = answers.cell_counts(db, workload)
     failures = answers.cell_failures(db, workload)
     rows = answers.newest_per_cell(db, workload, completed=CANDIDATES, other=RUNS_LISTED, reports=REPORTS)
-    data = answers.answer_fields(db, [row["id"] for row in rows if row["category"] != "other"])
+    # Picking reads the index's tables; only the runs picked, reports and coverage are read whole.
+    facts = answers.run_facts(db, [row["id"] for row in rows if row["category"] == "completed"])
     releases = answers.releases(db)
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for kind, found in (("counts", counts), ("failures", failures), ("rows", rows)):
@@ -113,7 +114,7 @@ def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None =
             grouped.setdefault(row["workload"], {}).setdefault(kind, []).append(row)
     return Board(
         incumbent,
-        [_workload(name, parts, data, releases, incumbent) for name, parts in sorted(grouped.items())],
+        [_workload(db, name, parts, facts, releases, incumbent) for name, parts in sorted(grouped.items())],
     )
 
 
@@ -122,7 +123,12 @@ def _key(row: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _workload(
-    name: str, parts: dict[str, list[dict[str, Any]]], data: dict[str, dict[str, Any]], releases: list, incumbent: str
+    db: sqlite3.Connection,
+    name: str,
+    parts: dict[str, list[dict[str, Any]]],
+    facts: dict[str, dict[str, Any]],
+    releases: list,
+    incumbent: str,
 ) -> WorkloadBoard:
     cells: dict[tuple[str, str | None], Cell] = {}
     for row in parts.get("counts", []):
@@ -132,30 +138,38 @@ def _workload(
         cells[key].failure = {"class": top["class"], "count": top["count"], "message": top["message"],
                               "entry": top["entry"]}  # fmt: skip
     candidates: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    reported: list[Reported] = []
-    coverage: dict[str, dict[str, Any]] = {}
+    reports: list[tuple[tuple[str, str | None], str]] = []
+    coverage: dict[str, str] = {}
     for row in parts.get("rows", []):  # newest first
         key = _key(row)
         if row["category"] == "coverage":
-            coverage.setdefault(key[0], data.get(row["id"]) or {})
+            coverage.setdefault(key[0], row["id"])
         elif row["category"] == "report":
-            found = data.get(row["id"]) or {}
-            provenance = found.get("provenance") or {}
-            reported.append(Reported(name, *key, row["id"], found.get("title") or row["id"], figures.headline(found),
-                                     provenance.get("publisher"), provenance.get("date")))  # fmt: skip
+            reports.append((key, row["id"]))
         else:
             if len(cells[key].entries) < RUNS_LISTED:
                 cells[key].entries.append(row["id"])
-            if row["category"] == "completed" and row["id"] in data:
-                candidates.setdefault(key, []).append(data[row["id"]])
+            if row["category"] == "completed" and row["id"] in facts:
+                candidates.setdefault(key, []).append(facts[row["id"]])
     for key, cell in cells.items():
         _compiles(cell, candidates.get(key, []))
     usable = {key: [d for d in found if figures.headline(d)] for key, found in candidates.items()}
     base_key, reason = _baseline(cells, usable, incumbent)
     base_run = usable[base_key][0] if base_key else None
+    chosen = {key: _choose(cells[key], usable.get(key, []), base_run, key == base_key) for key in cells}
+    wanted = [run["id"] for run in chosen.values() if run] + [i for _, i in reports] + list(coverage.values())
+    whole = answers.answer_fields(db, wanted)
     for key, cell in cells.items():
-        _headline(cell, usable.get(key, []), base_run, key == base_key)
-        cell.checklist = checklist(cell, candidates.get(key, []), coverage.get(cell.backend), releases)
+        run = whole.get(chosen[key]["id"]) if chosen[key] else None
+        if run is not None:
+            _headline(cell, run, whole.get(base_run["id"]) if base_run else None, key == base_key)
+        cell.checklist = checklist(cell, run, whole.get(coverage.get(cell.backend, "")), releases)
+    reported = []
+    for key, entry_id in reports:
+        found = whole.get(entry_id) or {}
+        provenance = found.get("provenance") or {}
+        reported.append(Reported(name, *key, entry_id, found.get("title") or entry_id, figures.headline(found),
+                                 provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
     base = cells[base_key].label if base_key else None
     return WorkloadBoard(name, base, reason, _best(ordered, base), ordered, reported)
@@ -211,14 +225,23 @@ def _baseline(
     return most(choices), "most completed runs"
 
 
-def _headline(cell: Cell, runs: list[dict[str, Any]], base_run: dict[str, Any] | None, is_base: bool) -> None:
+def _choose(
+    cell: Cell, runs: list[dict[str, Any]], base_run: dict[str, Any] | None, is_base: bool
+) -> dict[str, Any] | None:
+    """The newest usable run of the cell comparable with the baseline's (else its newest), with the differences
+    stated; None, with the reason, when the cell has no usable run."""
     if not runs:
         cell.note = _why_empty(cell)
-        return
-    chosen = runs[0]
-    if base_run is not None and not is_base:
-        chosen = next((run for run in runs if not figures.shape_differences(base_run, run)), runs[0])
-        cell.differences = figures.shape_differences(base_run, chosen)
+        return None
+    if base_run is None or is_base:
+        return runs[0]
+    chosen = next((run for run in runs if not figures.shape_differences(base_run, run)), runs[0])
+    cell.differences = figures.shape_differences(base_run, chosen)
+    return chosen
+
+
+def _headline(cell: Cell, chosen: dict[str, Any], base_run: dict[str, Any] | None, is_base: bool) -> None:
+    """The cell's figure and verdict against the baseline's run (both read whole)."""
     cell.numerics = figures.numerics(chosen)
     cell.stayed = figures.stayed(chosen)
     if is_base or base_run is None:
@@ -280,11 +303,9 @@ def _best(cells: list[Cell], base: str | None) -> str:
 
 
 def checklist(
-    cell: Cell, runs: list[dict[str, Any]], coverage: dict[str, Any] | None, releases: list[dict[str, Any]]
+    cell: Cell, run: dict[str, Any] | None, coverage: dict[str, Any] | None, releases: list[dict[str, Any]]
 ) -> list[Check]:
-    """The questions to ask of a result before believing it, answered from the cell's completed runs."""
-    run = next((r for r in runs if r.get("id") == (cell.figure.entry if cell.figure else None)), None)
-    run = run or (runs[0] if runs else None)
+    """The questions to ask of a result before believing it, answered from the cell's picked run."""
     if run is None:
         missing = "no completed, measured run: " + (cell.note or "record one with kb record")
         return [Check(q, False, None, missing) for q in QUESTIONS]
@@ -299,7 +320,7 @@ def checklist(
         _compile_check(cell),
         _stayed_check(cell, rid),
         _numerics_check(cell, rid),
-        _adaptations_check(runs),
+        _adaptations_check(run),
         _coverage_check(cell, coverage),
         _release_check(cell, run, releases),
     ]  # fmt: skip
@@ -357,9 +378,8 @@ def _numerics_check(cell: Cell, entry: str) -> Check:
     return Check(question, False, None, "check outputs against a reference: r.check_numerics(outputs, reference)")
 
 
-def _adaptations_check(runs: list[dict[str, Any]]) -> Check:
-    found = next((r for r in runs if "adaptations" in r), None)
-    if found is None:
+def _adaptations_check(found: dict[str, Any]) -> Check:
+    if "adaptations" not in found:
         return Check(
             QUESTIONS[5], False, None, "say what had to change to make it run (adaptations), or that nothing did"
         )

@@ -302,3 +302,38 @@ def newest_per_cell(
             [*params, completed, other, reports],
         )
     )
+
+
+def run_facts(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> what picking a run for the board needs, in the shape of its front matter but read from the index's
+    tables (and one look into the front matter, for the compile cache): headline figures, settings, tags,
+    accelerators, compile time. Thousands of runs in milliseconds."""
+    rows = db.execute(
+        "SELECT e.id, e.step_s_median, e.compile_s, json_extract(e.front_matter, '$.compile.cache'), "
+        "(SELECT json_group_object(name, json_array(value, unit)) FROM metrics m INDEXED BY metrics_entry "
+        "WHERE m.entry_id = e.id AND m.name IN ('tokens_per_s', 'samples_per_s')), "
+        "(SELECT json_group_object(name, value) FROM settings s INDEXED BY settings_entry WHERE s.entry_id = e.id), "
+        "(SELECT json_group_array(tag) FROM tags g INDEXED BY tags_entry WHERE g.entry_id = e.id), "
+        "(SELECT json_group_array(json_object('name', name, 'count', count)) FROM accelerators a "
+        "INDEXED BY accelerators_entry WHERE a.entry_id = e.id) "
+        "FROM entries e WHERE e.id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    )
+    found = {}
+    for entry_id, step, compile_s, cache, metrics, settings, tags, accelerators in rows:
+        timings: dict[str, Any] = {}
+        if step is not None:
+            timings["step_s"] = {"median": step}
+        if compile_s is not None:
+            timings["compile_s"] = compile_s
+        rates = json.loads(metrics) if metrics else {}
+        found[entry_id] = {
+            "id": entry_id,
+            "timings": timings,
+            "metrics": {name: {"value": value, "unit": unit} for name, (value, unit) in rates.items()},
+            "settings": json.loads(settings) if settings else {},
+            "tags": json.loads(tags) if tags else [],
+            "hardware": {"accelerators": json.loads(accelerators) if accelerators else []},
+            "compile": {"cache": cache},
+        }
+    return found
