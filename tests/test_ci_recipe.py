@@ -27,7 +27,9 @@ min = {bound}
 """
 
 
-@pytest.mark.parametrize(("bound", "code", "verdict"), [(1, 0, "IMPROVED tiny-lm on cpu"), (10**12, 1, "FAIL     tiny-lm on cpu")])
+@pytest.mark.parametrize(
+    ("bound", "code", "verdict"), [(1, 0, "IMPROVED tiny-lm on cpu"), (10**12, 1, "FAIL     tiny-lm on cpu")]
+)
 def test_the_script_records_checks_and_writes_the_summary(
     kb: KnowledgeBase, tmp_path: Path, bound: int, code: int, verdict: str
 ) -> None:
