@@ -178,3 +178,10 @@ def test_the_checklist_says_what_is_missing(filled: KnowledgeBase) -> None:
     missing = board(filled, "--missing", "--workload", "lm").stdout
     assert "lm on xla · compiled:" in missing and "NO  numerics agree with a reference" in missing
     assert "numerics failed: its speed-up counts as zero" in missing
+
+
+def test_an_empty_knowledge_base_says_how_to_start(kb: KnowledgeBase) -> None:
+    shown = run_kb("board")
+    assert shown.returncode == 0 and shown.stdout.startswith("No runs yet: record one with kb record")
+    assert json.loads(run_kb("board", "--json").stdout)["workloads"] == []
+    assert run_kb("board", "--missing").stdout == "No runs yet: nothing to check.\n"
