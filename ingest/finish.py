@@ -63,6 +63,7 @@ def finish(
     if not timings:
         del data["timings"]
     folder = kb.attachments_path(entry)
+    kb.mask_files(folder / RUN_FOLDER)  # the run wrote these itself; they are published with the entry
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
     _figures_from_stream(entry, folder / RUN_FOLDER, folded)
     _ranks_from_files(entry, folder / RUN_FOLDER)

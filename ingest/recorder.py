@@ -28,7 +28,7 @@ from ingest.tee import Tee
 from kb import atomic
 from kb.entry import Entry, iso, new_entry, utc_now
 from kb.ids import new_id
-from kb.redact import is_secret_name, redact_text
+from kb.redact import redact_args, redact_text
 from kb.store import KnowledgeBase
 
 ENV_ENTRY_ID = "KB_ENTRY_ID"
@@ -104,7 +104,7 @@ def record_command(
 
 
 def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
-    safe_argv = redact_argv(argv)
+    safe_argv = redact_args(argv)
     line = shlex.join(safe_argv)
     title = info.title or _title(info, command_title(safe_argv))
     entry = new_entry(
@@ -134,18 +134,6 @@ def _title(info: RunInfo, what_ran: str) -> str:
     named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
     text = named or what_ran
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """Mask credentials in arguments, including the value after a flag such as --api-key or --password."""
-    out = []
-    for index, arg in enumerate(argv):
-        previous = argv[index - 1] if index else ""
-        if previous.startswith("-") and "=" not in previous and is_secret_name(previous.lstrip("-")):
-            out.append("[REDACTED]")
-        else:
-            out.append(redact_text(arg))
-    return out
 
 
 def recorder_identity() -> dict[str, Any]:

@@ -20,40 +20,90 @@ text's length, so megabyte logs are cheap.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 MASK = "[REDACTED]"
+NAME_MASK = "redacted"  # where a name or tag is masked: they allow no brackets
 
 # Word parts of a name that say it holds a secret. PRIVATE alone is not one: it names PyTorch's
 # PrivateUse1 dispatch key, and private keys and tokens carry KEY or TOKEN anyway. TOKENS is not one
-# either: `num_tokens` and `tokens_per_s` are metrics. PASS is not one: `PASS: test_x` is test output.
+# either: `num_tokens` and `tokens_per_s` are metrics. PASS alone in capitals is not one: `PASS: test_x`
+# is test output (but `REDIS_PASS` and YAML's `pass:` are passwords).
 _SECRET_WORDS = frozenset(
     {
         "TOKEN", "ACCESSTOKEN", "AUTHTOKEN", "APITOKEN", "SESSIONTOKEN",
         "SECRET", "SECRETS", "CLIENTSECRET",
-        "PASSWORD", "PASSWORDS", "PASSWD", "PWD", "PASSPHRASE",
+        "PASSWORD", "PASSWORDS", "PASSWD", "PWD", "PASSPHRASE", "PASS",
         "KEY", "KEYS", "APIKEY", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY",
         "CREDENTIAL", "CREDENTIALS", "CREDS",
         "AUTH", "AUTHORIZATION", "AUTHENTICATION",
         "COOKIE", "COOKIES", "SESSION", "SESSIONID",
-        "SIGNATURE", "SIG",
+        "SIGNATURE", "SIG", "PAT", "SSHPASS",
     }
 )  # fmt: skip
+# A word part that ends in one of these holds a secret too: `PGPASSWORD`, `csrftoken`, `MYSQLPASSWD`.
+_SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN")
 # A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
 # `token_type`, `HF_TOKEN_PATH`, `KeyError`.
 _DESCRIPTIVE_WORDS = frozenset(
     {"SIZE", "LEN", "LENGTH", "BITS", "COUNT", "TYPE", "NAME", "FILE", "PATH", "DIR", "URL", "ERROR", "EXCEPTION"}
 )
-# Whole names (word parts joined by `_`) that the rule above gets wrong: the shell's working directory,
-# and the dispatch key that PyTorch backend evidence is full of (`DispatchKey`, `dispatch_key=...`).
-_HARMLESS_NAMES = frozenset({"PWD", "DISPATCH_KEY"})
+# After the secret word, only these may follow for the name still to hold the secret (`API_KEY_V2`,
+# `SECRET_KEY_BASE`, `DB_PASSWORD_PROD`); any other word makes it a name about something else:
+# `eos_token_id`, `num_key_value_heads`, `key_states`, `dispatch_key_set`.
+_QUALIFIERS = frozenset(
+    {
+        "V", "VALUE", "STR", "STRING", "B64", "BASE64", "RAW", "ENC", "ENCODED", "HEX", "DATA", "BASE", "PROD",
+        "DEV", "TEST", "STAGING", "LIVE", "OLD", "NEW", "PRIMARY", "SECONDARY", "ENV", "CI", "LOCAL", "REMOTE",
+        "ADMIN", "RO", "RW", "READ", "WRITE", "HEADER",
+    }
+)  # fmt: skip
+# Model vocabulary: a TOKEN after one of these is a token of text, not a credential (`pad_token`,
+# `time_to_first_token`, `ms_per_token`, `HF_HUB_DISABLE_IMPLICIT_TOKEN`).
+_TEXT_TOKENS = frozenset(
+    {
+        "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "FIRST", "LAST", "PER", "NEXT", "EACH", "OUTPUT", "INPUT",
+        "PROMPT", "GENERATED", "START", "END", "SPECIAL", "IMAGE", "VISION", "AUDIO", "VIDEO", "ADDITIONAL",
+        "IMPLICIT", "DECODER", "ENCODER", "EOT", "FIM", "MIDDLE", "PREFIX", "SUFFIX", "THINK", "TOOL", "CHAT",
+        "SENTINEL", "MAX", "MIN", "NUM", "TOTAL", "BOI", "EOI", "BOA", "EOA", "UNUSED", "NEWLINE", "SPACE",
+    }
+)  # fmt: skip
+# Names whose secret word ends in ID yet hold (or point at) a secret: masking costs nothing.
+_SECRET_PAIRS = frozenset({("SESSION", "ID"), ("ACCESS", "KEY", "ID")})
+# Words that are weak alone (`sort_key=step`, `key=len`, `sig=11`, `auth: disabled`) and strong with one of
+# these in front (`api_key`, `signing_key`, `client_session`).
+_WEAK_WORDS = frozenset({"KEY", "KEYS", "SIG", "SIGNATURE", "SESSION", "AUTH"})
+_STRONG_PREFIXES = frozenset(
+    {
+        "API", "ACCESS", "SECRET", "PRIVATE", "CLIENT", "APP", "MASTER", "SERVICE", "ACCOUNT", "SHARED",
+        "ENCRYPTION", "SIGNING", "LICENSE", "DEPLOY", "WEBHOOK", "AWS", "AZURE", "GCP", "GOOGLE", "OPENAI",
+        "ANTHROPIC", "HF", "GITHUB", "STRIPE", "SSH", "GPG", "PGP", "TLS", "SSL", "JWT", "HMAC", "AES", "RSA",
+        "X", "AMZ", "STORAGE", "SAS", "BASIC", "BEARER", "HTTP", "PROXY", "USER",
+    }
+)  # fmt: skip
+# Whole names (word parts joined by `_`) that the rule above gets wrong: the dispatch key that PyTorch
+# backend evidence is full of (`DispatchKey`, `dispatch_key=...`).
+_HARMLESS_NAMES = frozenset({"DISPATCH_KEY"})
 # Substrings of every secret word, so that a look-ahead skips most names before any Python runs; trying
 # the stems only where one can start halves the time spent on a log.
-_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig")
+_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig", "pat")
 _STEM_STARTS = "".join(sorted({stem[0] for stem in _STEMS} | {stem[0].upper() for stem in _STEMS}))
-# Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`.
-_NOT_SECRET_VALUES = frozenset({"true", "false", "none", "null"})
+# Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`, `auth: disabled`.
+_NOT_SECRET_VALUES = frozenset(
+    {"true", "false", "none", "null", "disabled", "enabled", "on", "off", "yes", "no", "required", "optional",
+     "auto", "default", "unset", "empty", MASK.lower()}
+)  # fmt: skip
+# A number with a point or an exponent (`ms_per_token=12.7`), or of at most four digits (`sig=11`,
+# `HF_HUB_DISABLE_IMPLICIT_TOKEN=1`); a special token of a tokenizer (`<pad>`, `</s>`, `<|eot_id|>`, `[CLS]`).
+_HARMLESS_VALUE = re.compile(
+    r"[-+]?(?:[0-9]{1,4}|[0-9]*\.[0-9]+(?:[eE][-+]?[0-9]+)?|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+)"
+    r"|</?\|?[A-Za-z_][A-Za-z0-9_.:-]{0,30}\|?>|\[[A-Z]{2,10}\]"
+)
+# What a weak name (`sort_key`, `key`) may hold and still be code: a plain word (`len`, `step`, `x.size`),
+# numbered only after a separator (`triton_mm_4`).
+_IDENTIFIER = re.compile(r"[a-z_]+(?:[_.][a-z0-9]+)*")
 # Inductor names its caches' entries by a SHA-256 in lower-case base32, with a letter for the cache in
 # front (`"key": "fvyrmq..."` in compile traces): a digest, not a secret, when the name is a bare `key`.
 _CACHE_KEY = re.compile(r"[a-z]?[a-z2-7]{51}")
@@ -64,22 +114,54 @@ _WORD_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 # Private keys: a whole block, even with escaped newlines in JSON; or, where a log was cut into pieces
 # (as kb's tee does), a block's start and the key lines after it, or the key lines that begin a piece
 # and end a block. Certificates are public and never match.
-_PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+# SSH2 (RFC 4716) blocks are written with four dashes and spaces: `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`.
+_PEM_BEGIN = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|---- BEGIN [A-Z0-9 ]*PRIVATE KEY ----"
+_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|---- END [A-Z0-9 ]*PRIVATE KEY ----"
 # A line inside a block: base64, or a header like DEK-Info; never a line holding a mask (no `[`), so
 # that masking twice changes nothing.
 _PEM_LINE = r"(?:[A-Za-z0-9+/=]{0,128}|[A-Za-z-]{1,32}: [^\r\n\[]*)"
 _PEM = re.compile(
-    rf"{_PEM_BEGIN}[^-]*(?:-(?!----)[^-]*)*{_PEM_END}"  # up to the next run of dashes only: linear
-    rf"|{_PEM_BEGIN}(?:\r?\n{_PEM_LINE}){{0,512}}"
-    rf"|\A(?:{_PEM_LINE}\r?\n){{0,512}}{_PEM_END}"
+    rf"(?:{_PEM_BEGIN})[^-]*(?:-(?!---)[^-]*)*(?:{_PEM_END})"  # up to the next run of dashes only: linear
+    rf"|(?:{_PEM_BEGIN})(?:\r?\n{_PEM_LINE}){{0,512}}"
+    rf"|\A(?:{_PEM_LINE}\r?\n){{0,512}}(?:{_PEM_END})"
+    # PuTTY key files: the private lines after their count, and the MAC that checks them.
+    r"|(?<=Private-Lines: )[0-9]{1,4}(?:(?:\r?\n|(?:\\r)?\\n)(?:[ \t]|\\t)*[A-Za-z0-9+/=]{1,128}(?![^\r\n\\])){1,512}"
+    r"|(?<=Private-MAC: )[0-9a-fA-F]{16,}"
 )
 
+# A program's name on a command line (also after an escaped line break, as JSON writes one), the words
+# before its password option, and the password.
+_PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
+_BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
+_ARGUMENT = r"[^\s'\"]+"
+
 # Credentials recognisable by their shape. Each starts where no word goes on before it, so every
-# start is tried once. Groups `url`, `hook` and `bearer` are kept in front of the mask.
+# start is tried once. The groups named in _KEPT are context, kept in front of the mask.
 _SHAPES = re.compile(
-    r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#@\"'<>\[\]]+(?=@)"  # scheme://user:password@host
-    r"|(?<![A-Za-z0-9_-])(?:"
+    # scheme://user:password@host, the password up to the host's @ (it may hold @ itself)
+    r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#\"'<>\[\]]*[^\s/?#@\"'<>\[\]](?=@[^\s/?#@\"'<>\[\]]*(?:[/?#\s\"'<>]|$))"
+    # scheme://token@host: a user name of 20 letters and digits, with both in it, is a token
+    r"|(?P<userinfo>://)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}(?=@)"
+    # a password given on a command line: mysql -pX, docker login -p X, sshpass -p X, curl -u user:X
+    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=[^\s'\"])(?!assword)"
+    r"[^\s'\"]+"
+    rf"|(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
+    rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}"
+    rf"|(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"
+    rf"|(?P<cli_w>{_PROGRAM}ldap(?:search|modify|add|delete|whoami|passwd){_BEFORE}-w[ \t]*['\"]?){_ARGUMENT}"
+    rf"|(?P<cli_a>{_PROGRAM}redis-cli{_BEFORE}(?:-a|--pass)[ \t]*['\"]?){_ARGUMENT}"
+    rf"|(?P<cli_smb>{_PROGRAM}smbclient{_BEFORE}(?:-U|--user)[ \t]*['\"]?[^\s%'\"]+%){_ARGUMENT}"
+    rf"|(?P<cli_user>{_PROGRAM}(?:curl|wget|http){_BEFORE}(?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:){_ARGUMENT}"
+    rf"|(?P<cli_pass>-pass(?:in|out)?[ \t]+pass:){_ARGUMENT}"  # openssl
+    rf"|(?P<wandb>{_PROGRAM}wandb[ \t]+login[ \t]+(?:--relogin[ \t]+)?)[0-9a-f]{{40}}\b"
+    # .netrc: `machine h login u password X`, or `password X` alone on its line
+    r"|(?P<netrc>\blogin[ \t]+\S+[ \t]+password[ \t]+)\S+"
+    r"|(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)\S+(?=[ \t]*(?m:$))"
+    # webhooks whose path is the secret
+    r"|(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
+    r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
+    r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
+    r"|(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -97,6 +179,49 @@ _SHAPES = re.compile(
     r"|GOCSPX-[A-Za-z0-9_-]{24,}"  # Google OAuth client secret
     r"|ya29\.[A-Za-z0-9_-]{20,}"  # Google OAuth access token
     r"|(?P<bearer>(?i:bearer)[ \t]+)(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*"  # not "the bearer of"
+    r"|sk-[0-9a-f]{32,}(?![A-Za-z0-9])"  # lower-case hex keys of OpenAI-style APIs (DeepSeek and others)
+    r"|xapp-[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{100,}"  # Slack app, refresh
+    r"|whsec_[A-Za-z0-9+/=]{24,}"  # Stripe webhook signing secret
+    r"|ATATT3[A-Za-z0-9_=-]{100,}"  # Atlassian API token
+    r"|dapi[0-9a-f]{32}(?:-[0-9])?(?![A-Za-z0-9])"  # Databricks
+    r"|do[opr]_v1_[0-9a-f]{64}"  # DigitalOcean
+    r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"  # Doppler
+    r"|sl\.[A-Za-z0-9_-]{130,}"  # Dropbox
+    r"|figd_[A-Za-z0-9_-]{40,}"  # Figma
+    r"|gl(?:c|sa)_[A-Za-z0-9+/_]{32,}={0,2}"  # Grafana
+    r"|hv[sb]\.[A-Za-z0-9_-]{24,}"  # HashiCorp Vault
+    r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"  # Terraform Cloud
+    r"|lin_(?:api|oauth)_[A-Za-z0-9]{40}"  # Linear
+    r"|[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])"  # Mailchimp
+    r"|key-[0-9a-f]{32}(?![A-Za-z0-9])"  # Mailgun
+    r"|NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_-]{32}"  # New Relic
+    r"|(?:secret_|ntn_)[A-Za-z0-9]{43,46}(?![A-Za-z0-9])"  # Notion
+    r"|PMAK-[0-9a-f]{24}-[0-9a-f]{34}"  # Postman
+    r"|pul-[0-9a-f]{40}"  # Pulumi
+    r"|r8_[A-Za-z0-9]{37}(?![A-Za-z0-9])"  # Replicate
+    r"|sntry[su]_[A-Za-z0-9+/=_]{40,}"  # Sentry
+    r"|shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}"  # Shopify
+    r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60}"  # Square
+    r"|SK[0-9a-f]{32}(?![A-Za-z0-9])"  # Twilio API key
+    r"|[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"  # Telegram bot
+    r"|[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}"  # Discord bot
+    r"|gsk_[A-Za-z0-9]{48,}"  # Groq
+    r"|xai-[A-Za-z0-9]{60,}"  # xAI
+    r"|pplx-[A-Za-z0-9]{40,}"  # Perplexity
+    r"|fw_[A-Za-z0-9]{20,}"  # Fireworks
+    r"|api_org_[A-Za-z]{30,}"  # Hugging Face organisation tokens
+    r"|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"  # age
+    r"|HRKU-[A-Za-z0-9_-]{40,}"  # Heroku
+    r"|fo1_[A-Za-z0-9_-]{40,}|fm[12]_[A-Za-z0-9+/=_-]{40,}"  # Fly.io
+    r"|nf[pc]_[A-Za-z0-9]{36,}"  # Netlify
+    r"|rubygems_[0-9a-f]{48}"  # RubyGems
+    r"|oy2[a-z0-9]{43}"  # NuGet
+    r"|cio[A-Za-z0-9]{32}(?![A-Za-z0-9])"  # crates.io
+    r"|dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}"  # Docker Hub
+    r"|ATBB[A-Za-z0-9_=.-]{32,}"  # Bitbucket app password
+    r"|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"  # Microsoft Entra client secret
+    r"|eyJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # base64 of {"auths": a Kubernetes .dockerconfigjson
+    r"|ewoJImF1dGhzIjog[A-Za-z0-9+/=]{16,}|ewogICJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # the same, indented
     r")"
 )
 
@@ -109,12 +234,14 @@ _SHAPES = re.compile(
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
 _ASSIGNMENT = re.compile(
     rf"""
-    (?<![A-Za-z0-9_.-])(?=[A-Za-z_-])
+    (?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
     (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?=[{_STEM_STARTS}])(?i:{"|".join(_STEMS)}))
     (?:
-        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)(?P<cookie_value>[^"\\\s](?:[^"\\\r\n]|\\.)*)
+        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)
+        (?P<cookie_value>(?:[^"\\\s]|\\.)(?:(?:[^"\\\r\n]|\\.)*(?:[^"\\\s]|\\.))?)
       | (?:
-            --?(?P<flag>{_NAME})[ \t]+(?!-)
+            --?(?P<listed>{_NAME})["'][ \t]*,[ \t]*(?=["'])  # a flag and its value listed: ["--token", "..."]
+          | --?(?P<flag>{_NAME})[ \t]+(?!-)
           | -{{0,2}}(?P<name>{_NAME})\\?["']?\]?[ \t]*(?:=(?!=)|:(?!:))[ \t]*
         )
         (?:(?i:bearer|basic|token|digest|negotiate)[ \t]+)?
@@ -122,7 +249,7 @@ _ASSIGNMENT = re.compile(
             "(?P<dq>(?:[^"\\\r\n]|\\.)+)"
           | '(?P<sq>(?:[^'\\\r\n]|\\.)+)'
           | \\"(?P<escaped>(?:[^"\\\r\n]|\\[^"\r\n])+)\\"
-          | (?P<bare>{re.escape(MASK)}|[^\s"'`,;&<>()\[\]{{}}]+)
+          | (?P<bare>{re.escape(MASK)}|(?:[^\s"'`,;&<>()\[\]{{}}\\]|\\(?![nrt]))+)  # to an escaped line break
         )
     )
     """,
@@ -133,21 +260,92 @@ _ASSIGNMENT = re.compile(
 def is_secret_name(name: str) -> bool:
     """Whether a variable, key or flag name says its value is a secret.
 
-    The name is split into word parts (on punctuation, digits and camel case); it is secret when a part
-    is a secret word (`HF_TOKEN`, `X-Api-Key`, `db_pwd`) unless the last part only describes the secret
-    (`key_size`, `token_type`) or the name is a known harmless one (`PWD`). `TOKENIZERS_PARALLELISM`,
-    `AUTHOR` and `KEYBOARD_LAYOUT` are kept because no part equals a secret word. `SESSION_MANAGER` (a
-    desktop socket path) counts as secret: masking it costs nothing.
+    The name is split into word parts (on punctuation, digits and camel case); it is secret when a part is a
+    secret word (`HF_TOKEN`, `X-Api-Key`, `db_pwd`, `PGPASSWORD`) followed by nothing but qualifiers
+    (`API_KEY_V2`), unless the last part only describes the secret (`key_size`, `token_type`) or the name is
+    model vocabulary (`pad_token`, `time_to_first_token`). `TOKENIZERS_PARALLELISM`, `AUTHOR` and
+    `num_key_value_heads` are kept because no part is a secret word where the name ends.
     """
     parts = [part.upper() for part in _WORD_PART.findall(name)]
     if not parts or "_".join(parts) in _HARMLESS_NAMES or parts[-1] in _DESCRIPTIVE_WORDS:
         return False
-    return any(part in _SECRET_WORDS for part in parts)
+    if any(tuple(parts[-len(pair) :]) == pair for pair in _SECRET_PAIRS):
+        return True
+    last = next((i for i in range(len(parts) - 1, -1, -1) if _is_secret_word(parts[i])), None)
+    if last is None or any(part not in _QUALIFIERS for part in parts[last + 1 :]):
+        return False
+    if parts[last] == "PASS" and len(parts) == 1:
+        return not name.isupper()  # `pass:` in YAML; `PASS` is a test's outcome
+    return not (parts[last] == "TOKEN" and last and parts[last - 1] in _TEXT_TOKENS)
+
+
+def _is_secret_word(part: str) -> bool:
+    return part in _SECRET_WORDS or (part.endswith(_SECRET_ENDINGS) and part not in ("TOKEN", "SECRET"))
+
+
+def _weak_name(name: str) -> bool:
+    """A name whose secret word alone makes it secret, with nothing strong in front: `sort_key`, `key`, `sig`."""
+    parts = [part.upper() for part in _WORD_PART.findall(name)]
+    secret = [i for i, part in enumerate(parts) if _is_secret_word(part)]
+    return bool(secret) and parts[secret[-1]] in _WEAK_WORDS and not _STRONG_PREFIXES & set(parts[: secret[-1]])
+
+
+def harmless_value(name: str, value: str) -> bool:
+    """Whether a value assigned to a secret-looking name is evidence, not a credential: `eos_token=2`,
+    `"pad_token": "<pad>"`, `sort_key=step`, `PWD=/srv`, `token: null`."""
+    if value.lower() in _NOT_SECRET_VALUES or _HARMLESS_VALUE.fullmatch(value):
+        return True
+    if name.upper() in ("PWD", "OLDPWD"):
+        return value.startswith(("/", "~", "."))  # the shell's working folder; ODBC's PWD= is a password
+    return _weak_name(name) and bool(_IDENTIFIER.fullmatch(value))
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """A copy of an environment with secret-named values masked and secrets inside other values masked."""
-    return {name: MASK if is_secret_name(name) else redact_text(value) for name, value in env.items()}
+    return {
+        name: MASK if is_secret_name(name) and not harmless_value(name, value) else redact_text(value)
+        for name, value in env.items()
+    }
+
+
+_FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def redact_args(argv: list[str]) -> list[str]:
+    """Mask credentials in a command's arguments, including the value after a flag such as --api-key."""
+    out = []
+    for index, arg in enumerate(argv):
+        previous = argv[index - 1] if index else ""
+        flag = previous.lstrip("-")
+        if _FLAG.fullmatch(previous) and is_secret_name(flag) and not harmless_value(flag, arg):
+            out.append(MASK)
+        else:
+            out.append(redact_text(arg))
+    return out
+
+
+def redact_fields(value: Any, name: str | None = None) -> Any:
+    """Front matter with every credential masked: text anywhere in it, and the text value of any field whose
+    name says it holds a secret (`settings.hf_token`, `environment.PGPASSWORD`). A command's arguments are
+    masked as arguments, and the line shown for them is made from them, so the two always agree."""
+    if isinstance(value, str):
+        secret = name is not None and is_secret_name(name) and not harmless_value(name, value)
+        return MASK if secret else redact_text(value)
+    if isinstance(value, list):
+        return [redact_fields(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {_masked_key(key): redact_fields(item, key if isinstance(key, str) else None) for key, item in value.items()}
+    argv = value.get("argv")
+    if isinstance(argv, list) and all(isinstance(arg, str) for arg in argv) and "line" in value:
+        out["argv"] = redact_args(argv)
+        out["line"] = shlex.join(out["argv"])
+    return out
+
+
+def _masked_key(key: Any) -> Any:
+    """A field name with a credential in it (a metric named by a token): masked in a form names may take."""
+    return redact_text(key).replace(MASK, NAME_MASK) if isinstance(key, str) else key
 
 
 def redact_text(text: str) -> str:
@@ -156,15 +354,21 @@ def redact_text(text: str) -> str:
     Private key blocks are masked whole when the text holds the whole block, so pass a log in pieces
     of many lines rather than line by line.
     """
-    if "PRIVATE KEY" in text:
+    if "PRIVATE KEY" in text or "Private-" in text:
         text = _PEM.sub(MASK, text)
     return _mask_assignments(_SHAPES.sub(_mask_shape, text))
+
+
+# The groups of _SHAPES that are context, kept in front of the mask.
+_KEPT = ("hook", "bearer", "userinfo", "cli", "cli_login", "cli_upper", "cli_w", "cli_a", "cli_smb", "cli_user",
+         "cli_pass", "wandb", "netrc", "netrc_line", "path_hook", "mattermost")  # fmt: skip
 
 
 def _mask_shape(match: re.Match[str]) -> str:
     if match["url"]:  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
         return _SHAPES.sub(_mask_shape, match["url"]) + MASK
-    return (match["hook"] or match["bearer"] or "") + MASK
+    kept = next((group for group in _KEPT if match[group]), None)
+    return (match[kept] if kept else "") + MASK
 
 
 def _mask_assignments(text: str) -> str:
@@ -184,10 +388,10 @@ def _mask_assignments(text: str) -> str:
 def _mask_assignment(match: re.Match[str]) -> str | None:
     value = match.lastgroup  # the value's group: it is the last one to close
     assert value is not None
-    name = match["flag"] or match["name"]
+    name = match["listed"] or match["flag"] or match["name"]
     if value != "cookie_value" and (
         not is_secret_name(name)
-        or match[value].lower() in _NOT_SECRET_VALUES
+        or harmless_value(name, match[value])
         or (name.lower() == "key" and _CACHE_KEY.fullmatch(match[value]))
     ):
         return None
@@ -195,8 +399,8 @@ def _mask_assignment(match: re.Match[str]) -> str | None:
     return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]
 
 
-_PEM_OPEN = re.compile(_PEM_BEGIN)
-_PEM_CLOSE = re.compile(_PEM_END)
+_PEM_OPEN = re.compile(rf"{_PEM_BEGIN}|Private-Lines: ")
+_PEM_CLOSE = re.compile(rf"{_PEM_END}|Private-MAC: [0-9a-fA-F]+\r?\n")
 _SEPARATOR = re.compile(r"[\s,;&{}]")
 HOLD_MAX = 64 * 1024  # a private key block is a few KiB: an open one is held back this far at most
 LONG_LINE = 64 * 1024  # a line without an end is cut past this, at a separator outside any secret
@@ -231,7 +435,8 @@ class StreamMasker:
 def _safe_cut(text: str, long_line: int) -> int:
     """Where `text` can be cut with no secret in two: after its last whole line, unless a key block is open."""
     begin = None
-    for begin_match in _PEM_OPEN.finditer(text, max(len(text) - HOLD_MAX, 0)) if "PRIVATE KEY" in text else ():
+    keyed = "PRIVATE KEY" in text or "Private-" in text
+    for begin_match in _PEM_OPEN.finditer(text, max(len(text) - HOLD_MAX, 0)) if keyed else ():
         begin = begin_match.start()
     if begin is not None and not _PEM_CLOSE.search(text, begin):
         return begin if len(text) - begin < HOLD_MAX else len(text)  # past the bound: masked from its start

@@ -211,6 +211,7 @@ class KnowledgeBase:
 
     def create(self, entry: Entry) -> Entry:
         """Write a new entry under a fresh id; on the rare id clash the random suffix is drawn again."""
+        _mask(entry)
         entry.validate()
         for _ in range(CREATE_ATTEMPTS):
             path = self.entry_path(entry.id)
@@ -227,6 +228,7 @@ class KnowledgeBase:
 
     def save(self, entry: Entry) -> bool:
         """Validate and write an existing entry atomically; returns False (and writes nothing) when unchanged."""
+        _mask(entry)
         entry.validate()
         path = entry.path or self.entry_path(entry.id)
         text = entry.serialise()
@@ -252,25 +254,23 @@ class KnowledgeBase:
         return self.copy_in(source, self.attachment_target(entry, name or source.name))
 
     def copy_in(self, source: Path, target: Path) -> Path:
-        """Copy one file: text line by line through the redactor (bounded memory), anything else byte for byte."""
+        """Copy one file: text through the masker (bounded memory), in its own encoding, every other byte as it
+        was (a Latin-1 byte, a NUL); a file of a binary format byte for byte."""
         try:
-            with open(source, "rb") as handle:
-                text = _looks_like_text(handle.read(TEXT_SNIFF))
-            if not text:
-                shutil.copyfile(source, target)
-                return target
-            from kb.redact import redact_pieces
-
-            tmp = target.with_name(f".{target.name}.tmp")
-            with (
-                open(source, encoding="utf-8", errors="replace", newline="") as src,
-                open(tmp, "w", encoding="utf-8", newline="") as dst,
-            ):
-                dst.writelines(redact_pieces(src, REDACT_BLOCK))
-            os.replace(tmp, target)
+            _copy_masked(source, target)
         except OSError as exc:
             raise KbError(f"cannot attach {source}: {exc.strerror}") from None
         return target
+
+    def mask_files(self, folder: Path) -> None:
+        """Mask the text files a run wrote into its folder itself (the run folder), in place: they are published
+        with the entry. Links are left alone (kb reads and publishes only files inside the knowledge base)."""
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if path.is_file() and not path.is_symlink() and not path.name.startswith("."):
+                try:
+                    _copy_masked(path, path)
+                except OSError as exc:
+                    raise KbError(f"cannot mask secrets in {path}: {exc.strerror}") from None
 
     def attachment_target(self, entry: Entry, name: str) -> Path:
         """A path inside the entry's attachment folder for `name`, never outside it, never over an existing file."""
@@ -296,14 +296,57 @@ def _write_error(path: Path, exc: OSError) -> KbError:
     return KbError(f"cannot write {path}: {exc.strerror}; {advice}")
 
 
-def _looks_like_text(head: bytes) -> bool:
-    if b"\x00" in head:
-        return False
+def _mask(entry: Entry) -> None:
+    """Every entry is masked where it is written, so that no command, import or later change can forget it."""
+    from kb.redact import MASK, NAME_MASK, redact_fields, redact_text
+
+    entry.data = redact_fields(entry.data)
+    tags = entry.data.get("tags")
+    if isinstance(tags, list):
+        entry.data["tags"] = [tag.replace(MASK, NAME_MASK) if isinstance(tag, str) else tag for tag in tags]
+    entry.body = redact_text(entry.body)
+
+
+# Formats that are never text, whatever their first bytes decode to: images, archives, compressed data,
+# executables, databases, arrays.
+_BINARY = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"PK\x03\x04", b"\x7fELF", b"\x1f\x8b", b"BZh",
+           b"\xfd7zXZ", b"(\xb5/\xfd", b"SQLite format 3\x00", b"\x93NUMPY", b"\x80\x02", b"\x80\x04")  # fmt: skip
+
+
+def _text_codec(head: bytes) -> str | None:
+    """How a file's text is encoded (UTF-8 standing for any ASCII-based one: other bytes pass through as they
+    are), or None for a binary file. A NUL or two among text (a log that caught one) is still text."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if head.startswith(_BINARY):
+        return None
+    if len(head) >= 8 and not head[1::2].count(0) and head[0::2].count(0) > len(head) // 4:
+        return "utf-16-be"
+    if len(head) >= 8 and not head[0::2].count(0) and head[1::2].count(0) > len(head) // 4:
+        return "utf-16-le"
+    return "utf-8" if head.count(0) <= len(head) // 1000 + 1 else None
+
+
+def _copy_masked(source: Path, target: Path) -> None:
+    with open(source, "rb") as handle:
+        codec = _text_codec(handle.read(TEXT_SNIFF))
+    if codec is None:
+        if source != target:
+            shutil.copyfile(source, target)
+        return
+    from kb.redact import redact_pieces
+
+    errors = "surrogateescape" if codec == "utf-8" else "replace"  # UTF-8 and Latin-1 bytes come back unchanged
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(head) - 3  # only a character cut at the sniff boundary
-    return True
+        with (
+            open(source, encoding=codec, errors=errors, newline="") as src,
+            open(tmp, "w", encoding=codec, errors=errors, newline="") as dst,
+        ):
+            dst.writelines(redact_pieces(src, REDACT_BLOCK))
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def safe_name(name: str) -> str:

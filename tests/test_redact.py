@@ -198,7 +198,7 @@ def test_harmless_text_is_unchanged(text: str) -> None:
         ("--token t0k --steps 3", f"--token {MASK} --steps 3"),
         ("https://hooks.slack.com/workflows/T1/A2/B3", f"https://hooks.slack.com/workflows/{MASK}"),
         (f"a\n{pem('PRIVATE KEY')}\nb", f"a\n{MASK}\nb"),
-        ("key_size: 1 api_key: 2", f"key_size: 1 api_key: {MASK}"),
+        ("key_size: 1 api_key: k2", f"key_size: 1 api_key: {MASK}"),
     ],
     ids=["url", "bearer", "json", "flag", "webhook", "pem", "exempt-then-secret"],
 )
@@ -210,14 +210,16 @@ SECRET_NAMES = [
     "HF_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "API_KEY",
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DB_PASSWORD", "MYSQL_PWD", "SMTP_PASSWD", "GPG_PASSPHRASE",
     "GOOGLE_APPLICATION_CREDENTIALS", "SLACK_BOT_TOKEN", "apiKey", "HFToken", "x-api-key", "Authorization",
-    "Cookie", "SESSIONID", "sessionid", "client_secret", "X-Amz-Signature", "_authToken", "auth", "SESSION_MANAGER",
-    "SecretAccessKey", "SessionToken", "API_KEY_V2",
+    "Cookie", "SESSIONID", "sessionid", "client_secret", "X-Amz-Signature", "_authToken", "auth",
+    "SecretAccessKey", "SessionToken", "API_KEY_V2", "PGPASSWORD", "REDIS_PASS", "pass", "SESSION_ID",
 ]  # fmt: skip
 HARMLESS_NAMES = [
-    "PATH", "PWD", "OLDPWD", "AUTHOR", "KEYBOARD_LAYOUT", "TOKENIZERS_PARALLELISM", "HF_HUB_OFFLINE",
+    "PATH", "OLDPWD_DIR", "AUTHOR", "KEYBOARD_LAYOUT", "TOKENIZERS_PARALLELISM", "HF_HUB_OFFLINE",
     "CUDA_VISIBLE_DEVICES", "MASTER_PORT", "NEURON_RT_NUM_CORES", "XLA_FLAGS", "MONKEY_PATH", "KEY_SIZE",
     "max_session_len", "num_tokens", "tokens_per_s", "token_type", "HF_TOKEN_PATH", "KeyError", "DispatchKey",
-    "PrivateUse1", "PASS", "", "__", "PYTORCH_CUDA_ALLOC_CONF",
+    "PrivateUse1", "PASS", "", "__", "PYTORCH_CUDA_ALLOC_CONF", "eos_token_id", "num_key_value_heads", "key_states",
+    "dispatch_key_set", "pad_token", "time_to_first_token", "ms_per_token", "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+    "SESSION_MANAGER",
 ]  # fmt: skip
 
 

@@ -2,21 +2,30 @@
 
 One knowledge base (built once for the module, through the real CLI) receives every credential shape in
 tests/data/secrets_corpus.py and every harmless look-alike: as environment variables and arguments of a
-recorded command, in its stdout and stderr, in notes, in an attached log, in `kb add` text, and inside
-imported JUnit XML, a profiler trace and a TORCH_TRACE folder. Then the indexes and the site are built and
-every file under the knowledge base (entries, attachments, the SQLite and Whoosh indexes, the site with its
-Pagefind index) is read as bytes, gzip opened: no secret appears, not even a piece from its middle, and
-every look-alike is still in the entry it was planted in.
+recorded command, in its stdout and stderr, in notes, in `--backend`, `--mode`, `--tag` and metric units,
+in the run folder (note and set events, a file the command writes there), in a run folder imported with
+`--from` (its run.json's command, environment, settings and failure), in attached logs in UTF-8, Latin-1,
+UTF-16 and with a NUL, in `kb add`, `kb decide` and `kb release` text (a release URL with a password), and
+inside imported JUnit XML, a profiler trace and a TORCH_TRACE folder. Then the index and the site are built
+and every file under the knowledge base (entries, attachments, the index, the site with its Pagefind index)
+is read as bytes, gzip opened, UTF-16 decoded, URL-encoded text decoded and base64 runs decoded: no secret
+appears, not even a piece from its middle, and every look-alike is still in the entry it was planted in.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import gzip
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from urllib.parse import unquote_to_bytes
 from xml.sax.saxutils import escape, quoteattr
 
 import pytest
@@ -24,9 +33,21 @@ from conftest import run_kb
 from data.secrets_corpus import LOOK_ALIKES, SECRETS, LookAlike, Secret
 
 from kb.entry import Entry
-from kb.redact import MASK
+from kb.redact import MASK, redact_text
 from kb.store import KnowledgeBase
 
+TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+/-]{0,63}")
+BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{16,}={0,2}")
+RUN_FOLDER_WRITER = """\
+import json, os, sys
+lines = open(sys.argv[1]).read().split("\\n\\n")
+run = os.environ["KB_RUN_DIR"]
+with open(os.path.join(run, "events.jsonl"), "a") as events:
+    for number, line in enumerate(lines):
+        events.write(json.dumps({"event": "note", "text": line}) + "\\n")
+        events.write(json.dumps({"event": "set", "field": f"settings.s{number}", "value": line}) + "\\n")
+open(os.path.join(run, "written.txt"), "w").write("\\n".join(lines))
+"""
 PREFIX = "V1130 06:46:39.676000 23211 torch/_dynamo/convert_frame.py:1000] "
 # Prints the planted lines it is given as a file: odd ones to stdout, even ones to stderr.
 PRINTER = """\
@@ -51,17 +72,40 @@ class Planted:
     root: Path
     entries: dict[str, Entry]  # channel -> the entry it made
 
+    @cached_property
+    def scanned(self) -> dict[str, tuple[bytes, bytes]]:
+        """Every file kb wrote (relative path -> its bytes in every form, and those in lower case)."""
+        out = {}
+        for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
+            data = every_form(readable(path))
+            out[str(path.relative_to(self.root))] = (data, data.lower())
+        return out
+
     def entry_text(self, channel: str) -> str:
-        """The entry file and its attachments, as text (gzipped attachments opened)."""
+        """The entry file and its attachments, as text (gzipped attachments opened, UTF-16 decoded)."""
         entry = self.entries[channel]
         assert entry.path is not None
         files = [entry.path, *sorted(p for p in entry.path.with_suffix("").rglob("*") if p.is_file())]
-        return "\n".join(readable(p).decode("utf-8", "replace") for p in files)
+        return "\n".join(as_text(readable(p)) for p in files)
 
 
 def readable(path: Path) -> bytes:
     data = path.read_bytes()
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def as_text(data: bytes) -> str:
+    return data.decode("utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data.decode("utf-8", "replace")
+
+
+def every_form(data: bytes) -> bytes:
+    """The bytes, with what they hold in other forms beside them: UTF-16 text, URL-encoded text, base64 runs."""
+    forms = [data, as_text(data).encode("utf-8", "replace"), unquote_to_bytes(data)]
+    for run in BASE64_RUN.findall(data):
+        for alphabet in (None, b"-_"):
+            with contextlib.suppress(binascii.Error, ValueError):
+                forms.append(base64.b64decode(run + b"=" * (-len(run) % 4), altchars=alphabet))
+    return b"\n".join(forms)
 
 
 def kb_ok(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -147,18 +191,56 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Planted:
     (work / "torch_trace" / "dedicated_log_torch_trace_rank_0_corpus.log").write_text(compile_log(lines))
     kb_ok(kb.root, "ingest", "compile-trace", str(work / "torch_trace"), "--title", "corpus: compile-trace")
 
+    one_line = [text for text in lines if "\n" not in text]
+    # A tag holds a bare value: only what is recognisable without the words around it can be planted there.
+    tags = [
+        part for s in SECRETS if TAG.fullmatch(s.value) and MASK in redact_text(s.value) for part in ("--tag", s.value)
+    ]
+    units = [part for number, text in enumerate(one_line) for part in ("--metric", f"m{number}=1 {text}")]
+    kb_ok(kb.root, "record", "--title", "corpus: options", "--no-edit", "--status", "completed", "--backend",
+          " | ".join(one_line), "--mode", " | ".join(one_line), *tags, *units)  # fmt: skip
+    kb_ok(kb.root, "record", "--title", "corpus: run folder", "--", sys.executable, "-c", RUN_FOLDER_WRITER,
+          str(work / "planted.txt"))  # fmt: skip
+    imported = work / "node7"
+    imported.mkdir()
+    manifest = {"command": {"argv": [*lines, *flags], "line": "python train.py", "cwd": "/srv"},
+                "environment": env, "settings": {f"s{n}": line for n, line in enumerate(lines)}
+                | {s.variable.lower(): s.env_value for s in SECRETS},
+                "failure": {"class": "crash", "message": note}, "status": "failed"}  # fmt: skip
+    (imported / "run.json").write_text(json.dumps(manifest))
+    (imported / "events.jsonl").write_text("".join(json.dumps({"event": "note", "text": t}) + "\n" for t in lines))
+    (imported / "extra.log").write_text(note)
+    kb_ok(kb.root, "record", "--title", "corpus: from", "--from", str(imported), "--no-edit")
+    text = "\n".join(lines) + "\ncontraseña über die Grenze\n"
+    (work / "latin1.log").write_bytes(text.encode("latin-1", "replace"))
+    (work / "utf16.txt").write_bytes(text.encode("utf-16"))
+    (work / "nul.log").write_bytes(text[: len(text) // 2].encode() + b"\x00" + text[len(text) // 2 :].encode())
+    kb_ok(kb.root, "record", "--title", "corpus: encodings", "--no-edit", "--status", "failed", "--log",
+          str(work / "latin1.log"), "--attach", str(work / "utf16.txt"), "--attach", str(work / "nul.log"))  # fmt: skip
+    password = next(s for s in SECRETS if s.id == "https-url-password").value
+    kb_ok(kb.root, "decide", "--title", "corpus: decide", "--question", note, "--choice", note, "--rationale", note,
+          "--owner", " | ".join(one_line), *[part for line in lines for part in ("--alternative", line)])  # fmt: skip
+    release = kb_ok(kb.root, "release", "torch-neuronx", "2.27.1", "--url",
+                    f"https://ci:{password}@releases.example.com/notes", "--notes", note)  # fmt: skip
     kb_ok(kb.root, "index")
     kb_ok(kb.root, "search", "tokens_per_s")
     kb_ok(kb.root, "site", "build")
     problems: list = []
     entries = {e.title.removeprefix("corpus: "): e for e in kb.iter_entries(problems)}
     assert problems == []
-    assert sorted(entries) == ["add", "compile-trace", "junit", "log", "profile", "record"]
+    releases = [title for title, e in entries.items() if e.kind == "release"]
+    assert len(releases) == 1 and release.strip()
+    entries["release"] = entries.pop(releases[0])
+    assert sorted(entries) == sorted(CHANNELS)
     return Planted(kb.root, entries)
 
 
+CHANNELS = ["add", "compile-trace", "decide", "encodings", "from", "junit", "log", "options", "profile", "record",
+            "release", "run folder"]  # fmt: skip
+
+
 def test_the_corpus_is_large_and_its_probes_are_distinct() -> None:
-    assert len(SECRETS) >= 30 and len(LOOK_ALIKES) >= 30
+    assert len(SECRETS) >= 100 and len(LOOK_ALIKES) >= 100
     assert len({s.id for s in SECRETS}) == len(SECRETS) and len({a.id for a in LOOK_ALIKES}) == len(LOOK_ALIKES)
     harmless = "\n".join([a.text for a in LOOK_ALIKES] + [s.line + s.env for s in SECRETS]).lower()
     for secret in SECRETS:
@@ -176,18 +258,26 @@ def test_every_place_was_reached(stored: Planted) -> None:
         assert MASK in stored.entry_text(channel), channel
     site = stored.root / "site"
     assert (site / "index.html").is_file() and list((site / "pagefind").rglob("*.pf_fragment"))
-    assert list((stored.root / ".kb").rglob("*.seg")) or list((stored.root / ".kb").rglob("*.trm"))
+    assert (stored.root / ".kb" / "index.db").is_file()
+    options = stored.entries["options"].data
+    assert options["backend"].count(MASK) > 50 and MASK in options["mode"] and "redacted" in options["tags"]
+    assert sum(MASK in metric.get("unit", "") for metric in options["metrics"].values()) > 50
+    folder = stored.entries["run folder"]
+    assert folder.data["settings"]["s0"] == MASK or MASK in folder.data["settings"]["s0"]
+    assert MASK in (stored.root / "entries" / folder.path.stem / "run" / "events.jsonl").read_text()
+    imported = stored.entries["from"].data
+    assert MASK in imported["command"]["line"] and MASK in imported["failure"]["message"]
+    assert [s.id for s in SECRETS if MASK not in imported["settings"][s.variable.lower()]] == []
+    release = stored.entries["release"].data["release"]
+    assert release["url"] == f"https://ci:{MASK}@releases.example.com/notes" and MASK in release["notes"]
 
 
 @pytest.mark.parametrize("secret", SECRETS, ids=[s.id for s in SECRETS])
 def test_no_part_of_a_secret_is_stored_anywhere(stored: Planted, secret: Secret) -> None:
     probe = secret.probe.lower().encode()
     whole = secret.value.encode()
-    leaks = []
-    for path in sorted(p for p in stored.root.rglob("*") if p.is_file()):
-        data = readable(path)
-        if probe in data.lower() or whole in data:  # lower: Whoosh stores its terms in lower case
-            leaks.append(str(path.relative_to(stored.root)))
+    # lower: the full-text index stores its terms in lower case
+    leaks = [path for path, (data, lower) in stored.scanned.items() if probe in lower or whole in data]
     assert leaks == []
 
 
@@ -197,7 +287,8 @@ def test_a_look_alike_survives_where_it_was_planted(stored: Planted, alike: Look
     assert record.data["environment"][alike.variable] == alike.text
     assert alike.text in record.data["command"]["argv"]
     assert alike.text in record.body  # the note
-    shown = (alike.text, escape(alike.text), json.dumps(alike.text)[1:-1])  # as is, in XML, in JSON
+    # as is, in XML, in JSON, in YAML's single quotes
+    shown = (alike.text, escape(alike.text), json.dumps(alike.text)[1:-1], alike.text.replace("'", "''"))
     missing = [channel for channel in stored.entries if not any(t in stored.entry_text(channel) for t in shown)]
     assert missing == []
 

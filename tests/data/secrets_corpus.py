@@ -8,6 +8,8 @@ anywhere means the secret leaked at least partly.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -43,6 +45,20 @@ class LookAlike:
     id: str
     text: str  # comes back unchanged wherever it was planted
     variable: str  # a harmless variable name to plant it under
+
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_HEX = "0123456789abcdef"
+
+
+def _fill(tag: str, length: int, alphabet: str = _ALNUM) -> str:
+    """`length` characters of `alphabet`, fixed by `tag` and different for every tag: fake, distinct, stable."""
+    out, counter = [], 0
+    while len(out) < length:
+        digest = hashlib.sha256(f"{tag}/{counter}".encode()).digest()
+        out += [alphabet[byte % len(alphabet)] for byte in digest]
+        counter += 1
+    return "".join(out[:length])
 
 
 def _pem(kind: str, lines: list[str]) -> str:
@@ -247,6 +263,309 @@ SECRETS = [
     ),
 ]
 
+_PUTTY_LINES = "\n".join(_fill(f"putty{n}", 64, _ALNUM + "+/") for n in range(3))
+_SSH2_LINES = "\n".join(_fill(f"ssh2-{n}", 70, _ALNUM + "+/") for n in range(3))
+_DOCKERCONFIG = base64.b64encode(('{"auths":{"ghcr.io":{"auth":"' + _fill("dockercfg", 24) + '"}}}').encode()).decode()
+_GCP_KEY = "-----BEGIN PRIVATE KEY-----\\n" + _fill("gcp-sa", 64, _ALNUM + "+/") + "\\n-----END PRIVATE KEY-----\\n"
+
+
+def _s(id: str, value: str, line: str, variable: str, env: str = "{}") -> Secret:
+    return Secret(id, value, line, variable, env)
+
+
+# Shapes from vendors' documented token formats and from secret-scanning rule sets (gitleaks, GitHub secret
+# scanning, detect-secrets), and passwords as command lines, connection strings and config files carry them.
+SECRETS += [
+    _s("mysql-p", "My" + _fill("mysql", 14), "mysql -u bench -p{} results < dump.sql", "MYSQL_PWD"),
+    _s(
+        "docker-login-p", "Dk" + _fill("docker", 18), "docker login -u ci -p {} registry.example.com", "DOCKER_PASSWORD"
+    ),
+    _s("sshpass-p", "Ss" + _fill("sshpass", 14), "sshpass -p {} ssh bench@node7 nvidia-smi", "SSHPASS"),
+    _s("curl-u", "Cu" + _fill("curl", 14), "curl -u admin:{} https://ci.example.com/api/json", "CI_ADMIN_PASSWORD"),
+    _s(
+        "openssl-pass",
+        "Os" + _fill("openssl", 14),
+        "openssl enc -d -aes-256-cbc -pass pass:{} -in w.enc",
+        "OPENSSL_PASSPHRASE",
+    ),
+    _s("pgpassword", "Pg" + _fill("pgpassword", 14), "PGPASSWORD={} psql -h db -U bench results", "PGPASSWORD"),
+    _s(
+        "odbc-pwd",
+        "Od" + _fill("odbc", 14),
+        "Driver={ODBC Driver 18};Server=db;UID=sa;PWD={};Encrypt=yes",
+        "ODBC_CONNECTION",
+        "Driver={ODBC Driver 18};Server=db;UID=sa;PWD={};Encrypt=yes",
+    ),
+    _s("redis-pass", "Rp" + _fill("redispass", 14), "REDIS_PASS={} redis-server", "REDIS_PASS"),
+    _s("yaml-pass", "Yp" + _fill("yamlpass", 14), "database:\n  user: bench\n  pass: {}\n", "DB_PASS"),
+    _s("netrc-inline", "Nr" + _fill("netrc", 14), "machine api.example.com login bench password {}", "NETRC_PASSWORD"),
+    _s(
+        "netrc-lines",
+        "Nl" + _fill("netrc2", 14),
+        "machine pypi.example.com\n  login ci\n  password {}\n",
+        "NETRC_SECRET",
+    ),
+    _s("sqlcmd-P", "Sq" + _fill("sqlcmd", 14), "sqlcmd -S db -U sa -P {} -Q 'select 1'", "SQLCMDPASSWORD"),
+    _s(
+        "ldapsearch-w",
+        "Ld" + _fill("ldap", 14),
+        "ldapsearch -x -D cn=admin,dc=example -w {} -b dc=example",
+        "LDAP_PASSWORD",
+    ),
+    _s("redis-cli-a", "Rc" + _fill("rediscli", 14), "redis-cli -h cache -a {} ping", "REDISCLI_AUTH"),
+    _s("smbclient-u", "Sm" + _fill("smb", 14), "smbclient //nas/results -U bench%{}", "SMB_PASSWORD"),
+    _s("twine-p", "Tw" + _fill("twine", 14), "twine upload -u __token__ -p {} dist/*", "TWINE_UPLOAD_PASSWORD"),
+    _s(
+        "jdbc-password",
+        "Jd" + _fill("jdbc", 14),
+        "jdbc:postgresql://db:5432/bench?user=bench&password={}",
+        "JDBC_URL",
+        "jdbc:postgresql://db:5432/bench?user=bench&password={}",
+    ),
+    _s(
+        "mongodb-srv",
+        "Mg" + _fill("mongo", 14),
+        "mongodb+srv://bench:{}@cluster0.ab1cd.mongodb.net/results",
+        "MONGO_URI",
+        "mongodb+srv://bench:{}@cluster0.ab1cd.mongodb.net/results",
+    ),
+    _s(
+        "amqp-url",
+        "Aq" + _fill("amqp", 14),
+        "amqp://guest:{}@rabbit:5672/",
+        "BROKER_URL",
+        "amqp://guest:{}@rabbit:5672/",
+    ),
+    _s(
+        "url-password-with-at",
+        "Pa5@" + _fill("urlat", 14),
+        "redis://default:{}@cache.internal:6379/0",
+        "CACHE_URL",
+        "redis://default:{}@cache.internal:6379/0",
+    ),
+    _s(
+        "token-as-url-user",
+        _fill("urluser", 40, _HEX),
+        "git clone https://{}@github.com/acme/private.git",
+        "GIT_CLONE_URL",
+        "https://{}@github.com/acme/private.git",
+    ),
+    _s(
+        "sentry-dsn",
+        _fill("sentrydsn", 32, _HEX),
+        "SENTRY_DSN=https://{}@o12345.ingest.sentry.io/67890",
+        "SENTRY_DSN",
+        "https://{}@o12345.ingest.sentry.io/67890",
+    ),
+    _s(
+        "pip-extra-index",
+        "Pi" + _fill("pipindex", 20),
+        "pip install --extra-index-url https://__token__:{}@pypi.example.com/simple x",
+        "PIP_EXTRA_INDEX_URL",
+        "https://__token__:{}@pypi.example.com/simple",
+    ),
+    _s("deepseek-hex", "sk-" + _fill("deepseek", 32, _HEX), "deepseek client using {}", "DEEPSEEK_API_KEY"),
+    _s("openai-admin", "sk-admin-" + _fill("oaiadmin", 58, _ALNUM + "_-"), "admin key {} rotated", "OPENAI_ADMIN_KEY"),
+    _s("atlassian", "ATATT3" + _fill("atlassian", 186, _ALNUM + "_-"), "jira: {}", "JIRA_API_TOKEN"),
+    _s("databricks", "dapi" + _fill("databricks", 32, _HEX), "databricks configure with {}", "DATABRICKS_TOKEN"),
+    _s("digitalocean", "dop_v1_" + _fill("digitalocean", 64, _HEX), "doctl auth init -t {}", "DIGITALOCEAN_TOKEN"),
+    _s("doppler", "dp.pt." + _fill("doppler", 43), "doppler token {}", "DOPPLER_TOKEN"),
+    _s("dropbox", "sl." + _fill("dropbox", 136, _ALNUM + "_-"), "dropbox upload with {}", "DROPBOX_TOKEN"),
+    _s("figma", "figd_" + _fill("figma", 40, _ALNUM + "_-"), "figma export {}", "FIGMA_TOKEN"),
+    _s(
+        "grafana-sa",
+        "glsa_" + _fill("grafana", 32) + "_" + _fill("grafana2", 8, _HEX),
+        "grafana {}",
+        "GRAFANA_SA_TOKEN",
+    ),
+    _s("grafana-cloud", "glc_" + _fill("grafanacloud", 80, _ALNUM + "+/"), "push metrics with {}", "GRAFANA_CLOUD"),
+    _s("vault", "hvs." + _fill("vault", 90, _ALNUM + "_-"), "vault login {}", "VAULT_TOKEN"),
+    _s(
+        "terraform-cloud",
+        _fill("tfc", 14).lower() + ".atlasv1." + _fill("tfc2", 67, _ALNUM + "_-"),
+        "terraform login token {}",
+        "TF_TOKEN_app_terraform_io",
+    ),
+    _s("linear", "lin_api_" + _fill("linear", 40), "linear sync {}", "LINEAR_API_KEY"),
+    _s("mailchimp", _fill("mailchimp", 32, _HEX) + "-us6", "mailchimp list sync key {}", "MAILCHIMP_KEY"),
+    _s("mailgun", "key-" + _fill("mailgun", 32, _HEX), "mailgun send with {}", "MAILGUN_API_KEY"),
+    _s(
+        "newrelic",
+        "NRAK-" + _fill("newrelic", 27, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+        "newrelic {}",
+        "NEW_RELIC_API_KEY",
+    ),
+    _s("notion", "secret_" + _fill("notion", 43), "notion sync {}", "NOTION_TOKEN"),
+    _s(
+        "postman",
+        "PMAK-" + _fill("postman", 24, _HEX) + "-" + _fill("postman2", 34, _HEX),
+        "newman run --api-key {}",
+        "POSTMAN_API_KEY",
+    ),
+    _s("pulumi", "pul-" + _fill("pulumi", 40, _HEX), "pulumi login with {}", "PULUMI_ACCESS_TOKEN"),
+    _s("replicate", "r8_" + _fill("replicate", 37), "replicate run with {}", "REPLICATE_API_TOKEN"),
+    _s(
+        "sentry-token",
+        "sntrys_" + _fill("sentry", 64, _ALNUM + "+/"),
+        "sentry-cli releases new with {}",
+        "SENTRY_AUTH_TOKEN",
+    ),
+    _s("shopify", "shpat_" + _fill("shopify", 32, _HEX), "shopify app deploy {}", "SHOPIFY_TOKEN"),
+    _s("square", "EAAA" + _fill("square", 60, _ALNUM + "_-"), "square payments {}", "SQUARE_ACCESS_TOKEN"),
+    _s("twilio", "SK" + _fill("twilio", 32, _HEX), "twilio api key {}", "TWILIO_API_KEY"),
+    _s(
+        "telegram-bot",
+        "5839201746:AA" + _fill("telegram", 33, _ALNUM + "_-"),
+        "notify via bot {}",
+        "TELEGRAM_BOT_TOKEN",
+    ),
+    _s(
+        "discord-bot",
+        "M" + _fill("discord", 25) + "." + _fill("discord2", 6) + "." + _fill("discord3", 38),
+        "discord bot {}",
+        "DISCORD_TOKEN",
+    ),
+    _s(
+        "discord-webhook",
+        _fill("discordhook", 68, _ALNUM + "_-"),
+        "POST https://discord.com/api/webhooks/1234567890/{}",
+        "DISCORD_WEBHOOK_URL",
+        "https://discord.com/api/webhooks/1234567890/{}",
+    ),
+    _s(
+        "teams-webhook",
+        _fill("teams", 36, _HEX) + "@" + _fill("teams2", 36, _HEX) + "/IncomingWebhook/" + _fill("teams3", 32, _HEX),
+        "POST https://acme.webhook.office.com/webhookb2/{}",
+        "TEAMS_WEBHOOK",
+        "https://acme.webhook.office.com/webhookb2/{}",
+    ),
+    _s(
+        "zapier-webhook",
+        "1234567/" + _fill("zapier", 12).lower(),
+        "POST https://hooks.zapier.com/hooks/catch/{}/",
+        "ZAPIER_HOOK",
+        "https://hooks.zapier.com/hooks/catch/{}/",
+    ),
+    _s(
+        "mattermost-webhook",
+        _fill("mattermost", 26, "abcdefghijklmnopqrstuvwxyz0123456789"),
+        "POST https://chat.example.com/hooks/{}",
+        "MATTERMOST_HOOK",
+        "https://chat.example.com/hooks/{}",
+    ),
+    _s("groq", "gsk_" + _fill("groq", 52), "groq client {}", "GROQ_API_KEY"),
+    _s("xai", "xai-" + _fill("xai", 80), "grok client {}", "XAI_API_KEY"),
+    _s("perplexity", "pplx-" + _fill("pplx", 48), "perplexity client {}", "PPLX_API_KEY"),
+    _s(
+        "huggingface-org",
+        "api_org_" + _fill("hforg", 34, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        "org token {}",
+        "HF_ORG_TOKEN",
+    ),
+    _s("age", "AGE-SECRET-KEY-1" + _fill("age", 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"), "sops key {}", "SOPS_AGE_KEY"),
+    _s("heroku", "HRKU-" + _fill("heroku", 60, _ALNUM + "_-"), "heroku auth {}", "HEROKU_API_KEY"),
+    _s("fly", "fo1_" + _fill("fly", 43, _ALNUM + "_-"), "flyctl deploy {}", "FLY_API_TOKEN"),
+    _s("netlify", "nfp_" + _fill("netlify", 40), "netlify deploy {}", "NETLIFY_AUTH_TOKEN"),
+    _s("rubygems", "rubygems_" + _fill("rubygems", 48, _HEX), "gem push with {}", "GEM_HOST_API_KEY"),
+    _s(
+        "nuget", "oy2" + _fill("nuget", 43, "abcdefghijklmnopqrstuvwxyz0123456789"), "nuget push -k {}", "NUGET_API_KEY"
+    ),
+    _s("crates", "cio" + _fill("crates", 32), "cargo login {}", "CARGO_REGISTRY_TOKEN"),
+    _s("dockerhub", "dckr_pat_" + _fill("dockerhub", 27, _ALNUM + "_-"), "docker hub pat {}", "DOCKERHUB_TOKEN"),
+    _s("bitbucket", "ATBB" + _fill("bitbucket", 32), "bitbucket app password {}", "BITBUCKET_APP_PASSWORD"),
+    _s(
+        "entra-client-secret",
+        _fill("entra", 3) + "8Q~" + _fill("entra2", 34, _ALNUM + "_~.-"),
+        "az login --service-principal -p {}",
+        "AZURE_CLIENT_SECRET",
+    ),
+    _s("stripe-webhook", "whsec_" + _fill("whsec", 32), "stripe listen secret {}", "STRIPE_WEBHOOK_SECRET"),
+    _s(
+        "slack-app",
+        "xapp-1-A0"
+        + _fill("slackapp", 9, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        + "-4820193847561-"
+        + _fill("slackapp2", 64, _HEX),
+        "slack socket mode {}",
+        "SLACK_APP_TOKEN",
+    ),
+    _s("wandb-login", _fill("wandb", 40, _HEX), "wandb login {}", "WANDB_API_KEY"),
+    _s(
+        "azure-devops-pat",
+        _fill("adopat", 52, "abcdefghijklmnopqrstuvwxyz234567"),
+        "AZURE_DEVOPS_EXT_PAT={}",
+        "AZURE_DEVOPS_EXT_PAT",
+    ),
+    _s("npm-auth", _fill("npmauth", 32, _ALNUM + "+/") + "==", "//registry.npmjs.org/:_auth={}", "NPM_AUTH"),
+    _s(
+        "gcp-service-account",
+        _GCP_KEY,
+        '{"type": "service_account", "private_key": "{}", "client_email": "x"}',
+        "GCP_SA_JSON",
+        '{"type": "service_account", "private_key": "{}"}',
+    ),
+    _s(
+        "k8s-dockerconfigjson",
+        _DOCKERCONFIG,
+        "data:\n  .dockerconfigjson: {}\ntype: kubernetes.io/dockerconfigjson",
+        "K8S_PULL_SECRET",
+    ),
+    _s(
+        "putty",
+        _PUTTY_LINES,
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: bench\nPublic-Lines: 1\n"
+        "AAAAC3NzaC1lZDI1NTE5AAAA\nPrivate-Lines: 3\n{}\nPrivate-MAC: " + _fill("puttymac", 64, _HEX),
+        "PUTTY_KEY",
+    ),
+    _s(
+        "ssh2",
+        _SSH2_LINES,
+        '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "bench"\n{}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----',
+        "SSH2_KEY",
+    ),
+    _s("github-token-header", "ght" + _fill("ghheader", 20), "Authorization: token {}", "GH_AUTH_HEADER", "token {}"),
+    _s("x-api-key-header", "Xk" + _fill("xapikey", 20), "X-Api-Key: {}", "X_API_KEY"),
+    _s(
+        "proxy-authorization",
+        "UHJveHk6" + _fill("proxyauth", 16, _ALNUM + "+/") + "==",
+        "Proxy-Authorization: Basic {}",
+        "PROXY_AUTHORIZATION",
+    ),
+    _s("export-quoted", "Ex" + _fill("exportq", 20), 'export OPENAI_API_KEY="{}"', "OPENAI_API_KEY_2"),
+    _s("set-x-trace", "Sx" + _fill("setx", 20), "+ export HF_TOKEN={}", "HF_TOKEN_2"),
+    _s(
+        "git-extraheader",
+        "R2l0" + _fill("extraheader", 24, _ALNUM + "+/"),
+        'git -c http.extraheader="AUTHORIZATION: basic {}" fetch',
+        "GIT_AUTH_HEADER",
+    ),
+    _s("kubectl-token", "Kc" + _fill("kubectl", 24), "kubectl config set-credentials ci --token={}", "KUBE_TOKEN"),
+    _s(
+        "json-password",
+        "Js" + _fill("jsonpw", 16),
+        '{"user": "bench", "password": "{}"}',
+        "APP_CONFIG_JSON",
+        '{"user": "bench", "password": "{}"}',
+    ),
+    _s("yaml-upper-password", "Yu" + _fill("yamlupper", 16), "PASSWORD: {}", "APP_PASSWORD"),
+    _s("yaml-api-key", "Ya" + _fill("yamlapikey", 16), "api-key: {}", "SERVICE_API_KEY"),
+    _s(
+        "url-access-token",
+        "Ua" + _fill("urlaccess", 24),
+        "GET https://api.example.com/v1/runs?access_token={}&page=2",
+        "RUNS_URL",
+        "https://api.example.com/v1/runs?access_token={}",
+    ),
+    _s(
+        "url-apikey",
+        "Uk" + _fill("urlapikey", 24),
+        "GET https://api.example.com/v2/q?apikey={}",
+        "QUERY_URL",
+        "https://api.example.com/v2/q?apikey={}",
+    ),
+    _s("snowflake-password", "Sf" + _fill("snowflake", 16), "snowsql -a acct -u bench --password {}", "SNOWSQL_PWD"),
+]
+
 LOOK_ALIKES = [
     LookAlike("git-sha", "commit 3f2a9c4d5e6f708192a3b4c5d6e7f80912345678 (HEAD -> main)", "BENCH_GIT_COMMIT"),
     LookAlike("short-sha", "torch 2.9.0a0+git1b2c3d4", "BENCH_TORCH_BUILD"),
@@ -315,4 +634,122 @@ LOOK_ALIKES = [
     LookAlike("alloc-conf", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "BENCH_ALLOC"),
     LookAlike("timestamp", "2026-01-01T12:00:00Z", "BENCH_WHEN"),
     LookAlike("eyj-fragment", "eyJhbGciOi config fragment", "BENCH_FRAGMENT"),
+]
+
+
+_numbers = iter(range(1000))
+
+
+def _a(id: str, text: str) -> LookAlike:
+    return LookAlike(id, text, f"BENCH_EVIDENCE_{next(_numbers)}")
+
+
+# Evidence that looks like credentials to a careless rule: model configs, tokenizer files, generation and
+# serving metrics, attention code, dispatch keys, environment of training jobs, signals.
+LOOK_ALIKES += [
+    _a("eos-token-id", "eos_token_id=2"),
+    _a("pad-token-id", "pad_token_id=0"),
+    _a("bos-token-id-json", '"bos_token_id": 128000'),
+    _a("eos-token-id-list", '"eos_token_id": [128001, 128008, 128009]'),
+    _a("pad-token", '"pad_token": "<pad>"'),
+    _a("bos-token", '"bos_token": "<|begin_of_text|>"'),
+    _a("eos-token", '"eos_token": "</s>"'),
+    _a("unk-token", '"unk_token": "<unk>"'),
+    _a("mask-token", '"mask_token": "[MASK]"'),
+    _a("cls-token", '"cls_token": "[CLS]"'),
+    _a("sep-token", '"sep_token": "[SEP]"'),
+    _a("eot-token", 'tokenizer.eos_token = "<|eot_id|>"'),
+    _a("pad-token-none", "pad_token=None"),
+    _a("time-to-first-token", "time_to_first_token=0.123"),
+    _a("ms-per-token", "ms_per_token=12.7"),
+    _a("inter-token-latency", "inter_token_latency_ms=8.1 output_tokens_per_s=921.4"),
+    _a("num-key-value-heads", "num_key_value_heads=8"),
+    _a("num-key-value-heads-json", '"num_key_value_heads": 8, "num_attention_heads": 32'),
+    _a("setting-num-kv-heads", "--setting num_key_value_heads=8"),
+    _a("key-states", "key_states = self.k_proj(hidden_states)"),
+    _a("value-states", "value_states = self.v_proj(hidden_states).view(bsz, q_len, -1, self.head_dim)"),
+    _a("past-key-values", "past_key_values=DynamicCache() use_cache=True"),
+    _a("key-padding-mask", "key_padding_mask=None attn_mask=causal"),
+    _a("sorted-key-len", "sorted(x, key=len)"),
+    _a("max-key-get", "best = max(scores, key=scores.get)"),
+    _a("sort-key-step", "sort_key=step"),
+    _a("dispatch-key-set", "dispatch_key_set=DispatchKeySet(CPU, AutogradCPU)"),
+    _a("dispatch-key-enum", "DispatchKey.PrivateUse1 DispatchKey.AutogradPrivateUse1"),
+    _a("dispatch-keys-call", "torch._C._dispatch_keys(t)"),
+    _a("hf-hub-implicit-token", "HF_HUB_DISABLE_IMPLICIT_TOKEN=1"),
+    _a("hf-hub-transfer", "HF_HUB_ENABLE_HF_TRANSFER=1"),
+    _a("sig-11", "sig=11"),
+    _a("sigsegv", "Fatal Python error: Segmentation fault (signal 11, SIGSEGV), exitcode: -11"),
+    _a("missing-keys", "_IncompatibleKeys(missing_keys=[], unexpected_keys=['lm_head.bias'])"),
+    _a("key-error", "KeyError: 'model.layers.0.self_attn.q_proj.weight'"),
+    _a("use-auth-token", "use_auth_token=False"),
+    _a("token-none", "token=None revision=main"),
+    _a("token-null-yaml", "token: null"),
+    _a("api-key-null-json", '"api_key": null'),
+    _a("auth-disabled", "auth: disabled"),
+    _a("session-len", "session_len=4096 max_session_len=8192"),
+    _a("token-path", "HF_TOKEN_PATH=/home/u/.cache/huggingface/token"),
+    _a("private-key-path", "private_key_path=/etc/ssl/private/node.pem"),
+    _a("key-bits", "key_bits=256 keystore_type=JKS"),
+    _a("kv-cache-dtype", "kv_cache_dtype=fp8_e4m3 key_cache.shape=(2, 16, 128)"),
+    _a("num-keys", "num_keys=4 top_k=50 top_p=0.9"),
+    _a("token-ids", "token_ids=[1, 15043, 29892, 2787]"),
+    _a("input-ids", "input_ids.shape=torch.Size([8, 2048]) attention_mask.sum()=16384"),
+    _a("tokens-seen", "tokens_seen=1.2e9 total_tokens=2048"),
+    _a("max-position", '"max_position_embeddings": 131072, "rope_theta": 500000.0'),
+    _a("vocab-size", '"vocab_size": 128256, "tie_word_embeddings": false'),
+    _a("torch-dtype", '"torch_dtype": "bfloat16", "head_dim": 128'),
+    _a("model-max-length", '"model_max_length": 8192, "add_bos_token": true'),
+    _a("tokenizer-class", '"tokenizer_class": "LlamaTokenizerFast", "legacy": false'),
+    _a("clean-up-spaces", '"clean_up_tokenization_spaces": false'),
+    _a("added-tokens", '"added_tokens_decoder": {"128000": {"content": "<|begin_of_text|>", "special": true}}'),
+    _a("special-tokens-map", '"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]'),
+    _a("generation-config", "GenerationConfig(max_new_tokens=128, do_sample=False, repetition_penalty=1.1)"),
+    _a("trainer-log", "{'loss': 2.3141, 'grad_norm': 1.25, 'learning_rate': 2e-05, 'epoch': 0.5}"),
+    _a("tokens-per-sec", "throughput: 15234.5 tokens/sec/gpu, mfu=41.2%"),
+    _a("prefill-tokens", "prefill_tokens=1024 decode_tokens=256 batch_token_budget=8192"),
+    _a("attn-implementation", 'attn_implementation="sdpa" _attn_implementation_autoset=True'),
+    _a("flash-attn-key", "flash_attn_func(q, k, v, causal=True) k.shape=(8, 2048, 8, 128)"),
+    _a("sdpa-key-arg", "F.scaled_dot_product_attention(query, key, value, is_causal=True)"),
+    _a("dynamo-guard-key", "GUARDS: ___check_type_id(L['key'], 7629056)"),
+    _a("dynamo-cache-limit", "torch._dynamo hit config.recompile_limit (8) function: 'forward'"),
+    _a("inductor-autotune", "autotune_cache key: triton_mm_4 0.0102 ms 100.0%"),
+    _a("neuron-cores", "NEURON_RT_VISIBLE_CORES=0-31 NEURON_CC_FLAGS=--model-type=transformer"),
+    _a("xla-flags", "XLA_FLAGS=--xla_dump_to=/tmp/xla --xla_dump_hlo_as_text"),
+    _a("pjrt-device", "PJRT_DEVICE=TPU TPU_NUM_DEVICES=4"),
+    _a("nccl-env", "NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0"),
+    _a("torch-compile-debug", "TORCH_COMPILE_DEBUG=1 TORCH_LOGS=+dynamo,recompiles"),
+    _a("deepspeed-zero", '"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 4'),
+    _a("fsdp-config", "fsdp_config: {sharding_strategy: FULL_SHARD, state_dict_type: SHARDED_STATE_DICT}"),
+    _a("lora-config", "LoraConfig(r=16, lora_alpha=32, target_modules=['q_proj', 'k_proj', 'v_proj'])"),
+    _a("schema-signature", "signature=(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
+    _a("aten-schema", "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"),
+    _a("authorization-prose", "Authorization header missing: the request was refused (HTTP 401)"),
+    _a("password-prose", "password reset is required for new accounts"),
+    _a("pass-test", "PASS: test_flash_attention_backward[bf16]"),
+    _a("pytest-summary", "=== 12 passed, 3 skipped, 1 xfailed in 41.20s ==="),
+    _a("git-hooks-path", "hint: The '.git/hooks/pre-commit' hook was ignored because it's not set as executable."),
+    _a("pwd-path", "PWD=/srv/bench/run-17"),
+    _a("secret-manager-name", "secret_name=bench/hf-readonly (fetched at start)"),
+    _a("tokenizer-json-model", '"model": {"type": "BPE", "unk_token": null, "continuing_subword_prefix": null}'),
+    _a("sentencepiece", "sp_model_kwargs={} spm_path=tokenizer.model"),
+    _a("token-type-embeddings", "bert.embeddings.token_type_embeddings.weight torch.Size([2, 768])"),
+    _a("key-value-store", "TCPStore(host_name=node0, port=29500, world_size=16, is_master=True)"),
+    _a("master-addr", "MASTER_ADDR=10.0.0.12 MASTER_PORT=29500 RANK=0 WORLD_SIZE=16"),
+    _a("cuda-visible", "CUDA_VISIBLE_DEVICES=0,1,2,3 CUDA_LAUNCH_BLOCKING=1"),
+    _a("nvidia-smi", "| 0  NVIDIA H100 80GB HBM3  On | 00000000:18:00.0 Off | 0 |"),
+    _a("memory-summary", "torch.cuda.OutOfMemoryError: Tried to allocate 2.00 GiB (GPU 0; 79.10 GiB total capacity)"),
+    _a("wandb-run-url", "wandb: View run at https://wandb.ai/acme/bench/runs/3f9a2c7d"),
+    _a("wandb-offline", "WANDB_MODE=offline WANDB_PROJECT=bench"),
+    _a("mlflow-uri", "MLFLOW_TRACKING_URI=http://mlflow.internal:5000"),
+    _a("hf-repo-id", "repo_id=meta-llama/Llama-3.1-8B-Instruct revision=0e9e39f249a16976918f6564b8830bc894c89659"),
+    _a("safetensors-index", '"weight_map": {"model.embed_tokens.weight": "model-00001-of-00004.safetensors"}'),
+    _a("checkpoint-path", "saving checkpoint to /ckpt/step_000500/model_state_rank0.pt"),
+    _a("hex-seed", "seed=0x5eed1234 generator=torch.Generator(device='cpu')"),
+    _a("profiler-key-averages", "prof.key_averages().table(sort_by='self_cuda_time_total', row_limit=10)"),
+    _a("group-by-key", "df.groupby(key='step').mean()"),
+    _a("lookup-key-dict", "cfg['key'] = 'value'"),
+    _a("number-password-length", "min_password_length=12 password_rounds=4"),
+    _a("auth-type-none", "auth_type=none"),
+    _a("session-state", "session_state=ready session_count=3"),
 ]
