@@ -11,6 +11,7 @@ MLflow's schema upgrades and table creation never touch the original.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ def open_client(store: str, workdir: Path) -> Any:
     if "://" in store:
         uri = store
     elif path.is_dir():
+        # MLflow writes a default experiment into a folder that has none: a folder of no store is left alone.
+        if not any(path.glob("*/meta.yaml")):
+            raise KbError(f"{store}: not an MLflow tracking folder (no experiment in it, no */meta.yaml)")
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 reads such folders only when asked
         uri = path.resolve().as_uri()
     elif path.is_file():
         if path.open("rb").read(16) != b"SQLite format 3\x00":

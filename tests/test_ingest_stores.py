@@ -69,6 +69,24 @@ def test_artifacts_are_copied_when_asked(kb: KnowledgeBase, mlflow_store: Path) 
     assert (kb.attachments_path(good) / "config.json").read_text() == '{"layers": 2}'
 
 
+def test_a_tracking_folder_is_read_too(kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 writes such folders only when told to
+    client = mlflow.MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run = client.create_run(client.create_experiment("legacy"), run_name="old")
+    client.log_metric(run.info.run_id, "loss", 2.0, step=0)
+    client.log_metric(run.info.run_id, "loss", 1.5, step=1)
+    client.set_terminated(run.info.run_id)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    result = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"))
+    assert result.returncode == 0, result.stderr
+    assert only_entry(kb).data["metrics"]["loss"] == {"value": 1.5, "step": 1}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = run_kb("ingest", "mlflow", str(empty))
+    assert refused.returncode == 1 and "not an MLflow tracking folder" in refused.stderr
+    assert list(empty.iterdir()) == []  # nothing written into it
+
+
 def test_a_store_that_is_not_one_is_named(kb: KnowledgeBase, tmp_path: Path) -> None:
     (tmp_path / "notes.db").write_text("not a database")
     result = run_kb("ingest", "mlflow", str(tmp_path / "notes.db"))
