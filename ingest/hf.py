@@ -10,7 +10,8 @@ gradient accumulation, all its micro-batches), so the first step (with torch_com
 warm-up stay apart from steady state. on_log gives the loss, learning rate and evaluation figures as
 metrics with their curves; evaluation (from the step that asks for it to on_evaluate) is the run's
 "evaluate" phase. The TrainingArguments that decide speed
-become settings; tokens per step are the batch's samples times the sequence length of the training data.
+become settings; tokens per step are the Trainer's own count of the batch's tokens when
+include_num_input_tokens_seen is on, else the batch's samples times the length of the first example.
 Takes the options of `ingest.pytorch.run` (workload, backend, tags, warmup_steps...); what the Trainer
 knows (device, mode, batch sizes) fills in what they leave out.
 """
@@ -35,6 +36,7 @@ class KbCallback(TrainerCallback, Guarded):
         self.options = options
         self.run: Any = None
         self._evaluating: Any = None  # the run's "evaluate" phase while the Trainer evaluates
+        self._seen = 0  # the Trainer's count of input tokens at the last step's end
         self._began = 0.0
 
     @guarded
@@ -55,6 +57,7 @@ class KbCallback(TrainerCallback, Guarded):
         self.run = start(**options)
         self.run.unfinished = TrainingStopped("the Trainer stopped before on_train_end")
         self.noted_so_far()
+        self._seen = state.num_input_tokens_seen
         self._began = time.perf_counter()
 
     @guarded
@@ -65,7 +68,7 @@ class KbCallback(TrainerCallback, Guarded):
     @guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None:
-            self.run.end_step()
+            self.run.end_step(tokens=self._tokens_this_step(args, state))
             self._before_evaluating(control)
 
     @guarded
@@ -95,6 +98,14 @@ class KbCallback(TrainerCallback, Guarded):
         run.set("timings.train_s", round(time.perf_counter() - self._began, 3))
         run.set("settings.steps", state.global_step)
         run.finish()
+
+    def _tokens_this_step(self, args: Any, state: Any) -> int | None:
+        """With include_num_input_tokens_seen on, the Trainer counts the tokens of every batch (across ranks): this
+        step's share of one rank, where data of many lengths makes the first example's length a poor guess."""
+        if args.include_num_input_tokens_seen in ("no", False, None):
+            return None
+        seen, self._seen = state.num_input_tokens_seen - self._seen, state.num_input_tokens_seen
+        return seen // max(args.world_size, 1) or None
 
     def _before_evaluating(self, control: Any) -> None:
         """The Trainer evaluates right after this hook when its flow callback (called first) said so: time it as

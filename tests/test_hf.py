@@ -85,6 +85,8 @@ def test_two_processes_under_torchrun_make_one_entry(kb: KnowledgeBase, tmp_path
     ranks = data["ranks"]
     assert ranks["world_size"] == 2 and ranks["reported"] == 2 and ranks["missing"] == []
     assert all(rank["steps"] == 8 for rank in ranks["per_rank"])
+    metrics = data["metrics"]  # from the Trainer's count of the batches' tokens: 4 x 16 a step on each rank
+    assert metrics["tokens_per_s"]["value"] == pytest.approx(metrics["samples_per_s"]["value"] * 16, rel=1e-3)
 
 
 def test_the_trainer_needs_no_more_lines_than_the_docs_show() -> None:

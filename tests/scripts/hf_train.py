@@ -55,6 +55,7 @@ args = TrainingArguments(
     output_dir=output_dir, max_steps=STEPS, per_device_train_batch_size=BATCH, learning_rate=1e-3,
     logging_steps=2, eval_strategy="steps", eval_steps=4, per_device_eval_batch_size=BATCH, save_strategy="no",
     report_to="none", use_cpu=True, disable_tqdm=True, remove_unused_columns=False,
+    include_num_input_tokens_seen=scenario == "ranks",  # the Trainer's own token count, gathered over ranks
     # aot_eager: dynamo and AOT autograd as inductor has them, without its code generation (minutes on 2 CPUs)
     torch_compile=scenario == "compiled", torch_compile_backend="aot_eager" if scenario == "compiled" else None,
 )  # fmt: skip
