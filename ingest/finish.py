@@ -69,6 +69,7 @@ def finish(
     _ranks_from_files(entry, folder / RUN_FOLDER)
     output = output or folder / OUTPUT_LOG
     _fallbacks_from_output(entry, output)
+    _neuron_cache_from_output(entry, output)
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
     entry.data["attachments"] = list_attachments(kb, entry)
@@ -138,6 +139,17 @@ def _fallbacks_from_output(entry: Entry, output: Path) -> None:
     ]
     section["output_ops"] = ops
     entry.data["fallbacks"] = section
+
+
+def _neuron_cache_from_output(entry: Entry, output: Path) -> None:
+    """What the Neuron compile cache said in the run's output: hits, cached failures (not retried), its path."""
+    if not output.is_file():
+        return
+    from ingest.backend_evidence import neuron_from_output
+
+    found = neuron_from_output(output)
+    if found is not None:
+        entry.data.setdefault("backend_evidence", {})["neuron_cache"] = found
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

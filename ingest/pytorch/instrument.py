@@ -35,10 +35,10 @@ from typing import Any
 
 import torch
 
-from ingest import handover, rank_summaries, steps
+from ingest import backend_evidence, handover, rank_summaries, steps
 from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
-from ingest.pytorch import failures, numerics, ranks
+from ingest.pytorch import failures, numerics, ranks, xla_metrics
 from ingest.pytorch.compile_evidence import CompileWatch
 from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
 from kb.entry import iso
@@ -100,14 +100,13 @@ class Step:
             index = len(owner._times)
             owner._times.append(elapsed)
             owner._ends.append(now - owner._origin)
-            compiled = owner._compile.compiles != self._compiles  # this step compiled (a first call, a recompile)
-            if compiled:
+            if owner._compile.compiles != self._compiles:  # this step compiled (a first call, a recompile)
                 owner._compiled.add(index)
+                owner._pending.append(index)
             if self.tokens is not None or self.samples is not None:
                 owner._sizes[index] = (self.tokens, self.samples)
-            lines = owner._stream.lines
-            lines.append(steps.step_line(index, elapsed, now - owner._origin, self.tokens, self.samples, compiled))
-            if now >= owner._flush_due or len(lines) >= steps.FLUSH_STEPS:
+                owner._pending.append(index)
+            if now >= owner._flush_due or index - owner._flushed >= steps.FLUSH_STEPS:
                 owner._flush(now)
         self.tokens = self.samples = None
 
@@ -145,6 +144,8 @@ class Run:
         self._compiled: set[int] = set()  # the steps during which something compiled
         self._sizes: dict[int, tuple[int | None, int | None]] = {}  # r.step(tokens=..., samples=...), by step
         self._streamed: dict[str, int] = {}  # per logged name, how many values the stream has
+        self._flushed = 0  # how many steps the stream has
+        self._pending: list[int] = []  # steps since the last flush that compiled or had their own sizes
         self._origin = time.perf_counter()
         self._flush_due = 0.0
         # Per name, the steps and the values in two flat lists: a list of (step, value) tuples makes the garbage
@@ -152,6 +153,9 @@ class Run:
         self._logs: dict[str, tuple[list[int], list[Any]]] = {}
         self._phases: dict[str, float] = {}
         self._memory: dict[str, float] = {}
+        self._xla_phases: dict[str, dict[str, Any]] = {}  # per phase, what torch_xla's metrics counted in it
+        self._xla_start: dict[str, tuple[int, float]] | None = None
+        self._caches: dict[str, Any] = {}
         self._phase: str | None = None
         self._in_step = False
         self._failed_at: tuple[str | None, int | None, BaseException] | None = None
@@ -171,7 +175,7 @@ class Run:
             "warmup_steps": warmup_steps, "tokens_per_step": tokens_per_step, "samples_per_step": samples_per_step,
             "rank": self.rank, "world_size": self.world_size,
         }  # fmt: skip
-        self._stream = steps.StepStream(self.folder, header, steps.stream_name(self.rank))
+        self._stream = steps.StepStream(self.folder, header, self.rank)
         self.step = Step(self)
 
     # -- the context manager -------------------------------------------------------------------------------------
@@ -184,6 +188,8 @@ class Run:
         self._compile.start()
         self._fallbacks.start()
         self._load.start()
+        self._xla_start = xla_metrics.snapshot()
+        self._caches = backend_evidence.cache_states(os.environ, self.backend)
         if threading.current_thread() is threading.main_thread():
             self._previous_term = signal.signal(signal.SIGTERM, _raise_terminated)
         rank_summaries.write_summary(self.folder, self._rank_summary("running"))
@@ -213,6 +219,7 @@ class Run:
         previous, self._phase = self._phase, name
         devices.reset_peak_memory(self.device_type)
         self._sync()
+        xla_before = xla_metrics.snapshot()
         began = time.perf_counter()
         try:
             yield
@@ -223,6 +230,9 @@ class Run:
         finally:
             self._sync()
             self._phases[name] = self._phases.get(name, 0.0) + time.perf_counter() - began
+            xla = xla_metrics.delta(xla_before, xla_metrics.snapshot())
+            if xla:
+                self._xla_phases[name] = xla
             peak = devices.peak_memory_gb(self.device_type)
             if peak is not None:
                 self._memory[name] = peak
@@ -283,6 +293,13 @@ class Run:
         result = numerics.compare_curves(curve, [float(v) for v in reference], rtol=rtol, reference=source, name=name)
         self._sections["numerics"] = result
         return result
+
+    def mfu(self, value: float, *, peak_flops: float, device: str | None = None) -> dict[str, Any]:
+        """Record a model-FLOPs utilisation figure with the peak FLOP/s it was computed against, and whether that
+        peak is the device's own (`device` as named in ingest.backend_evidence.KNOWN_PEAK_FLOPS, e.g. "H100 SXM")."""
+        section = backend_evidence.mfu(value, peak_flops, device)
+        self._sections["backend_evidence.mfu"] = section
+        return section
 
     def save_outputs(self, name: str, tensor: torch.Tensor) -> Path:
         """Keep outputs beside the entry so that later runs can be checked against them."""
@@ -355,24 +372,41 @@ class Run:
 
     def _flush(self, now: float) -> None:
         """Into the run folder: the steps and values since the last flush, and this rank's summary so far."""
-        self._flush_due = now + steps.FLUSH_S
-        lines = self._stream.lines
+        timed = now >= self._flush_due  # else a full buffer of steps: the summary waits for its time
+        start, end = self._flushed, len(self._times)
+        lines = []
+        for index in dict.fromkeys(self._pending):  # what only some steps have: a compile, their own sizes
+            extra: dict[str, Any] = {"compiled": True} if index in self._compiled else {}
+            tokens, samples = self._sizes.get(index, (None, None))
+            extra.update({k: v for k, v in (("tokens", tokens), ("samples", samples)) if v is not None})
+            lines.append(json.dumps({"step": index, **extra}) + "\n")
+        self._pending.clear()
         for name, (at, values) in self._logs.items():
             done = self._streamed.get(name, 0)
-            lines.extend(steps.log_line(name, at[i], _value(values[i])) for i in range(done, len(values)))
-            self._streamed[name] = len(values)
-        self._stream.flush()
-        with contextlib.suppress(OSError):  # a full disk costs the summary, never the run
-            rank_summaries.write_summary(self.folder, self._rank_summary("running"))
+            if done < len(values):
+                read = [_value(value) for value in values[done:]]
+                lines.append(json.dumps({"log": name, "steps": at[done:], "values": read}, default=str) + "\n")
+                self._streamed[name] = len(values)
+        self._stream.write(lines, self._times[start:end], self._ends[start:end])
+        self._flushed = end
+        if timed:
+            self._flush_due = now + steps.FLUSH_S
+            with contextlib.suppress(OSError):  # a full disk costs the summary, never the run
+                rank_summaries.write_summary(self.folder, self._rank_summary("running"))
 
     def _rank_summary(self, status: str) -> dict[str, Any]:
-        step_s = steps.timings(self._times, self.warmup_steps, self._compiled).get("step_s") or {}
+        """This rank's summary; while it runs, only what costs nothing to know (figures over every step come
+        at the end: computing them at each flush would make a long run's flushes grow with its length)."""
         summary = {
             "rank": self.rank, "local_rank": self.local_rank, "world_size": self.world_size, "status": status,
             "host": os.uname().nodename, "pid": os.getpid(), "device": self.device_type, "steps": len(self._times),
             "first_step_s": _round(self._times[0]) if self._times else None,
-            "step_s_median": step_s.get("median"),
+            "elapsed_s": _round(self._ends[-1]) if self._ends else None,
         }  # fmt: skip
+        if status == "running":
+            return summary
+        step_s = steps.timings(self._times, self.warmup_steps, self._compiled).get("step_s") or {}
+        summary["step_s_median"] = step_s.get("median")
         for name, metric in self._throughput().items():
             if not name.endswith("_median_step"):
                 summary[name] = metric["value"]
@@ -424,6 +458,18 @@ class Run:
             warning = busy_note(load)
             if warning:
                 self._notes.append(warning)
+        evidence: dict[str, Any] = {}
+        xla_run = xla_metrics.delta(self._xla_start, xla_metrics.snapshot())
+        if xla_run or self._xla_phases:
+            evidence["xla_metrics"] = {"run": xla_run, **self._xla_phases}
+        if self._caches:
+            evidence["caches"] = self._caches
+            if self._caches.get("neuron", {}).get("precompile_run"):
+                self._notes.append(
+                    "A neuron_parallel_compile run: it extracts and compiles graphs, so its timings are not results."
+                )
+        if evidence:
+            sections["backend_evidence"] = evidence
         isa = devices.cpu_isa()
         if isa:
             sections["hardware.cpu_isa"] = isa
