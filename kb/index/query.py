@@ -172,6 +172,26 @@ def list_entries(
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
+def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) -> list[tuple] | None:
+    """The best `limit` by the words alone, as the ranked query gives them, or None when equal scores straddle
+    the cut (then the date decides who is in, and every match is sorted). FTS5 ranks its own rows without
+    looking each one up in `entries` first: 5 to 10 times faster on a common word."""
+    table = fulltext.TABLE
+    top = db.execute(
+        f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?", [match, limit + 1]
+    ).fetchall()
+    if len(top) > limit and top[limit][1] == top[limit - 1][1]:
+        return None
+    rank = dict(top[:limit])
+    marks = ", ".join("?" * len(rank))
+    rows = db.execute(f"SELECT {columns}, e.rowid FROM entries e WHERE e.rowid IN ({marks})", list(rank)).fetchall()
+    ranked = [(*row, -rank[row[-1]]) for row in rows]
+    at = {name: COLUMNS.index(name) for name in ("id", "recorded")}
+    ranked.sort(key=lambda row: (row[at["recorded"]], row[at["id"]]), reverse=True)  # newest first among equals
+    ranked.sort(key=lambda row: -row[-1])  # stable: best first
+    return ranked
+
+
 def suggest(db: sqlite3.Connection, query: str) -> str | None:
     """For a query that found nothing: the same with each word the index lacks replaced by its nearest word."""
     with reading(db):
@@ -233,7 +253,11 @@ def search(
             )
             params = [compiled.match, *compiled.params, *params]
         try:
-            ranked = db.execute(sql, [*params, limit]).fetchall()
+            ranked = None
+            if compiled.match is not None and not compiled.conditions and filters.empty():
+                ranked = _top_by_words(db, compiled.match, limit, columns)
+            if ranked is None:
+                ranked = db.execute(sql, [*params, limit]).fetchall()
         except sqlite3.OperationalError as exc:  # FTS5 refused what the compiler made of the query: say so
             if compiled.match is None or not ("fts5" in str(exc) or "unterminated string" in str(exc)):
                 raise
