@@ -18,9 +18,9 @@ from kb.answers import figures
 from kb.answers.figures import Figure
 from kb.index import answers
 
-CANDIDATES = 10  # the newest completed runs of a cell looked through for a comparable one, and cold/warm compiles
+CANDIDATES = 4  # the newest completed runs of a cell looked through for a comparable one, and cold/warm compiles
 REPORTS = 3  # the newest reported figures shown per cell
-RUNS_LISTED = 10  # the newest runs a cell links to
+RUNS_LISTED = 5  # the newest runs a cell links to
 NO_BACKEND = "(no backend)"
 # Where a backend's releases come from (kb release PACKAGE): the checklist's "newer than the latest release".
 BACKEND_PACKAGES = {

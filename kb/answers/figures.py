@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 THROUGHPUT = ("tokens_per_s", "samples_per_s")  # derived from the step times: they share their verdict
@@ -42,10 +43,15 @@ def devices(data: dict[str, Any]) -> int:
     return 1
 
 
+@cache  # few distinct setting names, asked about for every run
+def _is_shape(name: str) -> bool:
+    return SHAPE.search(name.lower()) is not None
+
+
 def shapes(data: dict[str, Any]) -> dict[str, Any]:
     """The settings that change what a step computes (batch, sequence length, dtype ...)."""
     settings = data.get("settings") or {}
-    found = {name: value for name, value in settings.items() if SHAPE.search(name.lower())}
+    found = {name: value for name, value in settings.items() if _is_shape(name)}
     precision = (data.get("precision") or {}).get("dtype") if isinstance(data.get("precision"), dict) else None
     if precision is not None and "dtype" not in found:
         found["dtype"] = precision
