@@ -303,6 +303,14 @@ def test_malformed_query_is_a_kb_error(shared: sqlite3.Connection, query: str, p
     assert "\n" not in str(raised.value)
 
 
+def test_an_unknown_field_offers_the_nearest(shared: sqlite3.Connection) -> None:
+    with pytest.raises(KbError, match=r"unknown field 'backnd' in the query 'backnd:neuron': did you mean backend\?"):
+        find(shared, "backnd:neuron")
+    with pytest.raises(KbError) as raised:
+        find(shared, "https://example.com/log")
+    assert "did you mean" not in str(raised.value)
+
+
 def test_other_bad_queries_are_kb_errors(shared: sqlite3.Connection) -> None:
     with pytest.raises(KbError, match="operator"):
         find(shared, "NOT AND x")

@@ -302,9 +302,13 @@ def parse(query: str) -> Query:
     for leaf in parsed.leaves():
         name = leaf.field()
         if name not in known:
-            fields = ", ".join(sorted({*DEFAULT_FIELDS, *COLUMN_FIELDS, *(a for v in ALIASES.values() for a in v)}))
+            from rapidfuzz import fuzz, process
+
+            names = sorted({*DEFAULT_FIELDS, *COLUMN_FIELDS, *(a for v in ALIASES.values() for a in v)})
+            near = process.extractOne(name, names, scorer=fuzz.ratio, score_cutoff=SUGGEST_SCORE)
+            hint = f"did you mean {near[0]}? " if near else ""
             raise KbError(
-                f"unknown field {quoted(name, QUOTED_CHARS)} in the query {shown} (fields: {fields}); "
+                f"unknown field {quoted(name, QUOTED_CHARS)} in the query {shown}: {hint}(fields: {', '.join(names)}); "
                 'to search for text that contains ":", put it in double quotes'
             )
     return parsed
