@@ -16,6 +16,10 @@ from kb.website.markup import collecting
 from kb.website.pages import Page, facet_path, slug
 
 TEMPLATES = Path(__file__).parent / "templates"
+# Attachments a browser would run as a page of the site's own origin (an HTML report, an SVG with a script):
+# published as text (`report.html.txt`), so that no static host serves them as a page. `kb site serve` also
+# sandboxes every attachment (kb.website.serve).
+ACTIVE = frozenset({".html", ".htm", ".xhtml", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".xslt", ".mht", ".mhtml"})
 
 
 @dataclass
@@ -54,6 +58,7 @@ def environment(base_url: str) -> Any:
     )
     env.globals.update(version=__version__, base_url=base_url, facet_path=facet_path, slug=slug)
     env.filters["number"] = lambda value: "" if value is None else f"{value:.4g}"
+    env.filters["published"] = published
     env.filters.update(duration=humanize.duration, size=humanize.size)  # figures with their units, as people read them
     return env
 
@@ -70,6 +75,11 @@ def write_if_changed(path: Path, content: bytes) -> bool:
     return True
 
 
+def published(relative: str) -> str:
+    """Where an attachment is published, relative to where it lies: an active one as text (ACTIVE)."""
+    return f"{relative}.txt" if Path(relative).suffix.lower() in ACTIVE else relative
+
+
 def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool] | None:
     """Copy one attachment beside its page; a file that is missing or lies outside the entries folder is skipped."""
     entries = kb.entries_path.resolve()
@@ -79,7 +89,7 @@ def _copy(kb: KnowledgeBase, out: Path, item: dict[str, Any]) -> tuple[str, bool
             return None
     except OSError:  # a name the file system cannot hold (too long): there is no such file to publish
         return None
-    relative = f"entries/{item['source']}"
+    relative = f"entries/{published(item['source'])}"
     target = out / relative
     if target.is_file() and filecmp.cmp(source, target, shallow=False):
         return relative, False

@@ -23,6 +23,8 @@ from kb.store import KnowledgeBase
 from kb.website import changes
 from kb.website.build import build_site, default_out
 
+# An attachment runs nothing and loads nothing, in an origin of its own (sandbox without allow-scripts).
+ATTACHMENT_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 WAIT_S = 1.0  # how long one wait for a change lasts: how soon a stop is noticed
 SETTLE_S = 0.2  # a change is rebuilt once nothing more changed for this long
 SETTLE_MAX_S = 2.0  # ...or this long after it, whichever comes first
@@ -37,7 +39,20 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")  # a preview: always the newest build
+        if self._is_attachment():
+            # Files from runs and people: never a page of this origin, whatever they hold or claim to be.
+            self.send_header("Content-Security-Policy", ATTACHMENT_POLICY)
+            self.send_header("X-Content-Type-Options", "nosniff")
         super().end_headers()
+
+    def _is_attachment(self) -> bool:
+        """Whether the request is for a file in an entry's attachment folder (entries/.../<id>/...)."""
+        path = Path(self.translate_path(self.path))
+        root = Path(self.directory) / "entries"
+        if not path.is_relative_to(root):
+            return False
+        return any(folder.with_name(f"{folder.name}.html").is_file() for folder in path.parents if folder != root
+                   and folder.is_relative_to(root))  # fmt: skip
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # quiet: the terminal shows builds, not requests
