@@ -260,3 +260,25 @@ def test_an_uninstrumented_torchrun_failure_says_what_each_rank_raised(kb: Knowl
     assert failure["message"] == "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice' (ranks 0, 1)"
     assert [item["rank"] for item in failure["exceptions"]] == [0, 1, None]
     assert failure["class"] == "environment"
+
+
+class _Unreadable:
+    """A logged value whose read-back fails, as a tensor on a device that has gone away does."""
+
+    def item(self) -> float:
+        raise RuntimeError("device lost")
+
+
+def test_a_value_that_cannot_be_read_back_never_breaks_the_run(kb: KnowledgeBase, tmp_path: Path) -> None:
+    from ingest.pytorch import run
+
+    with run(workload="unreadable", device="cpu", out=tmp_path / "runs", warmup_steps=1) as r:
+        for _ in range(3):
+            with r.step():
+                pass
+            r.log("loss", _Unreadable())
+            r.log("lr", 0.1)
+        r._flush(float("inf"))  # a flush while the run goes on, as every 2 s
+    data = only_entry(kb).data
+    assert data["metrics"]["loss"] == {"value": None, "step": 2} and data["metrics"]["lr"]["value"] == 0.1
+    assert data["timings"]["step_s"]["count"] == 2

@@ -372,6 +372,13 @@ class Run:
 
     def _flush(self, now: float) -> None:
         """Into the run folder: the steps and values since the last flush, and this rank's summary so far."""
+        try:
+            self._flush_stream(now)
+        except Exception as exc:  # a value that cannot be read back, say: the stream stops, the run goes on
+            self._stream.failed = f"{type(exc).__name__}: {exc}"
+            self._flush_due = float("inf")
+
+    def _flush_stream(self, now: float) -> None:
         timed = now >= self._flush_due  # else a full buffer of steps: the summary waits for its time
         start, end = self._flushed, len(self._times)
         lines = []
@@ -416,6 +423,8 @@ class Run:
         ended = datetime.now(timezone.utc)
         self._flush(time.perf_counter())
         self._stream.close()
+        if self._stream.failed:
+            self._notes.append(f"The step stream stopped ({self._stream.failed}): a kill would have lost the steps.")
         compile_section = self._compile.stop()
         fallback_watch = self._fallbacks.stop()
         sections: dict[str, Any] = {}
@@ -496,7 +505,8 @@ class Run:
                 handle.writelines(f"{value}\n" for _, value in values)
             if values:
                 step, last = values[-1]
-                handover.metric(name, _round(float(last)), step=step, folder=folder)
+                number = last if isinstance(last, (int, float)) and not isinstance(last, bool) else None
+                handover.metric(name, _round(number), step=step, folder=folder)
         for name, metric in self._throughput().items():
             handover.metric(
                 name, metric["value"], metric["unit"], better="higher", phase="steady",
@@ -578,8 +588,14 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 
 
 def _value(value: Any) -> Any:
-    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step."""
-    return value.item() if hasattr(value, "item") else value
+    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step;
+    one that cannot be read back (not one number, a device error) is kept as None rather than failing the run."""
+    if not hasattr(value, "item"):
+        return value
+    try:
+        return value.item()
+    except Exception:
+        return None
 
 
 def _round(value: float | None) -> float | None:
