@@ -71,7 +71,12 @@ def test_compile_times_cold_with_cold(history: KnowledgeBase) -> None:
 def test_a_one_off_phase_measured_once_is_not_a_regression(history: KnowledgeBase) -> None:
     (series,) = trend("load_s")["series"]
     eager = series["points"]
-    assert series["group"] == "cpu · eager" and eager[1]["change"] == -0.5 and eager[1]["flag"] == "" and eager[1]["note"] == "one measurement"
+    assert (
+        series["group"] == "cpu · eager"
+        and eager[1]["change"] == -0.5
+        and eager[1]["flag"] == ""
+        and eager[1]["note"] == "one measurement"
+    )
 
 
 def test_throughput_shares_the_step_times_verdict(kb: KnowledgeBase) -> None:

@@ -50,6 +50,7 @@ def register(app: typer.Typer) -> None:
             plural = "s" if len(made_due) > 1 else ""
             typer.echo(f"kb: {len(made_due)} decision{plural} due for review after this release", err=True)
 
+
 def due_by(ctx: typer.Context, release_id: str) -> list:
     """The decisions a newly recorded release makes due (those whose fired triggers point at it)."""
     from datetime import date
