@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kb.store import KnowledgeBase
-from kb.website import pages
 from kb.website.build import build_site
+from kb.website.pages import lists
 from tests.conftest import REPO, run_kb, write_entry
 
 COMPILED = "2026-11-30-tiny-lm-cpu-compiled-b5c3dc"
@@ -184,7 +184,7 @@ def test_facet_counts_drill_down_within_the_list(built: tuple[KnowledgeBase, Pat
 
 
 def test_the_row_filter_says_when_it_filters_one_page(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pages, "PAGE_SIZE", 2)
+    monkeypatch.setattr(lists, "PAGE_SIZE", 2)
     for day in range(1, 4):
         write_entry(kb, f"2026-10-0{day}-run-a0000{day}", f"run {day}", recorded=f"2026-10-0{day}T10:00:00Z",
                     status="completed", tags=["first"] if day == 1 else [])

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from kb import __version__
 from kb.errors import KbError, Problem
 from kb.store import KnowledgeBase
 from kb.website import search_index
-from kb.website.pages import Page, Site, digest
+from kb.website.pages import Build, Page, Site, publish, search_page
 from kb.website.render import Rendered, write_if_changed
 from kb.website.workers import render_pages
 
@@ -35,7 +35,6 @@ HERE = Path(__file__).parent
 # What a page's look depends on besides its data: a change to any of these renders every page again.
 RENDERER_FILES = (HERE, HERE.parent / "sections.py", HERE.parent / "humanize.py", HERE.parent / "answers")
 
-SEARCH_FILTERS = ("kind", "status", "backend", "workload", "mode", "failure", "tag", "torch")
 Progress = Callable[[int, int], None]
 
 
@@ -101,9 +100,8 @@ def build_site(
                 decisions = [Entry.read(kb.entries_path / path) for path in index_site.decision_paths(db)]
                 due = {item.decision.id: item for item in due_decisions(decisions, db, today)}
                 site = Site(kb, db)
-                facets = site.facets()
-                pages = _pages(site, facets, due, report.problems, base_url)
-                _write(kb, out, pages, lambda search: _search_page(facets, search), base_url, report, progress)
+                pages = publish(site, Build(due, report.problems, base_url))
+                _write(kb, out, pages, partial(search_page, site), base_url, report, progress)
         finally:
             db.close()
     report.seconds = time.perf_counter() - started
@@ -120,28 +118,6 @@ def _check_out(kb: KnowledgeBase, out: Path) -> None:
     root, entries = kb.root.resolve(), kb.entries_path.resolve()
     if out in (root, entries) or out.is_relative_to(entries) or out.is_relative_to(kb.cache_path.resolve()):
         raise KbError(f"--out {out}: the site needs a folder of its own (default: {default_out(kb)})")
-
-
-def _pages(site: Site, facets: list, due: dict[str, Any], problems: list[Problem], base_url: str) -> list[Page]:
-    pages = list(site.entry_pages(due))
-    pages += [site.home_page(facets, due, problems), site.decisions_page(due)]
-    pages += site.listing_pages(facets)
-    pages += site.comparison_pages()
-    pages += site.trend_pages()
-    pages.append(Page("404.html", "404.html", digest("404", base_url), lambda: {"base_url": base_url}))
-    return pages
-
-
-def _search_page(facets: list, search: search_index.SearchState) -> Page:
-    """The search page: the bundles to merge, the stale results to drop, and the facets as filters."""
-    # The filters are the entry pages' Pagefind filters: the facets, with torch's version.
-    filters = [(dim.replace("package:", ""), label, values) for dim, label, values in facets]
-    context = {
-        "bundles": search.bundles,
-        "stale": search.stale,
-        "facets": [f for f in filters if f[0] in SEARCH_FILTERS],
-    }
-    return Page("search.html", "search.html", digest("search", context), lambda: context)
 
 
 def _write(

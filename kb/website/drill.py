@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-# Facets as the search page's filters name them (kb.website.build.SEARCH_FILTERS); the rest cannot be searched.
+# Facets as the search page's filters name them (kb.website.pages.search.SEARCH_FILTERS); the rest cannot be searched.
 SEARCH_NAMES = {"kind": "kind", "status": "status", "backend": "backend", "workload": "workload", "mode": "mode",
                 "failure": "failure", "tag": "tag", "package:torch": "torch"}  # fmt: skip
 

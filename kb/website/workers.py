@@ -22,7 +22,7 @@ from kb.website.render import Rendered, render_page
 MIN_PAGES = 400  # entry pages to render before worker processes pay for their start
 CHUNK = 100  # entry pages per task: few enough messages, small enough to share out evenly
 
-_worker: tuple[KnowledgeBase, Path, str, Any] | None = None  # (kb, out, base_url, Site) in a worker process
+_worker: tuple[KnowledgeBase, Path, str, Any] | None = None  # (kb, out, base_url, EntryPages) in a worker process
 
 
 def render_pages(kb: KnowledgeBase, out: Path, base_url: str, pages: list[Page]) -> Iterator[Rendered]:
@@ -47,17 +47,17 @@ def render_pages(kb: KnowledgeBase, out: Path, base_url: str, pages: list[Page])
 
 def _start(root: Path, out: Path, base_url: str) -> None:
     from kb.index.db import connect, index_path
-    from kb.website.pages import Site
+    from kb.website.pages import EntryPages, Site
 
     global _worker
     kb = KnowledgeBase(root)
-    _worker = (kb, out, base_url, Site(kb, connect(index_path(kb.cache_path))))
+    _worker = (kb, out, base_url, EntryPages(Site(kb, connect(index_path(kb.cache_path)))))
 
 
 def _render(jobs: list[tuple[str, str, str, Any]]) -> list[Rendered]:
     assert _worker is not None, "set by _start in each worker"
-    kb, out, base_url, site = _worker
+    kb, out, base_url, entry_pages = _worker
     return [
-        render_page(kb, out, base_url, Page(path, "entry.html", key, partial(site.entry_context, entry_id, state)))
+        render_page(kb, out, base_url, Page(path, "entry.html", key, partial(entry_pages.context, entry_id, state)))
         for path, key, entry_id, state in jobs
     ]
