@@ -285,7 +285,8 @@ def _why_empty(cell: Cell) -> str:
 
 def _best(cells: list[Cell], base: str | None) -> str:
     if base is None:
-        return "no answer yet: " + (cells[0].note if len(cells) == 1 else "no completed, measured run with a figure")
+        notes = {cell.note for cell in cells}
+        return "no answer yet: " + (notes.pop() if len(notes) == 1 else "no completed, measured run with a figure")
     counted = [c for c in cells if c.speedup]
     backends = {c.backend for c in cells}
     only = f"; only {next(iter(backends))} so far" if len(backends) == 1 else ""

@@ -61,7 +61,7 @@ class Outcome:
 def read(path: Path) -> list[Expectation]:
     """The expectations in the file; a wrong one is an error naming the file, its line and the field."""
     if not path.is_file():
-        raise KbError(f"{path}: no expectations yet; write [[expect]] tables (see docs/board.md)")
+        raise KbError(f"{path}: no expectations yet; write [[expect]] tables (kb expect --help shows one)")
     text = path.read_text("utf-8")
     try:
         raw = tomllib.loads(text)
