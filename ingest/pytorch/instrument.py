@@ -339,7 +339,7 @@ class Run:
 
     def _read(self, name: str) -> list[tuple[int, Any]]:
         at, values = self._logs.get(name, ([], []))
-        return [(step, _value(value)) for step, value in zip(at, values, strict=True)]
+        return list(zip(at, _values(values), strict=True))
 
     def _arm_budget(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -391,7 +391,7 @@ class Run:
         for name, (at, values) in self._logs.items():
             done = self._streamed.get(name, 0)
             if done < len(values):
-                read = [_value(value) for value in values[done:]]
+                read = _values(values[done:])
                 lines.append(json.dumps({"log": name, "steps": at[done:], "values": read}, default=str) + "\n")
                 self._streamed[name] = len(values)
         self._stream.write(lines, self._times[start:end], self._ends[start:end])
@@ -585,6 +585,17 @@ def _reachable_knowledge_base() -> Any:
 
 def _raise_terminated(signum: int, frame: Any) -> None:
     raise RunTerminated("SIGTERM")
+
+
+def _values(values: list[Any]) -> list[Any]:
+    """Many logged values read back at once: 0-d tensors alike are stacked and read in one call (a read per
+    value costs more than the step timer itself)."""
+    if len(values) > 1 and all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in values):
+        try:
+            return torch.stack(values).tolist()
+        except Exception:  # mixed devices or dtypes: one by one
+            pass
+    return [_value(value) for value in values]
 
 
 def _value(value: Any) -> Any:
