@@ -68,12 +68,17 @@ class Entry:
         """The entry in a file; `inside` is the knowledge base a link may point into (kb.reading)."""
         from kb.reading import read_entry_bytes
 
+        return cls.from_bytes(read_entry_bytes(path, inside), path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: Path | None = None) -> Entry:
+        """Parse an entry file's bytes; bytes that are not UTF-8 are a problem on their line."""
         try:
-            text = read_entry_bytes(path, inside).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise EntryError(
-                [Problem(path, None, None, f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
-            ) from None
+            line = data[: exc.start].count(b"\n") + 1
+            message = f"not UTF-8 text (byte {exc.start}); save it as UTF-8"
+            raise EntryError([Problem(path, line, None, message)]) from None
         return cls.parse(text, path)
 
     def serialise(self) -> str:

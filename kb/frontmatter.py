@@ -52,10 +52,10 @@ def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.split("\n")
-    if lines[0].rstrip("\r") != FENCE:
+    if lines[0].rstrip(" \t\r") != FENCE:  # trailing blanks on a fence are invisible: accepted
         raise EntryError([Problem(path, 1, None, "an entry starts with a line '---' that opens its YAML front matter")])
     for number, line in enumerate(lines[1:], start=2):
-        if line.rstrip("\r") in (FENCE, "..."):
+        if line.rstrip(" \t\r") in (FENCE, "..."):
             # With the line break that ends its last line: a block scalar there ("x: |" and "0") keeps its own.
             front = "".join(f"{line}\n" for line in lines[1 : number - 1])
             body = "\n".join(lines[number:])
@@ -69,9 +69,16 @@ def load(text: str, path: Path | str | None = None) -> Document:
     try:
         node = yaml.compose(front, Loader=_BaseLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # Where what is unclosed began (a `[`, a quote), else where the parser gave up.
+        mark = exc.context_mark or exc.problem_mark
         line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening fence
-        raise EntryError([Problem(path, line, None, f"front matter is not valid YAML: {exc.problem or exc}")]) from None
+        context = f" ({exc.context} begun on this line)" if exc.context_mark and exc.context else ""
+        message = f"front matter is not valid YAML: {exc.problem or exc}{context}"
+        raise EntryError([Problem(path, line, None, " ".join(message.split()))]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses (NUL, other control characters)
+        line = front[: exc.position].count("\n") + 2
+        message = f"front matter holds the control character #x{exc.character:04x}, which YAML does not allow"
+        raise EntryError([Problem(path, line, None, message)]) from None
     except yaml.YAMLError as exc:
         raise EntryError([Problem(path, None, None, f"front matter is not valid YAML: {exc}")]) from None
     if node is None:

@@ -310,6 +310,8 @@ def _explain(error: Any) -> str:
         if error.schema.get("description"):
             return f"{found} is not valid: {error.schema['description']}"
         return f"{found} does not have the expected form ({error.validator_value})"
+    if error.validator == "maxLength":
+        return f"{len(error.instance):,} characters, over the {error.validator_value:,} it may have"
     if error.validator == "const":
         return f"must be {error.validator_value!r}, found {found}"
     return error.message

@@ -89,3 +89,55 @@ def test_a_link_to_an_entry_elsewhere_in_the_base_is_read(kb: KnowledgeBase) -> 
     (kb.entries_path / "linked" / path.name).symlink_to(kb.entries_path / "kept" / path.name)
     result = run_kb("check")
     assert "outside the knowledge base" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (b"---\ntitle: x\ntags: [a, b\nkind: note\n---\nbody\n", 3, "did not find expected ',' or ']' (while parsing a "
+         "flow sequence begun on this line)"),
+        (b"---\nschema: 1\ntitle: caf\xe9\n---\n", 3, "not UTF-8 text (byte 24); save it as UTF-8"),
+        (b"---\nschema: 1\ntitle: a\x00b\n---\n", 3, "front matter holds the control character #x0000"),
+    ],
+    ids=["unclosed-bracket", "latin-1", "nul"],
+)  # fmt: skip
+def test_kb_check_names_the_line_of_a_broken_entry_in_one_line(
+    kb: KnowledgeBase, text: bytes, line: int, message: str
+) -> None:
+    path = kb.entries_path / "2026-01-07-broken-000007.md"
+    path.write_bytes(text)
+    result = run_kb("check")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    (shown,) = [out for out in result.stdout.splitlines() if "broken" in out]
+    assert shown.startswith(f"{path}:{line}: ") and message in shown, result.stdout
+
+
+def test_a_fence_with_trailing_blanks_opens_and_closes_the_front_matter(kb: KnowledgeBase) -> None:
+    path = write_entry(kb, "2026-01-03-fine-000002", recorded="2026-01-03T00:00:00Z", status="completed")
+    text = path.read_text()
+    path.write_text(text.replace("---\n", "---  \n", 1).replace("\n---\n", "\n--- \t\n", 1))
+    result = run_kb("check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_duplicate_id_names_the_other_file_with_its_folder(kb: KnowledgeBase) -> None:
+    path = write_entry(kb, "2026-01-03-fine-000002", recorded="2026-01-03T00:00:00Z", status="completed")
+    (kb.entries_path / "team").mkdir()
+    copy = kb.entries_path / "team" / "copy.md"
+    copy.write_text(path.read_text())
+    result = run_kb("check")
+    assert result.returncode == 1
+    assert f"is also used by {path}; give this one a new id" in result.stdout or (
+        f"is also used by {copy}; give this one a new id" in result.stdout
+    ), result.stdout
+
+
+def test_a_title_of_megabytes_is_a_short_problem_and_stays_out_of_listings(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-01-03-fine-000002", recorded="2026-01-03T00:00:00Z", status="completed")
+    write_entry(kb, "2026-01-08-long-000008", title="t" * 10_000_000, recorded="2026-01-08T00:00:00Z")
+    result = run_kb("check")
+    assert result.returncode == 1
+    assert "title: 10,000,000 characters, over the 20,000 it may have" in result.stdout
+    assert len(result.stdout) < 2000
+    assert run_kb("site", "build").returncode == 0
+    assert max(p.stat().st_size for p in (kb.root / "site").rglob("*.html")) < 1_000_000

@@ -242,7 +242,9 @@ def test_check_finds_links_to_nothing_and_duplicate_ids(sample: KnowledgeBase) -
     assert check.returncode == 1
     lines = check.stdout.splitlines()
     assert f"{linking}:9: links.rerun_of: no entry '2026-01-01-nothing-000000' in this knowledge base" in lines
-    assert any(line.startswith(f"{copy}:1: id: the id 2026-03-01-flex-trn3-000001 is also used by") for line in lines)
+    original = sample.entries_path / "2026-03-01-flex-trn3-000001.md"
+    duplicate = f": id: the id 2026-03-01-flex-trn3-000001 is also used by {original}; give this one a new id"
+    assert any(line.startswith(f"{copy}:") and line.endswith(duplicate) for line in lines), lines
 
 
 def test_deleting_the_cache_loses_nothing_and_damage_is_repaired(sample: KnowledgeBase) -> None:

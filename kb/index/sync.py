@@ -220,7 +220,9 @@ def _sync(
                 and (other in seen or (changed is not None and other not in changed))  # still there
                 and (other not in moving or entry.id in upserts)
             ):
-                found = [Problem(path, 1, "id", f"the id {entry.id} is also used by {other}; give this one a new id")]
+                line = entry.lines.get(("id",), 1)
+                message = f"the id {entry.id} is also used by {kb.entries_path / other}; give this one a new id"
+                found = [Problem(path, line, "id", message)]
                 entry = None
         if found:
             problems[relative] = found
@@ -288,9 +290,7 @@ def _insert(db: sqlite3.Connection, table: str, rows: list[dict]) -> None:
 
 def _parse(raw: bytes, path: Path) -> tuple[Entry | None, list[Problem]]:
     try:
-        return Entry.parse(raw.decode("utf-8"), path), []
-    except UnicodeDecodeError as exc:
-        return None, [Problem(path, None, None, f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
+        return Entry.from_bytes(raw, path), []
     except EntryError as exc:
         return None, exc.problems
 
