@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import only_entry
+from conftest import only_entry, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -81,3 +81,20 @@ def test_output_left_in_the_pipe_when_the_command_ends_is_kept_whole(kb: Knowled
     assert "descendants_running" not in entry.data["command"] and "output_cut" not in entry.data["command"]
     assert (kb.attachments_path(entry) / "output.log").read_bytes() == b"y" * 60000 + b"\n\n\n"
     assert os.environ.get("KB_HOME") == str(kb.root)
+
+
+def test_a_full_disk_site_build_names_the_entry_it_stopped_at(kb: KnowledgeBase, full_disk: tuple) -> None:
+    """The entries on a disk with room, the site on the full one."""
+    disk, limit = full_disk
+    out = disk.root.parent / "site"
+    for number in range(6):
+        body = f"notes {number} " + "word " * 100_000  # pages of 500 KB each, 3 MB in all
+        write_entry(kb, f"2026-01-0{number + 1}-big-00000{number}", recorded=f"2026-01-0{number + 1}T00:00:00Z",
+                    status="completed", body=body)  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "kb", "--kb", str(kb.root), "site", "build", "--out", str(out)],
+                            capture_output=True, text=True, timeout=300, **limit)  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"kb: error: site build stopped at the page of {kb.entries_path}/2026-01-0"), line
+    assert line.endswith("No space left on device; free some disk space and build again") or "File too large" in line
+    assert not list(out.rglob(".*.tmp"))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import __version__
+from kb.errors import DISK_FULL, KbError
 from kb.store import KnowledgeBase
 from kb.website.markup import collecting
 from kb.website.pages import Page, facet_path, slug
@@ -37,10 +38,21 @@ def render_page(kb: KnowledgeBase, out: Path, base_url: str, page: Page) -> Rend
         context = page.context()
     rel = base_url if page.path == "404.html" else "../" * page.depth  # a 404 page is served at any depth
     html = environment(base_url).get_template(page.template).render(context, rel=rel)
-    written = write_if_changed(out / page.path, html.encode())
-    copies = [_copy(kb, out, item) for item in context.get("attachments") or [] if item.get("source")]
+    try:
+        written = write_if_changed(out / page.path, html.encode())
+        copies = [_copy(kb, out, item) for item in context.get("attachments") or [] if item.get("source")]
+    except OSError as exc:
+        raise _write_error(context, out / page.path, exc) from None
     files = sorted(copy[0] for copy in copies if copy)
     return Rendered(page.path, page.key, files, written, sum(1 for copy in copies if copy and copy[1]), plain)
+
+
+def _write_error(context: dict[str, Any], target: Path, exc: OSError) -> KbError:
+    """The entry a page could not be written for comes first: it is what the person knows and can act on."""
+    entry = context.get("entry")
+    source = f"the page of {entry.path}" if getattr(entry, "path", None) else "a page"
+    advice = "free some disk space and build again" if exc.errno in DISK_FULL else "check the site folder is writable"
+    return KbError(f"site build stopped at {source}: cannot write {target}: {exc.strerror}; {advice}")
 
 
 @cache
@@ -70,8 +82,11 @@ def write_if_changed(path: Path, content: bytes) -> bool:
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(content)
-    os.replace(tmp, path)  # readers of a served site see the old page or the new one, never half of one
+    try:
+        tmp.write_bytes(content)
+        os.replace(tmp, path)  # readers of a served site see the old page or the new one, never half of one
+    finally:
+        tmp.unlink(missing_ok=True)
     return True
 
 

@@ -172,6 +172,10 @@ def _fragments(bundle: Path) -> dict[str, str]:
     """Page URL -> the name Pagefind gives its result (the fragment file's stem), read back from the bundle."""
     found = {}
     for file in (bundle / "fragment").iterdir():
-        data = gzip.decompress(file.read_bytes())
-        found[json.loads(data[len(_SIGNATURE) :])["url"]] = file.name.removesuffix(".pf_fragment")
+        try:
+            data = gzip.decompress(file.read_bytes())
+            found[json.loads(data[len(_SIGNATURE) :])["url"]] = file.name.removesuffix(".pf_fragment")
+        except (OSError, EOFError, ValueError, KeyError, TypeError):  # cut short: Pagefind met a full disk
+            message = f"the search index {file} is cut short (a full disk?); free some space and build again"
+            raise KbError(message) from None
     return found
