@@ -249,6 +249,8 @@ class _Trace:
             "fail_type": _short(meta["fail_type"]) if meta.get("fail_type") else None,
             "fail_reason": _short(meta["fail_reason"]) if meta.get("fail_type") and meta.get("fail_reason") else None,
             "restarts": len(restarts) if isinstance(restarts, list) and restarts else None,
+            # Dynamo gave the frame up (a break in a loop, say): it ran uncompiled, as the in-process watch says.
+            "ran_eagerly": True if meta.get("fail_type") else None,
         }
         frame.fields.update({name: value for name, value in values.items() if value is not None})
         for line in str(meta.get("recompile_reason") or "").splitlines():

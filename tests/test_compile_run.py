@@ -67,6 +67,8 @@ def test_a_graph_break_in_a_loop_counts_once_at_its_line_and_its_frame_ran_eager
     assert "graph break in loop" in eager["reason"]
     frames = story["data"]["compile"]["frames"]
     assert [frame["function"] for frame in frames if frame.get("ran_eagerly")] == ["scaled"]
+    traced = story["trace"]["frames"]
+    assert [frame["function"] for frame in traced if frame.get("ran_eagerly")] == ["scaled"]
 
 
 def test_a_step_that_recompiled_is_kept_out_of_steady_state(story: dict[str, Any]) -> None:
