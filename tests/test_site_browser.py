@@ -221,7 +221,7 @@ def test_search_finds_an_entry_by_a_word_only_in_its_failure_explanation(site: B
     result = tab.page.locator("#search-results li")
     expect(result.locator("> a")).to_have_text(site.titles[NEURON_FAILED])
     expect(result.locator(".excerpt mark")).to_have_text([UNIQUE])  # the hit, highlighted in its excerpt
-    expect(result.locator(".note")).to_have_text(" failed · 2025-10-06")
+    expect(result.locator(".note")).to_have_text(" neuron · failed · 2025-10-06")
     assert tab.page.url == f"{site.url}search.html?q={UNIQUE}"  # the query stays in the address, to share
     tab.screenshot("search-results")
 

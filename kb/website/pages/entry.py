@@ -18,6 +18,7 @@ from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
 from kb.website.pages.base import Build, Page, Publisher, digest, entry_page_path, facet_path, href
+from kb.website.search_text import search_text
 
 PHASES = (("load_s", "load"), ("compile_s", "compile"), ("first_step_s", "first step"), ("warmup_s", "warm-up"))
 PHASE_KEYS = {key for key, _ in PHASES} | {"step_s", "wall_s"}
@@ -97,6 +98,7 @@ class EntryPages(Publisher):
             "body": markdown_html(body, depth=depth) if body.strip() else None,
             "output": markdown_html(output, depth=depth) if output else None,
             "filters": _search_filters(data),
+            "search_text": search_text(entry),
             "cited_by": [(i, t, href(paths[i], depth)) for i, t in self.citing.get(entry_id, [])],
             **entry_extras(entries, entry, attachments, siblings, lambda t: "../" * depth + paths[t]),
         }

@@ -1,0 +1,112 @@
+"""Do the site's search and `kb search` agree? The top 10 of each for the queries of bench.index.
+
+On a generated knowledge base (bench.generate, 1,000 entries, seed 1, unless a folder is given), the site is built
+and served on loopback, and each query is typed into its search page in headless Chromium (as a person would);
+the same query goes to `kb search --json` as a process. For each: how many entries each finds, and how many of the
+site's first 10 are among the CLI's first 10. Fields the site has as filters (backend:neuron) become its filters;
+a failure class also goes in as its words, as the site indexes it.
+
+    python -m bench.search_parity [KB_FOLDER]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.index import QUERIES as INDEX_QUERIES
+from bench.timing import machine, user_env
+
+TOP = 10
+QUERIES = (*INDEX_QUERIES, "OutOfMemoryError", "flex attention")  # the second two: the words people type
+SITE_FILTERS = ("backend", "failure", "status", "mode", "kind", "workload")
+CHROMIUM = "/usr/bin/chromium"
+
+
+def site_form(query: str) -> tuple[str, dict[str, str]]:
+    """The words and filters the site's search page takes for a CLI query."""
+    words, filters = [], {}
+    for part in query.split():
+        name, _, value = part.partition(":")
+        if value and name in SITE_FILTERS:
+            filters[name] = value
+            if name == "failure":
+                words.append(value.replace("_", " "))
+        else:
+            words.append(part)
+    return " ".join(words), filters
+
+
+def cli_results(kb: Path, query: str) -> list[str]:
+    """Every id `kb search` finds, best first."""
+    command = [sys.executable, "-m", "kb", "--kb", str(kb), "search", query, "--json", "--limit", "100000"]
+    done = subprocess.run(command, capture_output=True, text=True, env=user_env(), check=True)
+    return [row["id"] for row in json.loads(done.stdout)]
+
+
+def site_results(page, url: str, query: str) -> tuple[int, list[str]]:
+    """(how many the search page finds, the ids of its first results in order)."""
+    from urllib.parse import urlencode
+
+    words, filters = site_form(query)
+    page.goto(f"{url}search.html?{urlencode({'q': words, **filters})}")
+    page.wait_for_function(
+        "() => /entr(y|ies)[.;]|No entries/.test(document.getElementById('search-status').textContent)"
+    )
+    status = page.locator("#search-status").text_content() or ""
+    count = int(status.split()[0].replace(",", "")) if status[:1].isdigit() else 0
+    links = page.locator("#search-results li > a").evaluate_all("links => links.map(a => a.pathname)")
+    return count, [link.rsplit("/", 1)[-1].removesuffix(".html") for link in links]
+
+
+def measure(kb: Path) -> list[dict[str, object]]:
+    """One row per query: counts on each side and the overlap of the top 10."""
+    from playwright.sync_api import sync_playwright
+
+    from kb.website.serve import make_server
+
+    subprocess.run([sys.executable, "-m", "kb", "--kb", str(kb), "site", "build"], env=user_env(), check=True,
+                   stdout=subprocess.DEVNULL)
+    server = make_server(kb / "site", "127.0.0.1", 0)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    rows = []
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            for query in QUERIES:
+                cli = cli_results(kb, query)
+                count, site = site_results(page, url, query)
+                overlap = len(set(cli[:TOP]) & set(site[:TOP]))
+                rows.append({"query": query, "cli": len(cli), "site": count, "overlap": overlap,
+                             "of": min(TOP, len(cli), max(count, 1))})
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    with tempfile.TemporaryDirectory(prefix="kb-bench-parity-") as folder:
+        kb = Path(argv[0]) if argv else Path(folder) / "kb"
+        if not argv:
+            from bench.generate import generate
+
+            generate(kb, 1000, seed=1)
+        rows = measure(kb)
+    print(f"\nsite search against kb search, top {TOP}; {machine()}")
+    print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14}")
+    for row in rows:
+        print(f"  {row['query']:<42} {row['cli']:>9,} {row['site']:>6,} {row['overlap']:>10} of {row['of']}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,25 @@
+"""What the site's search indexes of an entry: `kb search`'s columns (kb.index.fulltext), each with its weight.
+
+One definition of the fields and their weights serves both searches: the entry page holds each column's text
+in a hidden block, weighted for Pagefind by the column's bm25 weight, and nothing else of the page is indexed.
+The exact-value tokens kb's index adds (model=LSTM as one token) are for FTS5 only: the words stay.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kb.entry import Entry
+from kb.index.fulltext import DEFAULT_FIELDS, document
+
+_EXACT = re.compile(r"\S*[\ue000-\uefff]\S*\s?")  # a token fulltext.exact() made: its punctuation is private-use
+
+
+def search_text(entry: Entry) -> list[tuple[float, str]]:
+    """(Pagefind weight, text) for each column with any text, in the index's column order."""
+    columns = document(entry)
+    failure_class = str((entry.get("failure") or {}).get("class") or "")
+    if "_" in failure_class:  # as the words a person types (compile timeout), which FTS5 reads out of compile_timeout
+        columns["failure"] = f"{failure_class.replace('_', ' ')}\n{columns['failure']}"
+    texts = ((weight, _EXACT.sub("", columns[name]).strip()) for name, weight in DEFAULT_FIELDS.items())
+    return [(weight, text) for weight, text in texts if text]
