@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from bench.index import QUERIES as INDEX_QUERIES
@@ -71,8 +72,6 @@ def measure(kb: Path) -> list[dict[str, object]]:
     subprocess.run([sys.executable, "-m", "kb", "--kb", str(kb), "site", "build"], env=user_env(), check=True,
                    stdout=subprocess.DEVNULL)
     server = make_server(kb / "site", "127.0.0.1", 0)
-    import threading
-
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     rows = []
