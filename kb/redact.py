@@ -438,9 +438,11 @@ def _safe_cut(text: str, long_line: int) -> int:
     keyed = "PRIVATE KEY" in text or "Private-" in text
     for begin_match in _PEM_OPEN.finditer(text, max(len(text) - HOLD_MAX, 0)) if keyed else ():
         begin = begin_match.start()
-    if begin is not None and not _PEM_CLOSE.search(text, begin):
-        return begin if len(text) - begin < HOLD_MAX else len(text)  # past the bound: masked from its start
     cut = text.rfind("\n") + 1
+    if begin is not None and begin < len(text):
+        close = _PEM_CLOSE.search(text, begin)
+        if close is None or close.end() > cut:  # the block is not whole before the cut: hold it, line end too
+            return begin if len(text) - begin < HOLD_MAX else len(text)  # past the bound: masked from its start
     if cut or len(text) <= long_line:
         return cut
     # One line longer than that: cut at a separator that no secret, nor a name with its value, spans.
