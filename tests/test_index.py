@@ -286,7 +286,7 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
-    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",)]
+    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",)]
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -410,3 +410,52 @@ def test_an_index_made_by_an_older_kb_is_upgraded_and_its_whoosh_folder_dropped(
     assert search("unroll") == ["2026-03-01-flex-trn3-000001"]
     assert not whoosh.exists()
     assert fulltext.count(connect(path)) == 5
+
+
+def _board_tables(kb: KnowledgeBase) -> tuple[list, list]:
+    db = connect(index_path(kb.cache_path))
+    try:
+        rows = db.execute("SELECT * FROM board_rows ORDER BY entry_id").fetchall()
+        cells = db.execute("SELECT * FROM board_cells ORDER BY workload, backend, mode, category, class").fetchall()
+        return rows, cells
+    finally:
+        db.close()
+
+
+def test_the_board_tables_follow_each_added_edited_and_deleted_entry(sample: KnowledgeBase) -> None:
+    sync(sample)
+    rows, cells = _board_tables(sample)
+    assert ("2026-03-01-flex-trn3-000001", "failed", "other", "compile_timeout") in [
+        (row[0], row[6], row[7], row[8]) for row in rows
+    ]
+    assert ("flex-attention", "neuron", "compiled", "completed", None, 1) in cells
+    failed = sample.entries_path / "2026-03-01-flex-trn3-000001.md"
+    failed.write_text(failed.read_text().replace("status: failed", "status: completed"))
+    (sample.entries_path / "2026-05-01-llama-h100-000003.md").unlink()
+    write_entry(sample, "2026-07-01-flex-trn3-000009", recorded="2026-07-01T10:00:00Z", status="killed",
+                backend="neuron", mode="compiled", workload={"name": "flex-attention"})  # fmt: skip
+    sync(sample)
+    kept, tallied = _board_tables(sample)
+    assert ("flex-attention", "neuron", "compiled", "completed", None, 2) in tallied
+    assert ("flex-attention", "neuron", "compiled", "other", "killed", 1) in tallied
+    assert "2026-05-01-llama-h100-000003" not in [row[0] for row in kept]
+    sync(sample, rebuild=True)  # the tables a full index makes from nothing
+    assert (kept, tallied) == _board_tables(sample)
+
+
+def test_an_index_made_before_the_board_tables_gets_them_filled(sample: KnowledgeBase) -> None:
+    sync(sample)
+    expected = _board_tables(sample)
+    path = index_path(sample.cache_path)
+    old = sqlite3.connect(path)
+    for statement in (
+        *(f"DROP TRIGGER board_entry_{change}" for change in ("added", "removed", "changed")),
+        "DROP TABLE board_rows",
+        "DROP TABLE board_cells",
+        "DROP INDEX entries_releases",
+        "DELETE FROM _sqlite_migrations WHERE name = 'm004_board'",
+    ):
+        old.execute(statement)
+    old.commit()
+    old.close()
+    assert _board_tables(sample) == expected

@@ -233,16 +233,10 @@ def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str
     return found
 
 
-# -- the board's counts and picks, aggregated in SQLite (the board answers at 100,000 entries) -------
-_MEASURED = "e.kind = 'run' AND e.source IS NOT 'reported'"
-_CATEGORY = (
-    "CASE WHEN e.kind = 'coverage' THEN 'coverage' WHEN e.kind = 'report' OR e.source IS 'reported' THEN 'report' "
-    "WHEN e.status = 'completed' THEN 'completed' ELSE 'other' END"
-)
-
-
+# -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):
+# one row per cell and category, whatever the number of entries
 def _workload_clause(workload: str | None) -> tuple[str, list[Any]]:
-    return ("e.workload = ?", [workload]) if workload is not None else ("e.workload IS NOT NULL", [])
+    return ("c.workload = ?", [workload]) if workload is not None else ("1", [])
 
 
 def cell_counts(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
@@ -250,9 +244,9 @@ def cell_counts(db: sqlite3.Connection, workload: str | None = None) -> list[dic
     where, params = _workload_clause(workload)
     return _dicts(
         db.execute(
-            f"SELECT e.workload, e.backend, e.mode, SUM({_MEASURED}) AS tried, "
-            f"SUM({_MEASURED} AND e.status = 'completed') AS completed FROM entries e "
-            f"WHERE {where} AND e.kind IN ('run', 'report') GROUP BY e.workload, e.backend, e.mode",
+            "SELECT c.workload, c.backend, c.mode, SUM(CASE WHEN c.category IN ('completed', 'other') THEN c.n "
+            "ELSE 0 END) AS tried, SUM(CASE c.category WHEN 'completed' THEN c.n ELSE 0 END) AS completed "
+            f"FROM board_cells c WHERE {where} AND c.category != 'coverage' GROUP BY c.workload, c.backend, c.mode",
             params,
         )
     )
@@ -264,15 +258,13 @@ def cell_failures(db: sqlite3.Connection, workload: str | None = None) -> list[d
     where, params = _workload_clause(workload)
     rows = _dicts(
         db.execute(
-            "SELECT workload, backend, mode, class, COUNT(*) AS count, MAX(recorded || ' ' || id) AS newest FROM ("
-            "SELECT e.workload, e.backend, e.mode, e.recorded, e.id, COALESCE(e.failure_class, e.status, 'unknown') "
-            f"AS class FROM entries e WHERE {where} AND {_MEASURED} AND e.status IS NOT 'completed') "
-            "GROUP BY workload, backend, mode, class",
+            "SELECT c.workload, c.backend, c.mode, c.class, c.n AS count, (SELECT r.entry_id FROM board_rows r "
+            "WHERE r.workload = c.workload AND r.backend IS c.backend AND r.mode IS c.mode AND r.class = c.class "
+            "ORDER BY r.recorded DESC, r.entry_id DESC LIMIT 1) AS entry "
+            f"FROM board_cells c WHERE {where} AND c.category = 'other'",
             params,
         )
     )
-    for row in rows:
-        row["entry"] = row.pop("newest").split(" ", 1)[1]
     messages = dict(
         db.execute(
             "SELECT entry_id, message FROM failures WHERE entry_id IN (SELECT value FROM json_each(?))",
@@ -290,16 +282,19 @@ def newest_per_cell(
     """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
     reports, and the one newest coverage entry), newest first."""
     where, params = _workload_clause(workload)
+    picks = " UNION ALL ".join(
+        "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category "
+        "FROM (SELECT DISTINCT workload, backend, mode FROM board_cells c "
+        f"WHERE {where} AND category = '{category}') c "
+        "JOIN board_rows r ON r.rowid IN (SELECT x.rowid FROM board_rows x WHERE x.workload = c.workload "
+        f"AND x.backend IS c.backend AND x.mode IS c.mode AND x.category = '{category}' "
+        "ORDER BY x.recorded DESC, x.entry_id DESC LIMIT ?)"
+        for category in ("completed", "other", "report", "coverage")
+    )
     return _dicts(
         db.execute(
-            "SELECT id, recorded, workload, backend, mode, kind, status, category FROM ("
-            f"SELECT e.id, e.recorded, e.workload, e.backend, e.mode, e.kind, e.status, {_CATEGORY} AS category, "
-            f"ROW_NUMBER() OVER (PARTITION BY e.workload, e.backend, e.mode, {_CATEGORY} "
-            "ORDER BY e.recorded DESC, e.id DESC) AS rank "
-            f"FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage')) "
-            "WHERE rank <= CASE category WHEN 'completed' THEN ? WHEN 'other' THEN ? WHEN 'report' THEN ? ELSE 1 END "
-            "ORDER BY recorded DESC, id DESC",
-            [*params, completed, other, reports],
+            f"SELECT * FROM ({picks}) ORDER BY recorded DESC, id DESC",
+            [*params, completed, *params, other, *params, reports, *params, 1],
         )
     )
 

@@ -154,8 +154,61 @@ def m003_fulltext(db: Database) -> None:
     db.execute("DELETE FROM watch_position")
 
 
+# What the board reads of an entry, kept by triggers as the entries change, so that `kb board` reads one row per
+# cell and category instead of every entry: board_rows, one narrow row per run, report and coverage entry of a
+# workload (its category as the board counts it), and board_cells, how many rows each (workload, backend, mode,
+# category, failure class) holds. Filled here from the entries an index already holds.
+_CATEGORY = (
+    "CASE WHEN {e}.kind = 'coverage' THEN 'coverage' WHEN {e}.kind = 'report' OR {e}.source IS 'reported' "
+    "THEN 'report' WHEN {e}.status = 'completed' THEN 'completed' ELSE 'other' END"
+)
+_BOARD_ROW = (
+    "INSERT INTO board_rows SELECT {e}.id, {e}.recorded, {e}.workload, {e}.backend, {e}.mode, {e}.kind, {e}.status, "
+    f"{_CATEGORY}, CASE WHEN {_CATEGORY} = 'other' THEN COALESCE({{e}}.failure_class, {{e}}.status, 'unknown') END "
+    "{source} WHERE {e}.workload IS NOT NULL AND {e}.kind IN ('run', 'report', 'coverage')"
+)
+_CELL = (
+    "workload = {row}.workload AND backend IS {row}.backend AND mode IS {row}.mode AND category = {row}.category "
+    "AND class IS {row}.class"
+)
+
+
+def m004_board(db: Database) -> None:
+    added = _BOARD_ROW.format(e="NEW", source="")
+    for statement in (
+        """CREATE TABLE board_rows (
+            entry_id TEXT PRIMARY KEY, recorded TEXT NOT NULL, workload TEXT NOT NULL, backend TEXT, mode TEXT,
+            kind TEXT NOT NULL, status TEXT,
+            category TEXT NOT NULL, -- completed or other (measured runs), report, coverage
+            class TEXT -- a measured run that did not complete: its failure class, else its status
+        )""",
+        "CREATE INDEX board_rows_newest ON board_rows(workload, backend, mode, category, recorded, entry_id)",
+        "CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, recorded, entry_id) "
+        "WHERE class IS NOT NULL",
+        "CREATE TABLE board_cells (workload TEXT NOT NULL, backend TEXT, mode TEXT, category TEXT NOT NULL, "
+        "class TEXT, n INTEGER NOT NULL)",
+        "CREATE INDEX board_cells_key ON board_cells(workload, backend, mode, category, class)",
+        f"CREATE TRIGGER board_entry_added AFTER INSERT ON entries BEGIN {added}; END",
+        "CREATE TRIGGER board_entry_removed AFTER DELETE ON entries BEGIN "
+        "DELETE FROM board_rows WHERE entry_id = OLD.id; END",
+        "CREATE TRIGGER board_entry_changed AFTER UPDATE ON entries BEGIN "
+        f"DELETE FROM board_rows WHERE entry_id = OLD.id; {added}; END",
+        "CREATE TRIGGER board_row_added AFTER INSERT ON board_rows BEGIN "
+        "INSERT INTO board_cells SELECT NEW.workload, NEW.backend, NEW.mode, NEW.category, NEW.class, 0 "
+        f"WHERE NOT EXISTS (SELECT 1 FROM board_cells WHERE {_CELL.format(row='NEW')}); "
+        f"UPDATE board_cells SET n = n + 1 WHERE {_CELL.format(row='NEW')}; END",
+        "CREATE TRIGGER board_row_removed AFTER DELETE ON board_rows BEGIN "
+        f"UPDATE board_cells SET n = n - 1 WHERE {_CELL.format(row='OLD')}; "
+        f"DELETE FROM board_cells WHERE n <= 0 AND {_CELL.format(row='OLD')}; END",
+        # The releases (kb release) the board's checklist compares with, found without reading every entry.
+        "CREATE INDEX entries_releases ON entries(recorded, id) WHERE kind = 'release'",
+        _BOARD_ROW.format(e="e", source="FROM entries e"),
+    ):
+        db.execute(statement)
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
-MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext)
+MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext, m004_board)
 
 
 @cache
