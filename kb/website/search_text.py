@@ -13,13 +13,17 @@ from kb.entry import Entry
 from kb.index.fulltext import DEFAULT_FIELDS, document
 
 _EXACT = re.compile(r"\S*[\ue000-\uefff]\S*\s?")  # a token fulltext.exact() made: its punctuation is private-use
+_JOINED = re.compile(r"(?<=\w)[^\w\s]+(?=[^\W\d_])|_")  # flex-attention, torch.compile, compile_timeout
 
 
 def search_text(entry: Entry) -> list[tuple[float, str]]:
     """(Pagefind weight, text) for each column with any text, in the index's column order."""
     columns = document(entry)
-    failure_class = str((entry.get("failure") or {}).get("class") or "")
-    if "_" in failure_class:  # as the words a person types (compile timeout), which FTS5 reads out of compile_timeout
-        columns["failure"] = f"{failure_class.replace('_', ' ')}\n{columns['failure']}"
-    texts = ((weight, _EXACT.sub("", columns[name]).strip()) for name, weight in DEFAULT_FIELDS.items())
+    texts = ((weight, _words(columns[name])) for name, weight in DEFAULT_FIELDS.items())
     return [(weight, text) for weight, text in texts if text]
+
+
+def _words(text: str) -> str:
+    """The text split into words where FTS5 splits it (Pagefind keeps flex-attention one word, which a phrase then
+    misses), so a failure class is its words (compile timeout); numbers keep their points, for the excerpt."""
+    return _JOINED.sub(" ", _EXACT.sub("", text)).strip()
