@@ -160,7 +160,9 @@ def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> N
         return
     observed = outcome.observed or {}
     failure = {**(data.get("failure") or {}), **(outcome.stated or {})}
-    if "message" not in failure:  # a run that did not say why: the exceptions its processes printed do
+    if "message" not in failure and outcome.status == "failed":
+        # A run that did not say why: the exceptions its processes printed say more than "exit code N" (a
+        # signal, kb's own or the kernel's, is better told by how kb saw the command end).
         _message_from_exceptions(failure, logs)
     if "class" in (outcome.stated or {}):
         failure["assigned"] = "manual"
