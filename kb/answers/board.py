@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
 from kb.answers import figures
@@ -22,6 +24,7 @@ CANDIDATES = 4  # the newest completed runs of a cell looked through for a compa
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
 NO_BACKEND = "(no backend)"
+LatestRelease = Callable[[tuple[str, ...]], "dict[str, Any] | None"]  # a backend's packages -> their newest release
 # Where a backend's releases come from (kb release PACKAGE): the checklist's "newer than the latest release".
 BACKEND_PACKAGES = {
     "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
@@ -108,13 +111,21 @@ def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None =
     # Picking reads the index's tables; only the runs picked, reports and coverage are read whole.
     facts = answers.run_facts(db, [row["id"] for row in rows if row["category"] == "completed"])
     releases = answers.releases(db)
+
+    @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
+    def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
+        from kb.index.query import version_key
+
+        known = [r for r in releases if r["package"] in packages and r["version"]]
+        return max(known, key=lambda r: version_key(figures.release_of(str(r["version"])))) if known else None
+
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for kind, found in (("counts", counts), ("failures", failures), ("rows", rows)):
         for row in found:
             grouped.setdefault(row["workload"], {}).setdefault(kind, []).append(row)
     return Board(
         incumbent,
-        [_workload(db, name, parts, facts, releases, incumbent) for name, parts in sorted(grouped.items())],
+        [_workload(db, name, parts, facts, latest, incumbent) for name, parts in sorted(grouped.items())],
     )
 
 
@@ -127,7 +138,7 @@ def _workload(
     name: str,
     parts: dict[str, list[dict[str, Any]]],
     facts: dict[str, dict[str, Any]],
-    releases: list,
+    latest: LatestRelease,
     incumbent: str,
 ) -> WorkloadBoard:
     cells: dict[tuple[str, str | None], Cell] = {}
@@ -163,7 +174,7 @@ def _workload(
         run = whole.get(chosen[key]["id"]) if chosen[key] else None
         if run is not None:
             _headline(cell, run, whole.get(base_run["id"]) if base_run else None, key == base_key)
-        cell.checklist = checklist(cell, run, whole.get(coverage.get(cell.backend, "")), releases)
+        cell.checklist = checklist(cell, run, whole.get(coverage.get(cell.backend, "")), latest)
     reported = []
     for key, entry_id in reports:
         found = whole.get(entry_id) or {}
@@ -304,7 +315,7 @@ def _best(cells: list[Cell], base: str | None) -> str:
 
 
 def checklist(
-    cell: Cell, run: dict[str, Any] | None, coverage: dict[str, Any] | None, releases: list[dict[str, Any]]
+    cell: Cell, run: dict[str, Any] | None, coverage: dict[str, Any] | None, latest: LatestRelease
 ) -> list[Check]:
     """The questions to ask of a result before believing it, answered from the cell's picked run."""
     if run is None:
@@ -323,7 +334,7 @@ def checklist(
         _numerics_check(cell, rid),
         _adaptations_check(run),
         _coverage_check(cell, coverage),
-        _release_check(cell, run, releases),
+        _release_check(cell, run, latest),
     ]  # fmt: skip
     return checks
 
@@ -397,14 +408,13 @@ def _coverage_check(cell: Cell, coverage: dict[str, Any] | None) -> Check:
     return Check(QUESTIONS[6], True, str(coverage.get("id")), found)
 
 
-def _release_check(cell: Cell, run: dict[str, Any], releases: list[dict[str, Any]]) -> Check:
+def _release_check(cell: Cell, run: dict[str, Any], newest: LatestRelease) -> Check:
     from kb.index.query import version_key
 
     packages = BACKEND_PACKAGES.get(cell.backend, (cell.backend,))
-    known = [r for r in releases if r["package"] in packages and r["version"]]
-    if not known:
+    latest = newest(packages)
+    if latest is None:
         return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
-    latest = max(known, key=lambda r: version_key(figures.release_of(str(r["version"]))))
     versions = {k.lower().replace("_", "-"): v for k, v in (run.get("versions") or {}).items()}
     used = versions.get(latest["package"])
     if used is not None:
