@@ -155,8 +155,9 @@ _SHAPES = re.compile(
     rf"|(?P<cli_pass>-pass(?:in|out)?[ \t]+pass:){_ARGUMENT}"  # openssl
     rf"|(?P<wandb>{_PROGRAM}wandb[ \t]+login[ \t]+(?:--relogin[ \t]+)?)[0-9a-f]{{40}}\b"
     # .netrc: `machine h login u password X`, or `password X` alone on its line
-    r"|(?P<netrc>\blogin[ \t]+\S+[ \t]+password[ \t]+)\S+"
-    r"|(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)\S+(?=[ \t]*(?m:$))"
+    # (the password ends at a quote or backslash too: inside a JSON string those end it, or escape a line break)
+    r"|(?P<netrc>\blogin[ \t]+\S+[ \t]+password[ \t]+)[^\s\"\\]+"
+    r"|(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)[^\s\"\\]+(?=[ \t]*(?m:$))"
     # webhooks whose path is the secret
     r"|(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
     r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
@@ -249,7 +250,7 @@ _ASSIGNMENT = re.compile(
             "(?P<dq>(?:[^"\\\r\n]|\\.)+)"
           | '(?P<sq>(?:[^'\\\r\n]|\\.)+)'
           | \\"(?P<escaped>(?:[^"\\\r\n]|\\[^"\r\n])+)\\"
-          | (?P<bare>{re.escape(MASK)}|(?:[^\s"'`,;&<>()\[\]{{}}\\]|\\(?![nrt]))+)  # to an escaped line break
+          | (?P<bare>{re.escape(MASK)}|(?:[^\s"'`,;&<>()\[\]{{}}\\]|\\(?![nrt"]))+)  # to an escaped break or quote
         )
     )
     """,
