@@ -35,8 +35,8 @@ from ingest.junit import read_junit
 from ingest.profile import read_trace
 from kb.entry import Entry
 from kb.errors import EntryError, KbError
-from kb.index.fulltext import compile_query
 from kb.index.db import connect, index_path
+from kb.index.fulltext import compile_query
 from kb.index.query import Filters, list_entries, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
