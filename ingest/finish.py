@@ -57,7 +57,8 @@ def finish(
         started = timings.get("started")
         if outcome.wall_s is not None:
             timings["wall_s"] = round(outcome.wall_s, 3)
-        elif started:
+        # A figure already there is the run's own, on its monotonic clock (run.json); timestamps keep only seconds.
+        elif started and not isinstance(timings.get("wall_s"), (int, float)):
             wall = outcome.ended - parse_time(started)
             timings["wall_s"] = round(max(wall.total_seconds(), 0.0), 3)
     if not timings:
