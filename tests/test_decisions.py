@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from conftest import run_kb, write_entry
@@ -154,6 +155,22 @@ def test_a_superseded_decision_is_no_longer_due(evidence: KnowledgeBase) -> None
     assert Entry.read(evidence.entries_path / f"{new}.md").data["links"]["supersedes"] == old
     assert revisit() == []
     assert run_kb("check").returncode == 0
+    # Only the open decision is checked: the superseded one is history.
+    assert run_kb("revisit").stdout == "No decision is due (1 decision checked).\n"
+
+
+def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_seen(evidence: KnowledgeBase) -> None:
+    old = decide("release: torch-neuronx")
+    assert run_kb("release", "torch-neuronx", "2.27.1").returncode == 0
+    assert [d["id"] for d in revisit()] == [old]
+    time.sleep(1.1)  # entries are timed to the second: the new decision is recorded after the release
+    again = decide("release: torch-neuronx", extra=("--supersedes", old))
+    assert revisit() == []
+    assert run_kb("revisit", "--check").returncode == 0
+    time.sleep(1.1)
+    assert run_kb("release", "torch-neuronx", "2.28.0").returncode == 0
+    (due,) = revisit()
+    assert due["id"] == again and due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.28.0 recorded")
 
 
 def test_bad_decisions_write_nothing(evidence: KnowledgeBase) -> None:

@@ -180,7 +180,8 @@ def _check(trigger: Trigger, decision: Entry, db: sqlite3.Connection, today: dat
 
 def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> TriggerState:
     """A release newer than the evidence's version of the package; when the evidence names no version (a
-    report, say), a release recorded after the decision. Either way, after its last review, if any."""
+    report, say), or the decision supersedes another, a release recorded after the decision. Either way,
+    after its last review, if any."""
     from packaging.version import InvalidVersion, Version
 
     package = trigger.package or ""
@@ -194,7 +195,9 @@ def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> Trigg
     used = [v for v in answers.evidence_versions(db, package, evidence_of(decision)) if key(v) is not None]
     newest_used = max((key(v) for v in used), default=None)
     review = _last_review(decision)
-    cutoff = _looked_at(decision) if review or newest_used is None else None
+    # A decision that supersedes another was made knowing the releases recorded before it: only later ones count.
+    reaffirms = bool((decision.data.get("links") or {}).get("supersedes"))
+    cutoff = _looked_at(decision) if review or reaffirms or newest_used is None else None
     newer = [
         (key(r["version"]), r)
         for r in answers.releases(db, package)

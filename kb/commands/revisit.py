@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         """List the decisions that are due, each with its reasons and the entries to look at."""
         from datetime import date
 
-        from kb.answers.decisions import due
+        from kb.answers.decisions import OPEN_STATUSES, due
         from kb.commands.common import knowledge_base, print_json, synced
         from kb.entry import Entry
         from kb.errors import KbError
@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
                 ]
             )
         elif not found:
-            typer.echo(f"No decision is due ({len(decisions)} decision{'s' if len(decisions) != 1 else ''} checked).")
+            checked = sum(1 for d in decisions if (d.data.get("decision") or {}).get("status") in OPEN_STATUSES)
+            typer.echo(f"No decision is due ({checked} decision{'s' if checked != 1 else ''} checked).")
         for item in [] if json_ else found:
             typer.echo(f"{item.decision.id}  {item.decision.title}")
             for reason in item.reasons:
