@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -507,6 +507,30 @@ def _probe(tool: str, path: str, timeout_s: float) -> tuple[list[dict[str, Any]]
         return [], "failed: unparsable output"  # vendor output varies by version: a note, not a crash
 
 
+class _InTurn(Executor):
+    """Each call made at once, in this thread."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
+def _pool(workers: int, prefix: str) -> Executor:
+    """A thread pool, or calls in turn once the end of the process has shut concurrent.futures (a run written from
+    an atexit hook)."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix)
+    try:
+        pool.submit(int).result()
+    except RuntimeError:
+        pool.shutdown()
+        return _InTurn()
+    return pool
+
+
 def probe_accelerators(timeout_s: float = 5.0) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Ask the vendor tools on PATH, in parallel, which accelerators there are.
 
@@ -519,7 +543,7 @@ def probe_accelerators(timeout_s: float = 5.0) -> tuple[list[dict[str, Any]], di
     accelerators: list[dict[str, Any]] = []
     if not present:
         return accelerators, probes
-    with ThreadPoolExecutor(max_workers=len(present), thread_name_prefix="kb-probe") as pool:
+    with _pool(len(present), "kb-probe") as pool:
         futures = {tool: pool.submit(_probe, tool, path, timeout_s) for tool, path in present.items()}
         for tool, future in futures.items():
             found, probes[tool] = future.result()
@@ -630,7 +654,7 @@ def capture(
             return fallback
 
     python = settle("python", lambda: python_for(argv or ()), None)
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kb-capture") as pool:
+    with _pool(4, "kb-capture") as pool:
         versions_job = pool.submit(package_versions, packages, python)
         git_job = pool.submit(git_state, cwd)
         probes_job = pool.submit(probe_accelerators, probe_timeout_s)

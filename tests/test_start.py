@@ -15,15 +15,34 @@ from kb.store import KnowledgeBase
 SCRIPT = REPO / "tests" / "scripts" / "started.py"
 
 
-def run_script(scenario: str) -> subprocess.CompletedProcess:
+# A Python without threading's private exit hooks: the script runs with the function removed before kb is imported
+# (concurrent.futures, which torch needs, registered its own hook with it already: the pool is shut at atexit).
+WITHOUT_THREADING_HOOK = (
+    "import sys, runpy, threading, concurrent.futures.thread; del threading._register_atexit; "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def run_script(scenario: str, *, threading_hook: bool = True) -> subprocess.CompletedProcess:
+    start = [] if threading_hook else ["-c", WITHOUT_THREADING_HOOK]
     return subprocess.run(
-        [sys.executable, str(SCRIPT), scenario], capture_output=True, text=True, env=dict(os.environ), timeout=300
+        [sys.executable, *start, str(SCRIPT), scenario],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
     )
 
 
-@pytest.mark.parametrize("scenario", ["finish", "exit"])
-def test_a_run_finishes_by_finish_or_by_the_end_of_the_process(kb: KnowledgeBase, scenario: str) -> None:
-    result = run_script(scenario)
+@pytest.mark.parametrize(
+    ("scenario", "threading_hook"),
+    [("finish", True), ("exit", True), ("exit", False)],
+    ids=["finish", "exit", "atexit"],
+)
+def test_a_run_finishes_by_finish_or_by_the_end_of_the_process(
+    kb: KnowledgeBase, scenario: str, threading_hook: bool
+) -> None:
+    result = run_script(scenario, threading_hook=threading_hook)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("kb: recorded") == 1
     if scenario == "finish":  # the entry is written at finish(), before the script goes on

@@ -18,6 +18,7 @@ with `begin_step`/`end_step` where a framework tells of a step's ends in two cal
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures.thread  # noqa: F401 registers its exit hook first, so that the run's, registered later, runs before it
 import sys
 import threading
@@ -43,8 +44,10 @@ class StartedRun(Run):
         self._previous_hook = sys.excepthook
         sys.excepthook = self._uncaught
         # At the end of the process: before the threads' exit hooks, since writing the entry uses a thread pool
-        # and concurrent.futures refuses new work once its own hook has run (atexit would be too late).
-        threading._register_atexit(self._at_exit)
+        # and concurrent.futures refuses new work once its own hook has run (atexit would be too late). The hook
+        # is private to threading: a Python without it gets atexit, where the entry is written without the pool.
+        register = getattr(threading, "_register_atexit", None)
+        (register if callable(register) else atexit.register)(self._at_exit)
         return self
 
     def finish(self, exc: BaseException | None = None) -> None:
