@@ -88,3 +88,19 @@ def test_throughput_shares_the_step_times_verdict(kb: KnowledgeBase) -> None:
     assert series["points"][1]["change"] == 0.4 and series["points"][1]["flag"] == ""
     (steps,) = trend("step_s")["series"]
     assert steps["points"][1]["flag"] == ""
+
+
+def test_steps_seed_and_warmup_do_not_split_a_series(kb: KnowledgeBase) -> None:
+    # Re-runs with other step counts and seeds are the same program: they pool, and the slowdown is flagged.
+    for n, (torch, steps, seed, rate) in enumerate((("2.10.0", 20, 0, 10000.0), ("2.11.0", 50, 1, 8000.0)), start=1):
+        settings = {"dtype": "fp32", "steps": steps, "seed": seed, "warmup": n, "mode": "compiled", "world_size": 1}
+        run(kb, n, torch, mode="compiled", settings=settings,
+            metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}})  # fmt: skip
+    run(kb, 3, "2.11.0", mode="compiled", settings={"dtype": "bf16", "steps": 20, "mode": "compiled"},
+        metrics={"tokens_per_s": {"value": 20000.0, "unit": "tokens/s"}})  # fmt: skip
+    series = {s["group"]: s["points"] for s in trend("tokens_per_s")["series"]}
+    # Split on the shape setting only; the mode is said once.
+    assert sorted(series) == ["cpu · compiled · dtype=bf16", "cpu · compiled · dtype=fp32"]
+    assert [p["flag"] for p in series["cpu · compiled · dtype=fp32"]] == ["", "regression"]
+    text = run_kb("trend", "tokens_per_s", "--workload", "tiny-lm").stdout
+    assert "REGRESSION" in text and max(len(line) for line in text.splitlines()) <= 80

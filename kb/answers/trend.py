@@ -1,9 +1,10 @@
 """A metric or timing across software versions: ordered by PEP 440, with regressions and improvements flagged.
 
-Only the same program makes one series: runs are split by backend and mode, device count, any setting
-that differs between them, and for compile times by cold or warm cache; reported figures stand in a
-series of their own. Local version labels (`2.10.0+cu126`) fold into their release (the labels stay as
-detail). Only completed runs count: a failed run's figures are partial.
+Only the same program makes one series: runs are split by backend and mode, device count, any shape
+setting that differs between them (batch, sequence length, dtype ...: `figures.SHAPE`, as the board and
+compare read them; not steps, seeds or warm-up, so re-runs pool), and for compile times by cold or warm
+cache; reported figures stand in a series of their own. Local version labels (`2.10.0+cu126`) fold into
+their release (the labels stay as detail). Only completed runs count: a failed run's figures are partial.
 
 The rule, as benchmark-history tools use it: each version's value (the median of its entries) is held
 against the best value of all earlier versions. Worse by more than the threshold (5% by default) is a
@@ -95,9 +96,17 @@ def trend(
     return Trend(metric, package, better, threshold, series, skipped, len(with_value) - len(finished))
 
 
+def _shapes(row: dict[str, Any]) -> dict[str, Any]:
+    """The settings that make a run another program, as the board and compare read them; device-count
+    settings are left to the device count, steps, seeds and warm-up to the pool."""
+    found = figures.shapes({"settings": row["settings"] or {}})
+    return {name: value for name, value in found.items() if name not in figures.DEVICE_SETTINGS}
+
+
 def _differing_settings(rows: list[dict[str, Any]]) -> list[str]:
-    names = sorted({name for row in rows for name in row["settings"] or {}})
-    return [name for name in names if len({repr((row["settings"] or {}).get(name)) for row in rows}) > 1]
+    shapes = [_shapes(row) for row in rows]
+    names = sorted({name for found in shapes for name in found})
+    return [name for name in names if len({repr(found.get(name)) for found in shapes}) > 1]
 
 
 def _group(row: dict[str, Any], metric: str, differing: list[str]) -> str:

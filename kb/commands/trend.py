@@ -6,7 +6,8 @@ import typer
 
 HELP = """Follow a metric (tokens_per_s) or a timing (compile_s, step_s) of a workload across versions of a
 package (torch by default), in PEP 440 order, with a sparkline. One series per program: backend and mode,
-device count, any setting that differs, and cold or warm cache for compile times; builds of one release
+device count, any shape setting that differs (batch, sequence length, dtype ...; not steps or seed), and
+cold or warm cache for compile times; builds of one release
 (2.10.0+cu126, +cu128) make one point. Each version's median is held against the best of all earlier
 versions: worse by more than the threshold is flagged as a regression, better by more than it as an
 improvement. Throughput shares the step times' verdict; a phase timed once per run needs repeated runs
@@ -37,14 +38,12 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json(asdict(result))
             return
-        typer.echo(
-            f"{metric} of {workload} across {package} versions ({result.better} is better; "
-            f"flagged beyond {threshold:.0%} of the best earlier version)"
-        )
+        typer.echo(f"{metric} of {workload} across {package} versions ({result.better} is better)")
+        typer.echo(f"flagged: beyond {threshold:.0%} of the best earlier version")
         for series in result.series:
             typer.echo(f"\n{series.group or 'all'}  {series.sparkline()}")
             for point in series.points:
-                change = "" if point.change is None else f"{point.change:+.1%} vs best before"
+                change = "" if point.change is None else f"{point.change:+.1%} vs best"
                 flag = f"  {point.flag.upper()}" if point.flag else f"  ({point.note})" if point.note else ""
                 typer.echo(
                     f"  {point.version:<12} {field(metric, point.value):>12}  n={point.count:<3} "
