@@ -14,6 +14,7 @@ from kb.sections import flatten
 
 Pairs = list[tuple[str, str]]
 CACHE_WORDS = {"fresh": "cold", "warm": "warm", "mixed": "partly warm", "bypass": "cache bypassed"}
+MEDIAN_STEP = "_median_step"  # the rate of the median step, beside the one over the wall time
 RECORD_TIME = "read when the entry was recorded, not when the run ran"
 
 
@@ -68,7 +69,7 @@ def headline(entry: Entry) -> Pairs:
     if numerics:
         lines.append(("numerics", numerics))
     memory = d.get("memory") or {}
-    peaks = [f"{name.removesuffix('_gb').replace('_', ' ')} {humanize.field(name, value)}"
+    peaks = [f"{_memory_label(name)} {humanize.field(name, value)}"
              for name, value in memory.items() if isinstance(value, (int, float))]  # fmt: skip
     if peaks:
         lines.append(("memory", " · ".join(peaks)))
@@ -82,6 +83,11 @@ def headline(entry: Entry) -> Pairs:
     if record_time(entry):
         lines.append(("environment", f"versions and hardware {RECORD_TIME}"))
     return lines
+
+
+def _memory_label(name: str) -> str:
+    """host_peak_rss_gb -> host peak RSS: the unit goes with the figure, abbreviations in capitals."""
+    return " ".join(word.upper() if word == "rss" else word for word in name.removesuffix("_gb").split("_"))
 
 
 def _status(entry: Entry) -> str:
@@ -106,17 +112,19 @@ def _status(entry: Entry) -> str:
 
 
 def _metrics(metrics: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Rates (a unit per second) apart from the other figures, each humanised with its unit."""
+    """Rates (a unit per second) apart from the other figures, each humanised with its unit. A rate measured two
+    ways says which: over the steady wall time, or of the median step (`<name>_median_step`)."""
     rates, others = [], []
     for name, metric in metrics.items():
         if not isinstance(metric, dict):
             continue
-        unit = metric.get("unit")
-        value = metric.get("value")
-        if unit is None and name.endswith("_s"):
-            unit = "s"
-        text = humanize.quantity(value, unit)
+        unit = metric.get("unit") or humanize.unit_of(name)
+        text = humanize.quantity(metric.get("value"), unit)
         if unit and "/s" in unit:
+            if name.endswith(MEDIAN_STEP):
+                text += " (median step)"
+            elif isinstance(metrics.get(name + MEDIAN_STEP), dict):
+                text += " (wall)"
             rates.append(text)
         else:
             step = f" at step {metric['step']}" if metric.get("step") is not None else ""
@@ -176,7 +184,7 @@ def sections(entry: Entry) -> list[tuple[str, Section]]:
             out.append((label, flatten(d[key])))
     compile_ = d.get("compile") or {}
     if compile_:
-        out += _compile(compile_)
+        out += _compile(compile_, str((d.get("command") or {}).get("cwd") or ""))
     fallbacks = d.get("fallbacks") or {}
     if fallbacks.get("placement") or (fallbacks.get("warnings") or {}).get("ops"):
         out.append(("Placement", _placement(fallbacks)))
@@ -204,7 +212,13 @@ def sections(entry: Entry) -> list[tuple[str, Section]]:
     return out
 
 
-def _compile(compile_: dict[str, Any]) -> list[tuple[str, Section]]:
+def _site(at: str, cwd: str) -> str:
+    """Where a graph broke (file:line), the path relative to the run's folder when inside it."""
+    folder = cwd.rstrip("/") + "/"
+    return at[len(folder) :] if cwd and at.startswith(folder) else at
+
+
+def _compile(compile_: dict[str, Any], cwd: str) -> list[tuple[str, Section]]:
     out: list[tuple[str, Section]] = []
     stages = compile_.get("stages_s") or {}
     stage_text = ", ".join(f"{name.replace('_', ' ')} {humanize.duration(s)}" for name, s in stages.items()
@@ -230,10 +244,12 @@ def _compile(compile_: dict[str, Any]) -> list[tuple[str, Section]]:
                                                "recompile reason"], rows, cut=1)))  # fmt: skip
     for key, label in (("graph_breaks", "Graph breaks"), ("recompiles", "Recompiles")):
         part = compile_.get(key) or {}
-        # A reason is a record {reason, count} or, one per occurrence, a line of text; same lines are counted.
+        # A reason is a record {reason, count, at} or, one per occurrence, a line of text; same lines are counted.
         counted: dict[str, int] = {}
         for reason in part.get("reasons") or []:
             text = str(reason.get("reason") or "") if isinstance(reason, dict) else str(reason)
+            if isinstance(reason, dict) and reason.get("at"):
+                text = f"at {_site(str(reason['at']), cwd)}: {text}"
             counted[text] = counted.get(text, 0) + (reason.get("count", 1) if isinstance(reason, dict) else 1)
         if part.get("count") or counted:
             out.append((f"{label} ({part.get('count', sum(counted.values()))})",

@@ -8,6 +8,7 @@ rate units, while Python's format specification already gives thousands separato
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 _SIZES = ("B", "kB", "MB", "GB", "TB", "PB")
@@ -73,19 +74,30 @@ def quantity(value: Any, unit: str | None) -> str:
         return duration(value)
     if unit in ("B", "bytes"):
         return size(value)
+    if unit == "GB" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return size(value * 1e9)  # 0.335 GB reads as 335 MB
     text = number(value)
     return f"{text} {unit}" if unit and value is not None else text
 
 
-def field(name: str, value: Any) -> str:
-    """A figure named by its field: `*_s` is seconds, `*_gb` gigabytes (as kb stores memory), `bytes` bytes."""
+def unit_of(name: str) -> str | None:
+    """The unit a field's name implies, rates first: `tokens_per_s` (and `tokens_per_s_median_step`) is
+    tokens/s, not seconds; then `*_s` seconds, `*_gb` gigabytes (as kb stores memory), `*bytes` bytes."""
+    rate = re.fullmatch(r"(\w+?)_per_s(?:_\w+)?", name)
+    if rate:
+        return f"{rate.group(1)}/s"
     if name.endswith("_s") or name in ("s", "seconds"):
-        return duration(value)
+        return "s"
     if name.endswith("_gb"):
-        return quantity(value, "GB")
+        return "GB"
     if name.endswith("bytes"):
-        return size(value)
-    return number(value)
+        return "B"
+    return None
+
+
+def field(name: str, value: Any, unit: str | None = None) -> str:
+    """A figure named by its field, in the unit given (a metric's own) or else the one its name implies."""
+    return quantity(value, unit or unit_of(name))
 
 
 def _sig(value: float, digits: int = 3) -> str:

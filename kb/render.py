@@ -258,9 +258,9 @@ def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str],
         *((status_text(entry.status), "  ") if entry.status else ()), kind_text(entry.kind, source), "  ",
         (" · ".join(facts), "dim"),
     )  # fmt: skip
-    parts: list[Any] = [head, Text(""), _pairs(headline(entry), styles=HEADLINE_STYLE)]
+    parts: list[Any] = [head, Text(""), _pairs(headline(entry), width, styles=HEADLINE_STYLE)]
     for label, section in sections(entry):
-        body = _records(section, width) if isinstance(section, Records) else _pairs(section)
+        body = _records(section, width) if isinstance(section, Records) else _pairs(section, width)
         parts += [Text(""), Group(Text(label, style="bold"), body)]
     if everything:
         parts += [Text(""), Text("Every field", style="bold underline")]
@@ -272,10 +272,11 @@ def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str],
     return Group(*parts)
 
 
-def _pairs(rows: Iterable[tuple[str, str]], styles: dict[str, str] | None = None) -> Table:
-    """Labelled lines: the label never wraps, a long value folds under itself."""
+def _pairs(rows: Iterable[tuple[str, str]], width: int, styles: dict[str, str] | None = None) -> Table:
+    """Labelled lines: the label never wraps, a long value folds under itself; a label is cut only where it would
+    take more than half the width (a settings key such as torch_num_interop_threads stays whole at 80 columns)."""
     table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
-    table.add_column(style="dim", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column(style="dim", no_wrap=True, max_width=width // 2, overflow="ellipsis")
     table.add_column(overflow="fold")
     for label, value in rows:
         table.add_row(data(label), data(value, (styles or {}).get(label, "")))

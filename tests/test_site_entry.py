@@ -90,7 +90,7 @@ def test_a_compiled_run_leads_with_its_answer_in_units(built: tuple[KnowledgeBas
         "preparation": "load 18.1 ms · first step 7.53 s · warm-up 309 ms · compile 7.42 s (partly warm)",
         "compile": "3 graphs, 7 frames, 4 graph breaks, 0 recompiles",
         "on device": "The target is the CPU, so CPU fallback does not apply.",
-        "memory": "host peak rss 0.42 GB",
+        "memory": "host peak RSS 420 MB",
     }
     assert text.index('class="headline"') < text.index('class="charts"') < text.index('class="timings"')
     failed = page(out, f"entries/{FAILED}.html")

@@ -264,3 +264,44 @@ def test_graph_breaks_and_recompiles_are_counted_by_reason() -> None:
     ]  # fmt: skip
     assert [count for count, _ in found["Graph breaks (2)"]] == ["2×"]
     assert found["Compile frames"].rows[2][-1] == "0/0: tensor 'x' size mismatch at index 0. expected 16, actual 4"
+
+
+def test_figures_are_read_by_their_unit_rates_before_seconds() -> None:
+    from kb import humanize
+
+    assert humanize.field("tokens_per_s", 1104.2) == "1,104 tokens/s"  # not 18 min 24 s
+    assert humanize.field("samples_per_s_median_step", 20.66) == "20.66 samples/s"
+    assert humanize.field("compile_s", 1637.0) == "27 min 17 s" and humanize.field("wall_s", 19.177) == "19.2 s"
+    assert humanize.field("latency", 0.5, "s") == "500 ms"  # a metric's own unit first
+    assert humanize.field("host_peak_rss_gb", 0.335) == "335 MB" and humanize.field("memory_gb", 23.5) == "23.5 GB"
+
+
+CAPTURED = "2026-12-01-tiny-lm-cpu-compiled-5ca1ed"
+
+
+def test_show_labels_rates_graph_break_sites_memory_and_whole_keys_at_80_columns(kb: KnowledgeBase) -> None:
+    rate = {"unit": "tokens/s", "phase": "steady"}
+    write_entry(
+        kb, CAPTURED, "tiny-lm captured", recorded="2026-12-01T10:00:00Z", status="completed", backend="cpu",
+        mode="compiled", workload={"name": "tiny-lm"}, command={"line": "python train_tiny_lm.py", "cwd": "/srv/lm"},
+        metrics={"tokens_per_s": {"value": 1104.2, **rate}, "tokens_per_s_median_step": {"value": 1322.4, **rate},
+                 "samples_per_s": {"value": 17.25, "unit": "samples/s"},
+                 "samples_per_s_median_step": {"value": 20.66, "unit": "samples/s"}, "loss": {"value": 0.84}},
+        memory={"host_peak_rss_gb": 0.335},
+        settings={"torch_num_interop_threads": 1, "note": "a value long enough that it has to fold " * 3},
+        compile={"graph_breaks": {"count": 3, "reasons": [
+            {"reason": "Unsupported Tensor.backward() call", "count": 2, "at": "/srv/lm/train_tiny_lm.py:94"},
+            {"reason": "Call to `torch._dynamo.graph_break()`", "count": 1, "at": "/opt/lib/other.py:7"}]}},
+    )  # fmt: skip
+    code, out = in_terminal(80, "show", CAPTURED)
+    assert code == 0, out
+    lines = [line.rstrip() for line in assert_fits(out, 80)]
+    assert "throughput  1,104 tokens/s (wall) · 1,322 tokens/s (median step) · 17.25" in lines
+    assert any(line.strip() == "samples/s (wall) · 20.66 samples/s (median step)" for line in lines)
+    assert "metrics     loss 0.84" in lines and "memory      host peak RSS 335 MB" in lines
+    breaks = lines[lines.index("Graph breaks (3)") + 1 :][:2]
+    assert breaks == ["2×  at train_tiny_lm.py:94: Unsupported Tensor.backward() call",
+                      "1×  at /opt/lib/other.py:7: Call to `torch._dynamo.graph_break()`"]  # fmt: skip
+    assert "torch_num_interop_threads  1" in lines  # the key whole; the long value below it folds instead
+    note = next(n for n, line in enumerate(lines) if line.startswith("note "))
+    assert lines[note].startswith("note                       a value long") and lines[note + 1].startswith(" " * 27)
