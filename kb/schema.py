@@ -39,6 +39,16 @@ def entry_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def bound(kind: str) -> int:
+    """The most characters a kind of free-text field may have ("name", "text"): the schema's $defs say it once."""
+    return entry_schema()["$defs"][kind]["maxLength"]
+
+
+def clipped(text: str, most: int) -> str:
+    """TEXT as a list or table shows it: whole when it fits, else its start and an ellipsis."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def schema_path() -> Path:
     """Where the schema file lies, for editors and for `kb schema`."""
     return Path(str(resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json")))
@@ -311,7 +321,11 @@ def _explain(error: Any) -> str:
             return f"{found} is not valid: {error.schema['description']}"
         return f"{found} does not have the expected form ({error.validator_value})"
     if error.validator == "maxLength":
-        return f"{len(error.instance):,} characters, over the {error.validator_value:,} it may have"
+        # Lists, facets and tables show these fields on every page: the fix is a shorter value, the rest in the body.
+        return (
+            f"{len(error.instance):,} characters, over the {error.validator_value:,} it may have; "
+            "shorten it and keep the whole text in the entry's body"
+        )
     if error.validator == "const":
         return f"must be {error.validator_value!r}, found {found}"
     return error.message

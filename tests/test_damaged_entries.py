@@ -141,3 +141,38 @@ def test_a_title_of_megabytes_is_a_short_problem_and_stays_out_of_listings(kb: K
     assert len(result.stdout) < 2000
     assert run_kb("site", "build").returncode == 0
     assert max(p.stat().st_size for p in (kb.root / "site").rglob("*.html")) < 1_000_000
+
+
+def test_a_backend_and_failure_message_of_megabytes_are_problems_and_listings_stay_small(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-01-03-fine-000002", title="w" * 5_000, recorded="2026-01-03T00:00:00Z", status="completed")
+    write_entry(
+        kb, "2026-01-09-huge-000009", recorded="2026-01-09T00:00:00Z", status="completed", backend="b" * 10_000_000
+    )
+    failure = {"class": "crash", "message": "m" * 10_000_000}
+    write_entry(kb, "2026-01-10-huge-000010", recorded="2026-01-10T00:00:00Z", status="failed", failure=failure)
+    result = run_kb("check")
+    assert result.returncode == 1
+    line = _line_starting(kb, "2026-01-09-huge-000009", "backend:")
+    assert (
+        f"huge-000009.md:{line}: backend: 10,000,000 characters, over the 200 it may have; shorten it" in result.stdout
+    )
+    line = _line_starting(kb, "2026-01-10-huge-000010", "  message:")
+    assert f"huge-000010.md:{line}: failure.message: 10,000,000 characters, over the 20,000" in result.stdout
+    assert len(result.stdout) < 2000
+    built = run_kb("site", "build")
+    assert built.returncode == 0
+    assert "2 broken entry files left out (kb check lists them)" in built.stderr + built.stdout
+    site = kb.root / "site"
+    assert max(p.stat().st_size for p in site.rglob("*.html") if "entries" not in p.parts) < 1_000_000
+    home = (site / "index.html").read_text()
+    assert "2026-01-09-huge-000009.md" in home and "backend: 10,000,000 characters" in home  # named, nothing lost
+    assert "2026-01-10-huge-000010.md" in home and "failure.message: 10,000,000 characters" in home
+    # A title within its bound but long: the lists show its start, the entry page all of it.
+    listing = (site / "list" / "index.html").read_text()
+    assert "w" * 199 + "…" in listing and "w" * 201 not in listing
+    assert "w" * 5_000 in (site / "entries" / "2026-01-03-fine-000002.html").read_text()
+
+
+def _line_starting(kb: KnowledgeBase, entry_id: str, start: str) -> int:
+    lines = (kb.entries_path / f"{entry_id}.md").read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if line.startswith(start))

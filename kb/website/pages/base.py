@@ -22,6 +22,7 @@ from kb.entry import Entry
 from kb.errors import Problem
 from kb.index import site as index_site
 from kb.index.query import COLUMNS, version_key
+from kb.schema import bound, clipped
 from kb.store import KnowledgeBase
 from kb.website.why import failure_note
 
@@ -86,8 +87,12 @@ def href(target: str, depth: int) -> str:
 
 
 def list_row(row: dict[str, Any]) -> dict[str, Any]:
-    """An index row as a list shows it (the home page's recent entries, the lists)."""
-    return {name: row[name] for name in COLUMNS if name != "path"} | {"recorded": row["recorded"][:10]}
+    """An index row as a list shows it (the home page's recent entries, the lists): each text at most a name's
+    bound, as a row is copied onto every list page of its facets (the entry page shows the whole title)."""
+    most = bound("name")
+    shown = {name: row[name] for name in COLUMNS if name != "path"}
+    shown = {name: clipped(value, most) if isinstance(value, str) else value for name, value in shown.items()}
+    return shown | {"recorded": row["recorded"][:10]}
 
 
 class Site:
