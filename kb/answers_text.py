@@ -37,6 +37,11 @@ def ratio_text(cell: Cell) -> str:
     return f"×{cell.ratio:.3g}" + ("" if cell.verdict == "counted" else "?")
 
 
+def run_texts(cell: Cell) -> tuple[str, str]:
+    """The numerics verdict and whether the work stayed on the accelerator: `-` where no run was picked."""
+    return (cell.numerics, cell.stayed) if cell.figure else ("-", "-")
+
+
 def compile_text(cell: Cell) -> str:
     if cell.cold_compile is None and cell.warm_compile is None:
         other = cell.other_compile
@@ -71,14 +76,15 @@ def board_lines(result: Board) -> list[str]:
 
 def _workload_lines(workload: WorkloadBoard) -> list[str]:
     base = f"baseline {workload.baseline} ({workload.baseline_reason})" if workload.baseline else "no baseline"
-    lines = [_clip(f"{workload.workload}: {base}")]
+    lines = textwrap.wrap(f"{workload.workload}: {base}", WIDTH, subsequent_indent="    ")
     lines += textwrap.wrap(f"answer: {workload.best}", WIDTH, initial_indent="  ", subsequent_indent="    ")
     lines.append(_row([name for name, _ in COLUMNS]))
+    reported = {(report.backend, report.mode) for report in workload.reported}
     for cell in workload.cells:
-        checked = cell.numerics if cell.figure else "-"
         done = f"{cell.completed}/{cell.tried}"
-        lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), checked, done]))
-        lines += [_clip(f"    {line}") for line in _details(cell)]
+        lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), run_texts(cell)[0], done]))
+        said_below = cell.tried == 0 and (cell.backend, cell.mode) in reported  # its reported line says it
+        lines += [_clip(f"    {line}") for line in _details(cell, said_below)]
     for report in workload.reported:
         label = f"{report.backend} · {report.mode}" if report.mode else report.backend
         lines.append(_clip(f"  reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"))
@@ -86,10 +92,11 @@ def _workload_lines(workload: WorkloadBoard) -> list[str]:
     return lines
 
 
-def _details(cell: Cell) -> list[str]:
+def _details(cell: Cell, said_below: bool) -> list[str]:
     lines = []
     if cell.note:
-        lines.append(cell.note)
+        if not said_below:
+            lines.append(cell.note)
     elif cell.verdict not in ("baseline", "counted", "unchecked", "numerics failed"):
         lines.append(cell.verdict)
     elif cell.differences:
@@ -145,8 +152,9 @@ def board_markdown(result: Board) -> str:
             run = f"`{cell.figure.entry}`" if cell.figure else _md(cell.note or cell.verdict)
             ratio = ratio_text(cell) if cell.verdict in ("baseline", "counted", "unchecked", "numerics failed") else (
                 _md(cell.verdict) if cell.figure else "-")  # fmt: skip
-            lines.append("| " + " | ".join([_md(cell.label), figure_text(cell.figure), ratio, cell.numerics,
-                                            compile_text(cell), f"{cell.completed}/{cell.tried}", cell.stayed,
+            numerics, stayed = run_texts(cell)
+            lines.append("| " + " | ".join([_md(cell.label), figure_text(cell.figure), ratio, numerics,
+                                            compile_text(cell), f"{cell.completed}/{cell.tried}", stayed,
                                             _md(failure), run]) + " |")  # fmt: skip
         if workload.reported:
             lines += ["", "Reported (not measured here, not ranked):", ""]

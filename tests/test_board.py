@@ -124,7 +124,7 @@ def test_every_trap_gets_the_right_answer(filled: KnowledgeBase) -> None:
     assert only_failed[""]["baseline"] is None and only_failed["cpu · compiled"]["note"] == "only failed runs (1)"
     only_reported = cells(board_json(filled), "paper")
     assert only_reported["tpu · compiled"]["note"] == "only reported figures"
-    assert only_reported[""]["best"] == "no answer yet: only reported figures"
+    assert only_reported[""]["best"] == "none yet; only reported figures"
 
 
 def test_the_incumbent_is_the_baseline(filled: KnowledgeBase) -> None:
@@ -153,13 +153,36 @@ def test_the_board_for_people_fits_80_columns_and_says_each_cell(filled: Knowled
     assert "answer: cuda · compiled: ×2 over cpu · eager, numerics passed" in text
     said = ("×0 (num.)", "×1.48?", "10,000 tok/s/dev", "compile: cold 30 s, warm 2 s", "2/3", "only failed runs (3)",
             "failures: compile_error ×2: neuronx-cc exited 70", "not comparable: batch 8 vs 16",
-            "reported, not ranked: neuron · compiled 900,000 tok/s (Vendor blog)", "only reported figures")  # fmt: skip
+            "reported, not ranked: neuron · compiled 900,000 tok/s (Vendor blog)")  # fmt: skip
     for expected in said:
         assert expected in text, expected
     markdown = board(filled, "--markdown", "--workload", "lm").stdout
     assert "| cuda · compiled | 10,000 tok/s/dev | ×2 | passed |" in markdown
     assert "| cpu · compiled | 7,400 tok/s | ×1.48? | unchecked | 30 s / 2 s | 2/3 |" in markdown
     assert "- neuron · compiled: 900,000 tok/s, Vendor blog (`2026-11-16-lm-report-000007`)" in markdown
+
+
+def test_the_three_renderings_say_one_thing(filled: KnowledgeBase) -> None:
+    lm = cells(board_json(filled), "lm")
+    # The CPU has no accelerator to leave: one answer in the data, for the board, --missing and the site.
+    assert lm["cpu · eager"]["stayed"] == "n/a" and lm["cpu · compiled"]["stayed"] == "n/a"
+    lines = board(filled, "--workload", "lm").stdout.splitlines()
+    placed = [line for line in lines if "on accelerator:" in line and "-lm-cpu-" in line]
+    assert len(placed) == 2 and all("on accelerator: n/a" in line for line in placed), placed
+    # A pair with only reported figures says so once, on the reported line below it.
+    assert not any("only reported figures" in line for line in lines)
+    assert any(line.startswith("  reported, not ranked: neuron · compiled") for line in lines)
+    markdown = board(filled, "--markdown", "--workload", "lm").stdout
+    # No run, no verdict: the Markdown says `-` as the terminal and the site do.
+    assert "| aaa · compiled | - | - | - | - | 0/3 | - | compile_error ×2 |" in markdown
+    assert "| neuron · compiled | - | - | - | - | 0/0 | - |" in markdown
+    assert "| cpu · eager | 5,000 tok/s | baseline | unchecked | - | 1/1 | n/a |" in markdown
+    # An incumbent without a run: its reason printed whole, wrapped within 80 columns.
+    shown = board(filled, "--incumbent", "tpu", "--workload", "lm").stdout
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    words = " ".join(shown.split())
+    assert "lm: baseline cpu · eager (the incumbent tpu has no usable run here; most completed runs)" in words
+    assert "answer: none yet; only reported figures" in board(filled, "--workload", "paper").stdout
 
 
 def test_the_checklist_says_what_is_missing(filled: KnowledgeBase) -> None:

@@ -59,7 +59,7 @@ class Cell:
     cold_compile: dict[str, Any] | None = None  # {seconds, entry}
     warm_compile: dict[str, Any] | None = None
     other_compile: dict[str, Any] | None = None  # {seconds, entry, cache}: neither cold nor warm (mixed, unknown)
-    stayed: str = "unknown"
+    stayed: str = "unknown"  # yes, no, unknown, or n/a on the CPU
     entries: list[str] = field(default_factory=list)  # the runs behind the cell, newest first
     note: str = ""  # why there is no figure, where there is none
     checklist: list[Check] = field(default_factory=list)
@@ -254,7 +254,8 @@ def _choose(
 def _headline(cell: Cell, chosen: dict[str, Any], base_run: dict[str, Any] | None, is_base: bool) -> None:
     """The cell's figure and verdict against the baseline's run (both read whole)."""
     cell.numerics = figures.numerics(chosen)
-    cell.stayed = figures.stayed(chosen)
+    # On the CPU there is no accelerator to leave: one answer for the board, its checklist and the site.
+    cell.stayed = "n/a" if cell.backend == "cpu" else figures.stayed(chosen)
     if is_base or base_run is None:
         cell.figure = figures.headline(chosen)
         cell.verdict = "baseline" if is_base else "no baseline figure"
@@ -297,7 +298,7 @@ def _why_empty(cell: Cell) -> str:
 def _best(cells: list[Cell], base: str | None) -> str:
     if base is None:
         notes = {cell.note for cell in cells}
-        return "no answer yet: " + (notes.pop() if len(notes) == 1 else "no completed, measured run with a figure")
+        return "none yet; " + (notes.pop() if len(notes) == 1 else "no completed, measured run with a figure")
     counted = [c for c in cells if c.speedup]
     backends = {c.backend for c in cells}
     only = f"; only {next(iter(backends))} so far" if len(backends) == 1 else ""
@@ -372,7 +373,7 @@ def _compile_check(cell: Cell) -> Check:
 
 def _stayed_check(cell: Cell, entry: str) -> Check:
     question = QUESTIONS[3]
-    if cell.backend == "cpu":
+    if cell.stayed == "n/a":
         return Check(question, None, None, "cpu: there is no accelerator to leave")
     if cell.stayed == "yes":
         return Check(question, True, entry)
