@@ -42,3 +42,34 @@ def test_no_sql_outside_the_index() -> None:
 def test_the_check_finds_sql() -> None:
     sample = ROOT / "kb" / "index" / "site.py"  # the index's own questions: SQL it must recognise
     assert _sql_in(sample)
+
+
+def _imports_ingest(path: Path) -> list[str]:
+    """Each line of `path` that imports ingest/ (at the top or inside a function), as 'path:line'."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        if any(name == "ingest" or name.startswith("ingest.") for name in names):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_kb_core_never_imports_ingest() -> None:
+    # The CLI (kb/cli.py and the commands) wires kb and ingest together; nothing else in kb/ knows ingest/.
+    wiring = ROOT / "kb" / "commands"
+    found = [
+        line
+        for path in sorted((ROOT / "kb").rglob("*.py"))
+        if not path.is_relative_to(wiring) and path != ROOT / "kb" / "cli.py"
+        for line in _imports_ingest(path)
+    ]
+    assert found == [], "kb/ imports ingest/ outside the CLI:\n" + "\n".join(found)
+
+
+def test_the_layer_check_finds_an_import_of_ingest() -> None:
+    assert _imports_ingest(ROOT / "kb" / "commands" / "record.py")  # the CLI's recorder command uses ingest/

@@ -54,6 +54,12 @@ def test_kb_index_settles_a_dead_recorders_entry(orphan: KnowledgeBase) -> None:
     assert [row["id"] for row in found] == [ENTRY_ID]
 
 
+def test_kb_show_settles_a_dead_recorders_entry_it_is_asked_for(orphan: KnowledgeBase) -> None:
+    shown = run_kb("show", ENTRY_ID, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["front_matter"]["status"] == "killed" and _status(orphan) == "killed"
+
+
 def _limited(limit: int) -> Callable[[], None]:
     """A child whose files cannot grow past `limit` bytes: a full disk, as its writes see it (EFBIG)."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

@@ -9,11 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kb import orphans
+from kb.entry import Entry
 from kb.errors import Problem
 from kb.store import KnowledgeBase
 
 if TYPE_CHECKING:
     import sqlite3
+
+
+def _settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
+    from ingest.orphans import settle  # closing an entry takes the recorder's code, which few commands reach
+
+    return settle(kb, entry)
+
+
+orphans.settle_with(_settle_orphan)  # the CLI is where kb and ingest meet: every reader settles dead recorders' runs
 
 
 def knowledge_base(ctx: typer.Context) -> KnowledgeBase:

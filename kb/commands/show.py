@@ -20,8 +20,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show one entry: the answer first (how it ended, how fast, preparation, placement, numerics,
         failure), then compile frames, graph breaks, placement, timings, settings, versions, notes and output."""
-        from ingest.orphans import settle_orphans
         from kb.commands.common import knowledge_base, print_json
+        from kb.orphans import settle_orphans
 
         kb = knowledge_base(ctx)
         (entry,) = settle_orphans(kb, [kb.load(ref)])

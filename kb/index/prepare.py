@@ -4,6 +4,7 @@ that every reader (kb ls, search, check, index, site build and serve) shows the 
 
 from __future__ import annotations
 
+from kb import orphans
 from kb.index.db import IndexUnwritable, connect, index_path, reading
 from kb.index.sync import SyncReport, sync
 from kb.store import KnowledgeBase
@@ -15,8 +16,6 @@ def prepare(kb: KnowledgeBase, *, rebuild: bool = False, stale_ok: bool = False)
     `stale_ok`: on a full disk or a read-only cache folder, an index that exists is read as it was (the report's
     `stale` says why) instead of the error.
     """
-    from ingest.orphans import remove_unpublished, settle_running
-
     try:
         report = sync(kb, rebuild=rebuild)
     except IndexUnwritable as exc:
@@ -24,8 +23,8 @@ def prepare(kb: KnowledgeBase, *, rebuild: bool = False, stale_ok: bool = False)
         if not stale_ok or not path.is_file() or not path.stat().st_size:
             raise
         return SyncReport(stale=str(exc).split("; the entries are safe")[0])
-    remove_unpublished(kb)
-    if settle_running(kb, running_paths(kb)):
+    orphans.remove_unpublished(kb)
+    if orphans.settle_running(kb, running_paths(kb)):
         sync(kb)
     return report
 

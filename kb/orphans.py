@@ -1,0 +1,108 @@
+"""Entries left `running` by a `kb record` that was killed (SIGKILL, power loss): found, and settled as `killed`.
+
+The recorder writes its host, pid and process start time into the entry. On the same host, a pid that is
+gone, or reused by a process that started at another time, means the recorder died without finishing.
+Entries recorded on other hosts cannot be judged from here and stay as they are. A dead recorder's
+temporary files (an atomic write it never finished) are removed as its entry is settled.
+
+Closing an entry (its outcome, failure class, output tail) is the recorder's work, in ingest/: the CLI hands
+it in with `settle_with`; until then orphans are found but left as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kb import atomic
+from kb.entry import Entry
+from kb.errors import KbError
+from kb.store import KnowledgeBase
+
+START_TIME_SLACK_S = 1.0
+
+Settle = Callable[[KnowledgeBase, Entry], Entry]
+_settle: Settle | None = None
+
+
+def settle_with(settle: Settle) -> None:
+    """How an orphan is closed as killed (see ingest.orphans.settle)."""
+    global _settle
+    _settle = settle
+
+
+def is_orphan(entry: Entry) -> bool:
+    if entry.status != "running":
+        return False
+    recorder = entry.data.get("recorder") or {}
+    if recorder.get("host") != socket.gethostname() or not isinstance(recorder.get("pid"), int):
+        return False
+    import psutil
+
+    try:
+        started = psutil.Process(recorder["pid"]).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
+    return abs(started - float(recorder.get("started") or 0)) > START_TIME_SLACK_S
+
+
+def remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
+    """The temporary files the dead recorder was writing (the entry, a diff) when it was killed."""
+    pid = entry.data["recorder"]["pid"]
+    if not _gone(pid):
+        return  # the pid is another process's now, and its temporary files may be in use
+    for folder in {(entry.path or kb.entry_path(entry.id)).parent, kb.attachments_path(entry)}:
+        for path in atomic.temporaries(folder, pid):
+            _remove(path)
+
+
+def remove_unpublished(kb: KnowledgeBase) -> None:
+    """A recorder killed while writing its new entry leaves it in a temporary file that never became the
+    entry (and nothing ran yet): remove those whose recorder is dead."""
+    for path in atomic.temporaries(kb.entries_path):
+        try:
+            entry = Entry.parse(path.read_text("utf-8"), path)
+        except (KbError, OSError, UnicodeDecodeError):
+            # Cut short: killed while writing it, or still being written (for milliseconds) by a live one.
+            writer = atomic.writer_of(path)
+            if writer is not None and _gone(writer):
+                _remove(path)
+            continue
+        if is_orphan(entry) and _gone(entry.data["recorder"]["pid"]):
+            _remove(path)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only folder keeps it: harmless, and every scan skips it
+        path.unlink(missing_ok=True)
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    return not psutil.pid_exists(pid)
+
+
+def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
+    """The same entries, with every orphan settled."""
+    if _settle is None:
+        return list(entries)
+    return [_settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
+
+
+def settle_running(kb: KnowledgeBase, paths: Iterable[str]) -> int:
+    """Settle the orphans among these entries (paths relative to the entries folder, those the index knows as
+    running); returns how many were settled."""
+    if _settle is None:
+        return 0
+    entries = []
+    for path in paths:
+        try:
+            entries.append(Entry.read(kb.entries_path / path))
+        except (KbError, OSError):
+            continue  # changed or gone since it was indexed: the next sync sees it as it is now
+    return sum(1 for entry in entries if is_orphan(entry) and _settle(kb, entry))
