@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import index, instrument, site, startup
+from bench import board, index, instrument, search_parity, secrets_detectors, site, startup
 
 
 def main() -> None:
@@ -14,10 +14,13 @@ def main() -> None:
     startup.run(repeats=3 if args.quick else 21)
     instrument.run(repeats=2 if args.quick else 9)
     index.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
+    board.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
     if args.quick:
         site.run(sizes=(300,), repeats=1, quick=True)
     else:
         site.run(sizes=(10_000,), repeats=3, quick=False)
+    search_parity.run(count=200 if args.quick else 1000)
+    secrets_detectors.run()
 
 
 if __name__ == "__main__":

@@ -94,12 +94,17 @@ def measure(kb: Path) -> list[dict[str, object]]:
 
 
 def main(argv: list[str]) -> None:
+    run(Path(argv[0]) if argv else None)
+
+
+def run(kb: Path | None = None, count: int = 1000) -> None:
+    """The overlap on the knowledge base `kb`, or on one of `count` generated entries."""
     with tempfile.TemporaryDirectory(prefix="kb-bench-parity-") as folder:
-        kb = Path(argv[0]) if argv else Path(folder) / "kb"
-        if not argv:
+        if kb is None:
             from bench.generate import generate
 
-            generate(kb, 1000, seed=1)
+            kb = Path(folder) / "kb"
+            generate(kb, count, seed=1)
         rows = measure(kb)
     print(f"\nsite search against kb search, top {TOP}; {machine()}")
     print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14}")

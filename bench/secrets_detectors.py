@@ -64,11 +64,15 @@ def detect_secrets_findings(texts: list[str]) -> list[list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", help="also measure kb/redact.py as it was at this git revision")
-    args = parser.parse_args()
+    run(parser.parse_args().before)
+
+
+def run(before: str | None = None) -> None:
+    """Leaks and mangled look-alikes of kb's masking (and of it at git revision `before`) and detect-secrets'."""
     secrets = [secret.text for secret in SECRETS]
     alikes = [alike.text for alike in LOOK_ALIKES]
     rows = []
-    for label, rev in [("kb now", None)] + ([(f"kb at {args.before}", args.before)] if args.before else []):
+    for label, rev in [("kb now", None)] + ([(f"kb at {before}", before)] if before else []):
         mask = kb_masker(rev)
         leaked = [s.id for s in SECRETS if s.probe in mask(s.text)]
         mangled = [a.id for a in LOOK_ALIKES if mask(a.text) != a.text]
