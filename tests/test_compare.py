@@ -16,11 +16,12 @@ HANDOVER = (
     "    open(os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl'), 'a').write(json.dumps(event) + '\\n')\n"
     "emit(event='set', field='timings.step_s', value={{'median': {median}, 'p10': {p10}, 'p90': {p90}, 'count': 50}})\n"
     "emit(event='metric', name='tokens_per_s', value={rate}, unit='tokens/s')\n"
+    "emit(event='metric', name='tokens_per_s_median_step', value={step_rate}, unit='tokens/s')\n"
 )
 
 
 def record(batch: int, median: float, p10: float, p90: float, rate: float) -> str:
-    script = HANDOVER.format(median=median, p10=p10, p90=p90, rate=rate)
+    script = HANDOVER.format(median=median, p10=p10, p90=p90, rate=rate, step_rate=batch * 64 / median)
     result = run_kb(
         "record",
         "--workload",
@@ -52,8 +53,12 @@ def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:
     assert (
         step["values"] == [0.02, 0.012] and step["ratios"] == [1.0, 0.6] and step["verdicts"] == ["baseline", "better"]
     )
+    # The median step's rate is computed from the step times: their verdict. Tokens over the steady wall
+    # time are measured once per run: a ratio, and one run each is too few to call it better.
+    step_rate = rows[("metrics", "tokens_per_s_median_step")]
+    assert step_rate["better"] == "higher" and step_rate["verdicts"] == ["baseline", "better"]
     rate = rows[("metrics", "tokens_per_s")]
-    assert rate["better"] == "higher" and rate["verdicts"] == ["baseline", "better"]
+    assert rate["better"] == "higher" and rate["verdicts"] == ["baseline", "one measurement"]
     assert rate["ratios"][1] == pytest.approx(3.3333, rel=1e-3)
     assert comparison["noise_method"].startswith("p10-p90 intervals")
 
@@ -62,8 +67,24 @@ def test_overlapping_spreads_are_within_noise(kb: KnowledgeBase) -> None:
     first = record(8, 0.020, 0.015, 0.030, 25600.0)
     second = record(8, 0.018, 0.014, 0.028, 28000.0)
     rows = json.loads(run_kb("compare", first, second, "--json").stdout)["rows"]
-    step = next(row for row in rows if row["name"] == "step_s")
-    assert step["verdicts"] == ["baseline", "within noise"]
+    verdicts = {row["name"]: row["verdicts"][1] for row in rows}
+    # One noise rule: the rate of the median step is within noise wherever its step times are.
+    assert verdicts["step_s"] == verdicts["tokens_per_s_median_step"] == "within noise"
+    assert verdicts["tokens_per_s"] == "one measurement"
+
+
+def test_reported_figures_are_shown_beside_measured_ones_never_ranked(kb: KnowledgeBase) -> None:
+    measured = record(8, 0.020, 0.019, 0.022, 25600.0)
+    reported = "2026-11-20-mlp-vendor-000001"
+    write_entry(kb, reported, recorded="2026-11-20T00:00:00Z", kind="report", backend="neuron", mode="compiled",
+                workload={"name": "mlp"}, provenance={"source": "reported", "publisher": "Vendor blog"},
+                metrics={"tokens_per_s": {"value": 182000.0, "unit": "tokens/s"}})  # fmt: skip
+    rate = next(row for row in json.loads(run_kb("compare", measured, reported, "--json").stdout)["rows"]
+                if row["name"] == "tokens_per_s")  # fmt: skip
+    assert rate["values"] == [25600.0, 182000.0]
+    assert rate["ratios"] == [1.0, None] and rate["verdicts"] == ["baseline", "reported, not ranked"]
+    shown = run_kb("compare", measured, reported)
+    assert "182,000 tokens/s reported, not ranked" in shown.stdout and "×7.11" not in shown.stdout
 
 
 @pytest.fixture
@@ -114,9 +135,8 @@ def test_versions_and_hardware_differences_are_spelled_out(releases: KnowledgeBa
     (compile_row,) = [line for line in markdown.stdout.splitlines() if line.startswith("| timings.compile_s |")]
     assert compile_row.endswith(" ×0.33 one measurement |")
     # 16 and 32 devices: throughput per device (11099 / 16 against 14156 / 32).
-    assert "| metrics.tokens_per_s | 693.7 tokens/s per device | 442.4 tokens/s per device  ×0.638 worse |" in (
-        markdown.stdout
-    )
+    per_device = "| 693.7 tokens/s per device | 442.4 tokens/s per device  ×0.638 one measurement |"
+    assert f"| metrics.tokens_per_s {per_device}" in markdown.stdout
     assert "- torch 2.9.0 → 2.10.0" in markdown.stdout
 
 

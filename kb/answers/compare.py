@@ -3,12 +3,15 @@
 The first entry is the baseline: every figure gets its ratio to the baseline's and, where it is known
 whether higher or lower is better, a word for the direction. One noise rule: step times that carry a
 spread are judged against it (a difference counts only when the p10-p90 intervals of the two runs do
-not overlap); throughput computed from the step times shares their verdict; a phase timed once per run
-(load, compile, first step) gets no verdict from a single measurement. Throughput of runs on different
-device counts is compared per device, and compile times only cold with cold, warm with warm.
+not overlap); the rates computed from the step times (`*_median_step`) share their verdict; a phase
+timed once per run (load, compile, first step) and the rates over the steady wall time (tokens_per_s)
+get no verdict from a single measurement. Reported figures stand beside measured ones, never ranked.
+Throughput of runs on different device counts is compared per device, and compile times only cold with
+cold, warm with warm.
 
-`grouped` picks, per group of a workload's runs, the newest usable one (completed, with figures): never a
-failed, killed, interrupted or running run as anyone's baseline.
+`grouped` (kb compare --workload) and `newest_usable` (the site's comparison pages) pick, per group of a
+workload's runs, the newest usable one (completed, with figures): never a failed, killed, interrupted or
+running run as anyone's baseline, which one rule (`baseline_index`) chooses.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from kb.errors import KbError
 # Kinds whose figures can stand side by side: measured runs with reported figures, coverage with coverage.
 COMPARABLE = ({"run", "report"}, {"coverage"})
 NOISE_METHOD = (
-    "p10-p90 intervals of the step times overlap: within noise; apart: a real difference; tokens/s and "
-    "samples/s share the step times' verdict; a phase timed once per run is one measurement"
+    "p10-p90 intervals of the step times overlap: within noise; apart: a real difference; the median step's "
+    "rates share the step times' verdict; a phase or rate measured once per run is one measurement; "
+    "reported figures are not ranked against measured ones"
 )
 USABLE_STATUSES = ("completed", None)  # reports have no status
+NOT_RANKED = "reported, not ranked"
 GROUPINGS = "backend, mode, or version:PACKAGE (e.g. --by version:torch)"
 TIMINGS = ("wall_s", "load_s", "compile_s", "first_step_s", "warmup_s", "step_s")
 DIFF_SECTIONS = ("versions", "settings", "environment")
@@ -109,6 +114,7 @@ def compare(entries: list[Entry]) -> Comparison:
     timing = _timing_rows(entries)
     step = next((row for row in timing if row.name == "step_s"), None)
     rows = timing + _metric_rows(entries, step) + _evidence_rows(entries)
+    _unranked(entries, rows)
     cases = case_changes(entries) if kinds == {"coverage"} else []
     return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases)
 
@@ -202,10 +208,7 @@ def _timing_rows(entries: list[Entry]) -> list[Row]:
                 ]
         else:
             _judge(row)
-            # A phase timed once per run: one measurement each, too few for better or worse.
-            row.verdicts = [
-                "baseline" if i == 0 else "one measurement" if v else "" for i, v in enumerate(row.verdicts)
-            ]
+            row.verdicts = _once(row.verdicts)
             if name == "compile_s" and _differ(compiles):
                 row.ratios = [r if compiles[i] == compiles[0] else None for i, r in enumerate(row.ratios)]
                 row.verdicts = [
@@ -225,20 +228,39 @@ def _metric_rows(entries: list[Entry], step: Row | None) -> list[Row]:
         unit = next((m.get("unit") for m in metrics if m.get("unit")), None)
         better = next((m.get("better") for m in metrics if m.get("better")), None) or guess_better(name, unit)
         values = [m.get("value") for m in metrics]
-        per_device = name in figures.THROUGHPUT and _differ(counts)
+        rate = name in figures.THROUGHPUT or name in figures.STEP_RATES
+        per_device = rate and _differ(counts)
         if per_device:
             values = [v / c if isinstance(v, (int, float)) else v for v, c in zip(values, counts, strict=True)]
             unit = f"{unit or name} per device"
         row = Row("metrics", name, values, unit=unit, better=better)
         _judge(row)
-        if name in figures.THROUGHPUT and step is not None and not per_device:
-            # Computed from the step times' median: it shares their verdict (within noise included).
+        if name in figures.STEP_RATES and step is not None and not per_device:
+            # The median step's rate: it shares the step times' verdict (within noise included).
             row.verdicts = [
                 "baseline" if i == 0 else (v if step.verdicts[i] in ("", "baseline") else step.verdicts[i])
                 for i, v in enumerate(row.verdicts)
             ]
+        elif name in figures.THROUGHPUT:
+            # Tokens over the steady steps' wall time: measured once per run, like a phase timed once.
+            row.verdicts = _once(row.verdicts)
         rows.append(row)
     return rows
+
+
+def _once(verdicts: list[str]) -> list[str]:
+    """A figure measured once per run: one measurement each, too few for better or worse."""
+    return ["baseline" if i == 0 else "one measurement" if v else "" for i, v in enumerate(verdicts)]
+
+
+def _unranked(entries: list[Entry], rows: list[Row]) -> None:
+    """Reported figures stand beside measured ones with no ratio and no verdict: never ranked against them."""
+    reported = [entry.get("provenance.source") == "reported" for entry in entries]
+    for row in rows:
+        for index in range(1, len(entries)):
+            if reported[index] != reported[0] and row.ratios[index] is not None:
+                row.ratios[index] = None
+                row.verdicts[index] = NOT_RANKED
 
 
 def _evidence_rows(entries: list[Entry]) -> list[Row]:
@@ -341,7 +363,7 @@ def grouped(
     chosen: Entry | None = kb.load(baseline) if baseline else None
     if chosen is not None and chosen.status not in USABLE_STATUSES:
         raise KbError(f"--baseline {chosen.id}: a {chosen.status} run cannot be a baseline; give a completed run")
-    usable = [row for row in rows if row["status"] in USABLE_STATUSES and row["has_figures"]]
+    usable = [row for row in rows if _usable(row)]
     base_backend = _incumbent_backend(usable, incumbent, chosen)
     if by == "mode" and not backend and len({row["backend"] for row in rows}) > 1:
         backend = base_backend
@@ -359,20 +381,13 @@ def grouped(
     for row in rows:  # newest first
         group = figures.release_of(str(row["grp"])) if package else str(row["grp"])  # +cu126 builds: one release
         groups.setdefault(group, []).append(row)
-    picked: list[tuple[str, dict[str, Any]]] = []
-    for group in _ordered(groups, package):
-        found = next((r for r in groups[group] if r["status"] in USABLE_STATUSES and r["has_figures"]), None)
-        if found is None:
-            states = Counter(str(r["status"]) for r in groups[group])
-            notes.append(f"{group}: no usable run ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))})")
-        else:
-            picked.append((group, found))
-    entries = [Entry.read(kb.entries_path / row["path"]) for _, row in picked]
+    picked = _pick(groups, _ordered(groups, package), notes)
+    entries = [Entry.read(kb.entries_path / row["path"]) for row in picked]
     if chosen is not None:
         entries = [chosen, *(e for e in entries if e.id != chosen.id)]
-    else:
-        first = _first(picked, by, base_backend)
-        entries.insert(0, entries.pop(first))
+    elif entries:
+        prefer = {"backend": (base_backend, None), "mode": (None, "eager")}.get(by, (None, None))
+        entries.insert(0, entries.pop(baseline_index(picked, *prefer)))
     if len(entries) < 2:
         raise KbError("; ".join([f"nothing to compare {workload} with by {by}", *notes]))
     comparison = compare(entries)
@@ -380,10 +395,54 @@ def grouped(
     return comparison
 
 
+def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:
+    """The newest usable run or report of each backend and mode of a workload, the baseline first (by the
+    rule `grouped` follows), with a line for each backend and mode that has none: a site's comparison page."""
+    from kb.index import answers
+
+    rows = answers.grouped_candidates(db, "e.workload = ?", [workload], "backend")
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:  # newest first
+        groups.setdefault(f"{row['backend']} · {row['mode'] or '-'}", []).append(row)
+    notes: list[str] = []
+    picked = _pick(groups, sorted(groups), notes)
+    if not picked:
+        return [], notes
+    backend = _incumbent_backend([r for r in rows if _usable(r)], incumbent, None)
+    entries = [Entry.read(kb.entries_path / row["path"]) for row in picked]
+    entries.insert(0, entries.pop(baseline_index(picked, backend, incumbent_of(incumbent)[1] or "eager")))
+    return entries, notes
+
+
+def _usable(row: dict[str, Any]) -> bool:
+    return row["status"] in USABLE_STATUSES and bool(row["has_figures"])
+
+
+def _pick(groups: dict[str, list[dict[str, Any]]], order: list[str], notes: list[str]) -> list[dict[str, Any]]:
+    """Each group's newest usable run (its rows newest first); a group without one is named in `notes`."""
+    picked = []
+    for group in order:
+        found = next((row for row in groups[group] if _usable(row)), None)
+        if found is None:
+            states = Counter(str(r["status"]) for r in groups[group])
+            notes.append(f"{group}: no usable run ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))})")
+        else:
+            picked.append(found)
+    return picked
+
+
+def incumbent_of(incumbent: str) -> tuple[str | None, str | None]:
+    """kb.toml's `[answers] incumbent` (`cuda`, `cuda compiled` or `cuda · compiled`) as (backend, mode)."""
+    backend, _, mode = incumbent.replace("·", " ").strip().partition(" ")
+    return backend or None, mode.strip() or None
+
+
 def _incumbent_backend(rows: list[dict[str, Any]], incumbent: str, chosen: Entry | None) -> str | None:
+    """The baseline's backend: the chosen run's, else the incumbent's where it has usable runs, else the
+    backend with the most."""
     if chosen is not None:
         return chosen.get("backend")
-    wanted = incumbent.replace("·", " ").split(" ")[0] if incumbent else None
+    wanted = incumbent_of(incumbent)[0]
     backends = Counter(row["backend"] for row in rows if row["kind"] == "run")
     if wanted and wanted in backends:
         return wanted
@@ -402,14 +461,13 @@ def _ordered(groups: dict[str, list[dict[str, Any]]], package: str | None) -> li
     return sorted(groups, key=version_key)
 
 
-def _first(picked: list[tuple[str, dict[str, Any]]], by: str, backend: str | None) -> int:
-    """Which picked run is the baseline: measured before reported; the incumbent backend, eager, or the
-    oldest version."""
+def baseline_index(picked: list[dict[str, Any]], backend: str | None, mode: str | None) -> int:
+    """Which picked run is the baseline: measured before reported, then the wanted backend, then the wanted
+    mode (eager, or the incumbent's), else the first in order (the oldest version)."""
 
-    def rank(item: tuple[int, tuple[str, dict[str, Any]]]) -> tuple:
-        index, (group, row) = item
-        measured = row["kind"] == "run"
-        preferred = (group == backend) if by == "backend" else (group == "eager") if by == "mode" else True
-        return (not measured, not preferred, index)
+    def rank(item: tuple[int, dict[str, Any]]) -> tuple:
+        index, row = item
+        return (row["kind"] != "run", backend is not None and row["backend"] != backend,
+                mode is not None and row["mode"] != mode, index)  # fmt: skip
 
     return min(enumerate(picked), key=rank)[0]

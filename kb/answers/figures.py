@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-THROUGHPUT = ("tokens_per_s", "samples_per_s")  # derived from the step times: they share their verdict
+THROUGHPUT = ("tokens_per_s", "samples_per_s")  # over the steady steps' wall time: measured once per run
+STEP_RATES = tuple(f"{name}_median_step" for name in THROUGHPUT)  # the median step's: share the step's verdict
 HEADLINES = (*THROUGHPUT, "step_s")  # the board's figure, in order of preference
 ONE_OFF = ("wall_s", "load_s", "compile_s", "first_step_s", "warmup_s")  # measured once per run
 # Settings that change what a step does (its shapes, its precision): runs that differ in them are other programs.
