@@ -31,7 +31,8 @@ def run(kb: KnowledgeBase, entry_id: str, backend: str, rate: float | None, **fi
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBase, Path]]:
     base, _ = KnowledgeBase.init(tmp_path_factory.mktemp("answers") / "knowledge-base")
-    run(base, "2026-11-09-lm-cpu-000000", "cpu", 5000.0, mode="eager")
+    run(base, "2026-11-09-lm-cpu-000000", "cpu", 5000.0, mode="eager",
+        timings={"step_s": {"median": 0.3872, "p10": 0.38, "p90": 0.39, "count": 20}})
     run(base, "2026-11-08-lm-cpu-000009", "cpu", 4000.0, mode="eager")
     run(base, EVIDENCE, "cuda", 640000.0, numerics={"verdict": "pass"}, versions={"torch": "2.10.0"},
         hardware={"accelerators": [{"name": "h100", "count": 64}]})  # fmt: skip
@@ -39,6 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBa
     for n in (3, 4, 5):  # a backend sorted first with only failures, the newest of all
         run(base, f"2026-11-2{n}-lm-aaa-00000{n}", "aaa", None, status="failed",
             failure={"class": "compile_error", "message": "<b>neuronx-cc</b> exited 70"})  # fmt: skip
+    run(base, "2026-11-26-lm-cpu-000006", "cpu", None, mode="eager", status="failed")  # newer than the completed
     run(base, "2026-11-16-lm-report-000007", "neuron", 900000.0, kind="report", status=None,
         provenance={"source": "reported", "publisher": "Vendor blog"})  # fmt: skip
     home = ("--kb", str(base.root))
@@ -69,9 +71,18 @@ def test_the_board_decisions_and_evidence_pages(site: tuple[KnowledgeBase, Path]
     assert re.search(r"Made due by <a href=\"entries/[^\"]+\">torch 2\.11\.0</a>", decisions)
     evidence = (out / "entries" / f"{EVIDENCE}.html").read_text()
     assert "Decisions resting on this" in evidence and "lm trains on CUDA" in evidence
-    # The comparison page leaves out the failed newest runs and starts from a completed one.
+    # The comparison page picks as kb compare does: each backend and mode's newest usable run, a completed
+    # baseline (cpu · eager, whose newest run failed), a report beside the runs but never ranked against them.
     compared = (out / "compare" / "lm.html").read_text()
-    assert "aaa · compiled: the newest run failed, left out" in compared
+    assert "aaa · compiled: no usable run (3 failed)" in compared and "cpu · eager: no" not in compared
+    columns = re.findall(r'<span class="id">([^<]+)</span>', compared)
+    assert columns[0] == "2026-11-09-lm-cpu-000000" and "2026-11-26-lm-cpu-000006" not in columns
+    assert "2026-11-16-lm-report-000007" in columns
+    cells = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", cell)).strip()
+             for cell in re.findall(r"<td.*?</td>", compared, re.S)]  # fmt: skip
+    assert "387 ms" in cells and "5,000 tokens/s per device" in cells  # humanised, as kb compare prints them
+    assert "900,000 tokens/s per device reported, not ranked" in cells
+    assert "×1.28e+03" not in compared and "×180" not in compared
 
 
 @pytest.mark.parametrize("width", [1280, 390])

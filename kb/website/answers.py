@@ -7,10 +7,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from kb import humanize
 from kb.answers import figures
 from kb.answers.board import board
 from kb.answers_text import compile_text, figure_text, ratio_text
-from kb.entry import Entry
 from kb.index import answers
 
 SHOWN_VERDICTS = ("baseline", "counted", "unchecked", "numerics failed")
@@ -98,15 +98,18 @@ def fired_by(db: sqlite3.Connection, entry_ids: list[str], paths: dict[str, str]
     ]
 
 
-def usable_first(entries: list[Entry], incumbent: str) -> tuple[list[Entry], list[str]]:
-    """A comparison page's entries: only completed runs and reports, the baseline first (a measured run of the
-    incumbent backend, eager before compiled); with a line for each one left out."""
-    usable = [e for e in entries if e.kind == "report" or e.status == "completed"]
-    left = [f"{e.get('backend')} · {e.get('mode')}: the newest run {e.status}, left out ({e.id})"
-            for e in entries if e not in usable]  # fmt: skip
-    wanted = incumbent.replace("·", " ").split(" ")[0] if incumbent else None
-
-    def rank(entry: Entry) -> tuple:
-        return (entry.kind != "run", entry.get("backend") != wanted, entry.get("mode") != "eager")
-
-    return sorted(usable, key=rank), left
+def comparison_rows(comparison: Any) -> list[dict[str, Any]]:
+    """Each compared figure as `kb compare` words it: the value humanised with its unit, the ratio, the verdict."""
+    found = []
+    for row in comparison.rows:
+        cells = []
+        for index, value in enumerate(row.values):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ratio = row.ratios[index] if index and index < len(row.ratios) else None
+            cells.append({
+                "text": humanize.quantity(value, row.unit) if number else "-" if value is None else str(value),
+                "ratio": f"×{ratio:.3g}" if ratio is not None else "",
+                "verdict": row.verdicts[index] if index and index < len(row.verdicts) else "",
+            })  # fmt: skip
+        found.append({"section": row.section, "name": row.name, "cells": cells})
+    return found

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
-from kb.index.query import newest_per_group
+from kb.index import site as index_site
 from kb.website import answers as site_answers
 from kb.website.pages.base import Build, Page, Publisher, digest, href, slug
 
@@ -15,27 +14,33 @@ class ComparePages(Publisher):
     def pages(self, build: Build) -> Iterator[Page]:
         site = self.site
         workloads = site.compared_workloads()
+        incumbent = site.kb.config.answers.incumbent
         index = {
             "workloads": [(w, f"{slug(w)}.html") for w in workloads],
-            "board": site_answers.board_view(site.db, site.kb.config.answers.incumbent, site.paths, 1),
+            "board": site_answers.board_view(site.db, incumbent, site.paths, 1),
         }
         yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
+        # Which run of a group is its newest usable one depends on all of the workload's runs: keyed by
+        # their files (and the incumbent, which picks the baseline), worked out only when they changed.
+        inputs: dict[str, list[tuple[str, str]]] = {}
+        for workload, entry_id, sha in index_site.trend_inputs(site.db):
+            inputs.setdefault(workload, []).append((entry_id, sha))
         for workload in workloads:
-            rows = [(row["id"], row["sha256"]) for row in newest_per_group(site.db, workload)]
             path = f"compare/{slug(workload)}.html"
-            context = partial(self._context, rows, workload)
-            yield Page(path, "compare.html", digest("compare", path, rows), context)
+            key = digest("compare", path, incumbent, inputs.get(workload))
+            yield Page(path, "compare.html", key, lambda w=workload: self._context(w))
 
-    def _context(self, rows: list[tuple[str, str]], workload: str) -> dict[str, Any]:
-        from kb.answers.compare import compare
+    def _context(self, workload: str) -> dict[str, Any]:
+        from kb.answers.compare import compare, newest_usable
 
         site = self.site
-        # Never a failed, killed or running run beside the others, nor as the baseline.
-        incumbent = site.kb.config.answers.incumbent
-        entries, left_out = site_answers.usable_first([site.entry(row[0]) for row in rows], incumbent)
+        # As kb compare picks them: never a failed, killed or running run beside the others, nor as the baseline.
+        entries, left_out = newest_usable(site.kb, site.db, workload, site.kb.config.answers.incumbent)
+        comparison = compare(entries) if len(entries) > 1 else None
         return {
             "workload": workload,
             "entries": [(e, href(site.paths[e.id], 1)) for e in entries],
-            "comparison": compare(entries) if len(entries) > 1 else None,
+            "comparison": comparison,
+            "rows": site_answers.comparison_rows(comparison) if comparison else [],
             "left_out": left_out,
         }
