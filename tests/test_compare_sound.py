@@ -170,3 +170,23 @@ def test_the_filters_of_kb_ls_narrow_the_runs_first(kb: KnowledgeBase) -> None:
     assert not any(line.startswith("batch") for line in same["differences"])
     since = run_kb("compare", "--workload", "qwen", "--by", "backend", "--since", "2026-11-02")
     assert since.returncode == 1 and since.stderr == "kb: error: only cuda so far; try --by mode\n"
+
+
+def test_a_site_comparison_starts_from_the_incumbent_and_its_mode(variety: KnowledgeBase) -> None:
+    from kb.answers.compare import newest_usable
+    from kb.index.db import connect, index_path
+    from kb.index.sync import sync
+
+    run(variety, "2026-11-08-qwen-cuda-000008", backend="cuda", mode="eager",
+        metrics={"tokens_per_s": {"value": 900.0, "unit": "tokens/s"}})  # fmt: skip
+    sync(variety)
+    db = connect(index_path(variety.cache_path))
+    try:
+        # The whole incumbent, mode included: cuda compiled first, although cuda eager is newer.
+        entries, notes = newest_usable(variety, db, "qwen", "cuda compiled")
+        assert entries[0].id == "2026-11-02-qwen-cuda-000002"
+        assert {e.id for e in entries[1:]} == {"2026-11-08-qwen-cuda-000008", "2026-11-03-qwen-neuron-000003"}
+        assert notes == ["aaa · compiled: no usable run (1 failed, 1 killed)"]
+        assert newest_usable(variety, db, "qwen", "cuda")[0][0].id == "2026-11-08-qwen-cuda-000008"  # eager first
+    finally:
+        db.close()
