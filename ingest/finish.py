@@ -221,7 +221,10 @@ def _body(kb: KnowledgeBase, entry: Entry, folded: Folded, output: Path) -> str:
         if total == 0:
             parts.append(f"## Output\n\nThe command printed nothing ([{output.name}]({link}) is empty).")
         else:
-            shown = f"The last {len(tail)} of {total} lines" if len(tail) < total else f"All {total} lines"
+            if len(tail) < total:
+                shown = f"The last {len(tail)} of {total} lines"
+            else:
+                shown = "The one line" if total == 1 else f"All {total} lines"
             parts.append(
                 f"## Output\n\n{shown}; the whole output is in [{output.name}]({link}).\n\n"
                 + fenced("\n".join(tail), "text")

@@ -68,6 +68,7 @@ def test_completed_run_captures_what_ran_and_on_what(kb: KnowledgeBase, tmp_path
     assert data["recorder"]["pid"] != os.getpid()
     assert entry.body.startswith("First try.\n")
     assert "hello from the run" in entry.body
+    assert "## Output\n\nThe one line; the whole output is in [output.log]" in entry.body
     log = kb.attachments_path(entry) / "output.log"
     assert log.read_text() == "hello from the run\n"
     assert {"path": f"{entry.id}/output.log", "role": "output", "bytes": 19} in data["attachments"]
