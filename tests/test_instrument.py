@@ -238,8 +238,9 @@ def test_tokens_per_s_is_what_the_steady_steps_did_over_their_wall_time(kb: Know
     assert result.returncode == 0, result.stderr
     tokens, seconds = re.search(r"steady tokens (\d+) in ([\d.]+) s", result.stdout).groups()
     metrics = only_entry(kb).data["metrics"]
-    # The script's own clock, around the steady steps with the pauses between them.
-    assert metrics["tokens_per_s"]["value"] == pytest.approx(int(tokens) / float(seconds), rel=0.01)
+    # The script's own clock, around the steady steps with the pauses between them. Its reads and kb's sit a few
+    # calls apart, which a busy machine can stretch by milliseconds; the median-step rate is off by far more.
+    assert metrics["tokens_per_s"]["value"] == pytest.approx(int(tokens) / float(seconds), rel=0.05)
     assert metrics["tokens_per_s"]["unit"] == "tokens/s"
     # The median step leaves the 20 ms pauses out: a rate the run never reached.
     assert metrics["tokens_per_s_median_step"]["value"] > metrics["tokens_per_s"]["value"]
