@@ -39,10 +39,6 @@ def entry_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def bound(kind: str) -> int:
-    """The most characters a kind of free-text field may have ("name", "text"): the schema's $defs say it once."""
-    return entry_schema()["$defs"][kind]["maxLength"]
-
 
 def clipped(text: str, most: int) -> str:
     """TEXT as a list or table shows it: whole when it fits, else its start and an ellipsis."""

@@ -22,7 +22,7 @@ from kb.entry import Entry
 from kb.errors import Problem
 from kb.index import site as index_site
 from kb.index.query import COLUMNS, version_key
-from kb.schema import bound, clipped
+from kb.schema import clipped
 from kb.store import KnowledgeBase
 from kb.website.why import failure_note
 
@@ -86,12 +86,15 @@ def href(target: str, depth: int) -> str:
     return "../" * depth + target
 
 
+# The most characters of one field a list shows: a row is copied onto every list page of its facets.
+LIST_CHARS = 200
+
+
 def list_row(row: dict[str, Any]) -> dict[str, Any]:
-    """An index row as a list shows it (the home page's recent entries, the lists): each text at most a name's
-    bound, as a row is copied onto every list page of its facets (the entry page shows the whole title)."""
-    most = bound("name")
+    """An index row as a list shows it (the home page's recent entries, the lists): each text at most LIST_CHARS
+    (the entry page shows the whole title)."""
     shown = {name: row[name] for name in COLUMNS if name != "path"}
-    shown = {name: clipped(value, most) if isinstance(value, str) else value for name, value in shown.items()}
+    shown = {name: clipped(value, LIST_CHARS) if isinstance(value, str) else value for name, value in shown.items()}
     return shown | {"recorded": row["recorded"][:10]}
 
 
