@@ -355,8 +355,8 @@ def test_broken_files_are_named_by_line_and_the_rest_migrated(corpus: KnowledgeB
     assert skipped == [
         f"kb: skipped {where}/2026-02-01-bad-kind-000000.md:5: kind: 'experiment' is not one of: "
         "run, coverage, decision, report, note, release",
-        f"kb: skipped {where}/2026-02-01-bad-yaml-000000.md:5: front matter is not valid YAML: "
-        "did not find expected ',' or ']'",
+        f"kb: skipped {where}/2026-02-01-bad-yaml-000000.md:4: front matter is not valid YAML: "
+        "did not find expected ',' or ']' (while parsing a flow sequence begun on this line)",
     ]
     assert result.stderr.splitlines()[-1] == f"{len(CORPUS_ENTRIES)} migrated, 0 already at schema {NEXT}, 2 skipped"
     for name, text in broken.items():
