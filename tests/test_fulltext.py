@@ -247,32 +247,6 @@ def test_failure_class_as_words(shared: sqlite3.Connection) -> None:
     assert set(ids(find(shared, "compile timeout"))) == {FLEX, "2026-11-29-sdpa-cuda-000002"}
 
 
-@pytest.mark.parametrize("filtered", [False, True], ids=["words alone", "with a filter"])
-def test_words_side_by_side_rank_first(tmp_path: Path, filtered: bool) -> None:
-    """A compile timeout comes before a runtime timeout of a compiled run, though the latter has "compiled" in its
-    title (the heaviest column) and the word timeout in a short failure text."""
-    runtime = make(
-        "2026-11-30-runtime-000001",
-        "llama3 neuron compiled",
-        backend="neuron",
-        mode="compiled",
-        failure={"class": "timeout", "message": "nrt_execute timeout: NeuronCore 0 did not complete within 600 s"},
-    )
-    compile_timeout = make(
-        "2026-11-01-compile-000002",
-        "llama3 neuron eager",
-        backend="neuron",
-        mode="eager",
-        failure={"class": "compile_timeout", "message": "neuronx-cc terminated: exceeded the compile time limit"},
-    )
-    _, db = build(tmp_path / "kb", [runtime, compile_timeout])
-    hits = find(db, "compile timeout", **({"backend": "neuron"} if filtered else {}))
-    assert ids(hits) == ["2026-11-01-compile-000002", "2026-11-30-runtime-000001"]
-    assert fulltext.together("compile timeout") == '"compile timeout"'
-    assert fulltext.together("timeout") is None
-    assert fulltext.together('"compile timeout"') is None  # a phrase already says it
-
-
 def test_update_replaces_the_entry(own: tuple[KnowledgeBase, sqlite3.Connection]) -> None:
     kb, db = own
     edited = flex()

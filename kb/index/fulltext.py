@@ -264,15 +264,6 @@ def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> C
     return result if isinstance(result, Compiled) else None
 
 
-def together(query: str) -> str | None:
-    """For a query of two or more plain words, the FTS5 phrase of them as typed: entries holding the words side by
-    side rank first ("compile timeout" is a compile timeout before it is a timeout of a compiled run)."""
-    words = _plain_words(query)
-    if words is None or len(words) < 2:
-        return None
-    return '"' + " ".join(words) + '"'  # plain words hold no double quote
-
-
 class _Refused(Exception):
     """A part of a parsed query that cannot be searched for; compile_query names the query."""
 

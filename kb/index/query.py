@@ -172,36 +172,24 @@ def list_entries(
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
-def _top_by_words(
-    db: sqlite3.Connection, match: str, together: str | None, limit: int, columns: str
-) -> list[tuple] | None:
+def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) -> list[tuple] | None:
     """The best `limit` by the words alone, as the ranked query gives them, or None when equal scores straddle
     the cut (then the date decides who is in, and every match is sorted). FTS5 ranks its own rows without
     looking each one up in `entries` first: 5 to 10 times faster on a common word."""
     table = fulltext.TABLE
-    first, params = _together_first(table, "rowid", together)
     top = db.execute(
-        f"SELECT rowid, rank, {first} FROM {table} WHERE {table} MATCH ? ORDER BY 3 DESC, rank LIMIT ?",
-        [*params, match, limit + 1],
+        f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?", [match, limit + 1]
     ).fetchall()
-    if len(top) > limit and top[limit][1:] == top[limit - 1][1:]:
+    if len(top) > limit and top[limit][1] == top[limit - 1][1]:
         return None
-    rank = {rowid: score for rowid, score, _ in top[:limit]}
-    tier = {rowid: side_by_side for rowid, _, side_by_side in top[:limit]}
+    rank = dict(top[:limit])
     marks = ", ".join("?" * len(rank))
     rows = db.execute(f"SELECT {columns}, e.rowid FROM entries e WHERE e.rowid IN ({marks})", list(rank)).fetchall()
     ranked = [(*row, -rank[row[-1]]) for row in rows]
     at = {name: COLUMNS.index(name) for name in ("id", "recorded")}
     ranked.sort(key=lambda row: (row[at["recorded"]], row[at["id"]]), reverse=True)  # newest first among equals
-    ranked.sort(key=lambda row: (-tier[row[-2]], -row[-1]))  # stable: best first
+    ranked.sort(key=lambda row: -row[-1])  # stable: best first
     return ranked
-
-
-def _together_first(table: str, rowid: str, together: str | None) -> tuple[str, list[Any]]:
-    """An SQL term that is 1 for the rows holding the query's words side by side (fulltext.together), else 0."""
-    if together is None:
-        return "0 = 1", []  # not a bare 0: in ORDER BY that names a column
-    return f"{rowid} IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)", [together]
 
 
 def suggest(db: sqlite3.Connection, query: str) -> str | None:
@@ -245,7 +233,6 @@ def search(
     with reading(db):
         _check_limit(limit)
         compiled = fulltext.compile_query(query, db)  # before the filters: a bad query is reported first
-        together = fulltext.together(query)
         if compiled is None or limit < 1:
             return []
         where, params = filters.where(db)
@@ -259,17 +246,16 @@ def search(
             params = [*values, *params]
         else:
             conditions = " AND ".join(f"({c})" for c in compiled.conditions) or "1"
-            first, first_params = _together_first(fulltext.TABLE, "f.rowid", together)
             sql = (
                 f"SELECT {columns}, e.rowid, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
                 f"WHERE f.{fulltext.TABLE} MATCH ? AND ({conditions}) AND ({where}) "
-                f"ORDER BY ({first}) DESC, f.rank, e.recorded DESC, e.id DESC LIMIT ?"
+                "ORDER BY f.rank, e.recorded DESC, e.id DESC LIMIT ?"
             )
-            params = [compiled.match, *compiled.params, *params, *first_params]
+            params = [compiled.match, *compiled.params, *params]
         try:
             ranked = None
             if compiled.match is not None and not compiled.conditions and filters.empty():
-                ranked = _top_by_words(db, compiled.match, together, limit, columns)
+                ranked = _top_by_words(db, compiled.match, limit, columns)
             if ranked is None:
                 ranked = db.execute(sql, [*params, limit]).fetchall()
         except sqlite3.OperationalError as exc:  # FTS5 refused what the compiler made of the query: say so
