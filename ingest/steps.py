@@ -129,18 +129,36 @@ def read_stream(folder: Path, rank: int = 0) -> dict[str, Any] | None:
 
 
 def progress(folder: Path) -> dict[str, Any] | None:
-    """A running (or killed) run's progress so far, for showing: steps done, their times, the last values."""
+    """A running (or killed) run's progress so far, for showing: steps done, time since the run began, the rate
+    so far (first steps and compiles included: what the run has done, not its steady rate), the recent step
+    time and the last logged values. None without a stream."""
     stream = read_stream(folder)
     if stream is None:
         return None
     steps = stream["steps"]
-    found: dict[str, Any] = {"steps": len(steps), "flushed_at": stream["modified"]}
+    times = folder / stream_names(0)[1]
+    flushed = max(stream["modified"], os.path.getmtime(times) if times.is_file() else 0.0)
+    found: dict[str, Any] = {"steps": len(steps), "flushed_at": flushed}
     if steps:
-        found["elapsed_s"] = _round(steps[-1].get("end"))
-        recent = [s["s"] for s in steps[-50:]]
-        found["recent_step_s_median"] = _round(statistics.median(recent))
-    found["last_logged"] = {name: values[-1][1] for name, values in stream["logs"].items() if values}
+        elapsed = steps[-1]["end"]
+        found["elapsed_s"] = _round(elapsed)
+        found["recent_step_s_median"] = _round(statistics.median(s["s"] for s in steps[-50:]))
+        if elapsed > 0:
+            found["rates"] = _rates_so_far(steps, stream["header"], elapsed)
+    found["last_logged"] = {
+        name: {"step": values[-1][0], "value": values[-1][1]} for name, values in stream["logs"].items() if values
+    }
     return found
+
+
+def _rates_so_far(steps: list[dict[str, Any]], header: dict[str, Any], elapsed: float) -> dict[str, float]:
+    """steps/s, and tokens/s and samples/s where every step's size is known, over the time since the run began."""
+    rates = {"steps/s": _round(len(steps) / elapsed)}
+    for key, unit in (("tokens", "tokens/s"), ("samples", "samples/s")):
+        counts = [step.get(key, header.get(f"{key}_per_step")) for step in steps]
+        if counts and all(isinstance(count, int) for count in counts):
+            rates[unit] = _round(sum(counts) / elapsed)
+    return {unit: value for unit, value in rates.items() if value is not None}
 
 
 def spread(values: list[float]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ Pairs = list[tuple[str, str]]
 CACHE_WORDS = {"fresh": "cold", "warm": "warm", "mixed": "partly warm", "bypass": "cache bypassed"}
 MEDIAN_STEP = "_median_step"  # the rate of the median step, beside the one over the wall time
 RECORD_TIME = "read when the entry was recorded, not when the run ran"
+PROGRESS_VALUES = 5  # logged series shown in a running entry's progress
 
 
 @dataclass
@@ -82,6 +83,29 @@ def headline(entry: Entry) -> Pairs:
             lines.append(("why", str(failure["explanation"])))
     if record_time(entry):
         lines.append(("environment", f"versions and hardware {RECORD_TIME}"))
+    return lines
+
+
+def progress(found: dict[str, Any], now: float) -> Pairs:
+    """A running run's progress as its step stream tells it (ingest.steps.progress), as of `now` (epoch seconds)."""
+    count = found.get("steps") or 0
+    elapsed = found.get("elapsed_s")
+    if not count:
+        lines: Pairs = [("steps", "none finished yet")]
+    else:
+        since = f" in {humanize.duration(elapsed)} since the run began" if elapsed is not None else ""
+        lines = [("steps", f"{humanize.number(count)} done{since}")]
+    rates = found.get("rates") or {}
+    if rates:
+        text = " · ".join(humanize.quantity(value, unit) for unit, value in rates.items())
+        lines.append(("rate so far", f"{text} (first steps and compiles included)"))
+    if found.get("recent_step_s_median") is not None:
+        lines.append(("recent step", f"{humanize.duration(found['recent_step_s_median'])} median of the last 50"))
+    for name, last in list((found.get("last_logged") or {}).items())[:PROGRESS_VALUES]:
+        lines.append((f"last {name}", f"{humanize.number(last.get('value'))} at step {last.get('step')}"))
+    flushed = found.get("flushed_at")
+    if isinstance(flushed, (int, float)):
+        lines.append(("as of", f"the stream's last write, {humanize.duration(max(now - flushed, 0.0))} ago"))
     return lines
 
 

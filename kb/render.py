@@ -239,8 +239,9 @@ def write_csv(rows: list[dict[str, Any]]) -> None:
 
 
 def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str], str] = short_id,
-               width: int | None = None) -> Group:  # fmt: skip
-    """The answer first (headline), then readable sections, then the notes; every field with `everything`."""
+               width: int | None = None, progress: list[tuple[str, str]] | None = None) -> Group:  # fmt: skip
+    """The answer first (headline), then a running run's `progress`, readable sections, then the notes; every
+    field with `everything`."""
     from kb.headline import Records, headline, sections
 
     width = width or (console().width if is_terminal() else PIPE_WIDTH)
@@ -259,6 +260,8 @@ def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str],
         (" · ".join(facts), "dim"),
     )  # fmt: skip
     parts: list[Any] = [head, Text(""), _pairs(headline(entry), width, styles=HEADLINE_STYLE)]
+    if progress:
+        parts += [Text(""), Group(Text("Progress so far", style="bold"), _pairs(progress, width))]
     for label, section in sections(entry):
         body = _records(section, width) if isinstance(section, Records) else _pairs(section, width)
         parts += [Text(""), Group(Text(label, style="bold"), body)]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
+    from kb.entry import Entry
     from kb.store import KnowledgeBase
 
 
@@ -25,19 +26,34 @@ def register(app: typer.Typer) -> None:
 
         kb = knowledge_base(ctx)
         (entry,) = settle_orphans(kb, [kb.load(ref)])
+        found = _progress(kb, entry)
         if json_:
-            print_json({"path": str(entry.path), "front_matter": entry.data, "body": entry.body})
+            shown = {"path": str(entry.path), "front_matter": entry.data, "body": entry.body}
+            print_json(shown | ({"progress": found} if found is not None else {}))
             return
+        import time
         from functools import cache, partial
 
+        from kb.headline import progress
         from kb.render import emit, entry_view
 
-        emit(entry_view(entry, everything=all_, short=cache(partial(_short_id, kb))))
+        pairs = progress(found, time.time()) if found is not None else None
+        emit(entry_view(entry, everything=all_, short=cache(partial(_short_id, kb)), progress=pairs))
         if entry.kind == "decision":
             from kb.commands.revisit import revisit_lines
 
             for line in revisit_lines(ctx, entry):
                 typer.echo(line)
+
+
+def _progress(kb: KnowledgeBase, entry: Entry) -> dict[str, Any] | None:
+    """A running entry's progress so far, from the steps its run streams into the run folder."""
+    if entry.status != "running":
+        return None
+    from ingest.finish import RUN_FOLDER
+    from ingest.steps import progress
+
+    return progress(kb.attachments_path(entry) / RUN_FOLDER)
 
 
 def _short_id(kb: KnowledgeBase, entry_id: str) -> str:
