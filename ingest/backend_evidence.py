@@ -12,6 +12,14 @@ environment variables and folders, reproduced exactly in the tests.
   timings are not results.
 - TorchTPU keeps compiled programs under TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT; whether it was empty when
   the run began says whether its first steps compiled.
+- torch_xla, with PT_XLA_DEBUG_LEVEL=1 (or 2, which adds "Execution Analysis: " blocks), prints a block per
+  compile to stderr (or to PT_XLA_DEBUG_FILE), every line prefixed "Compilation Analysis: ": a rule of "=", then
+  "Compilation Cause", the cause indented by two spaces, "Graph Info: " with "Graph Name: " (when set), "Graph
+  Hash: ", "Number of Graph Inputs: ", "Number of Graph Outputs: ", then "Python Frame Triggered Execution: "
+  with frames as "  function (file:line)", closed by rules of "-" and "=". "Post Compilation Analysis: " blocks
+  give the compiled graph's sizes in GB, and "pt-xla-profiler: " lines the metrics' own warnings ("CompileTime
+  too frequent: 21 counts during 11 steps"). Text as in torch_xla/csrc/debug_util.cpp and
+  docs/source/learn/troubleshoot.md.
 - ROCm's MIOpen keeps its kernel cache (MIOPEN_CUSTOM_CACHE_DIR, default ~/.cache/miopen) and its find-db of
   tuned kernels (MIOPEN_USER_DB_PATH, default ~/.config/miopen); empty ones make the first iterations slow.
 """
@@ -30,6 +38,22 @@ EXAMPLES = 5
 _NEFF_HIT = re.compile(r"Using a cached neff at (\S+?)\.?(?:\s|$)")
 _NEFF_FAILED = re.compile(r"Got a cached failed neff at (\S+?)\.?(?:\s|$)")
 _CACHE_PATH = re.compile(r"Compile cache path: (\S+)")
+_XLA_PREFIXES = (
+    ("post", "Post Compilation Analysis: "),
+    ("unexpected", "Unexpected Execution Analysis: "),
+    ("compile", "Compilation Analysis: "),
+    ("execution", "Execution Analysis: "),
+)
+_XLA_PROFILER = "pt-xla-profiler: "
+_XLA_GRAPH_FIELDS = {
+    "Graph Name": "graph_name",
+    "Graph Hash": "graph_hash",
+    "Number of Graph Inputs": "graph_inputs",
+    "Number of Graph Outputs": "graph_outputs",
+}
+_XLA_SIZE = re.compile(r"(Graph input|Graph output|Aliased Input|Intermediate tensor|Compiled program) size: (\S+)")
+_LIBRARY_FRAME = re.compile(r"/torch(?:_xla)?/")
+XLA_COMPILES_KEPT = 50
 # Peak dense bf16 FLOP/s per device that MFU figures are commonly computed against (vendor data sheets).
 KNOWN_PEAK_FLOPS = {
     "A100": 312e12,
@@ -71,6 +95,109 @@ def neuron_from_output(path: Path) -> dict[str, Any] | None:
             "holds --retry_failed_compilation: this run met the old failure, not a new one."
         )
     return section
+
+
+def xla_debug_from_output(path: Path) -> dict[str, Any] | None:
+    """What PT_XLA_DEBUG_LEVEL's analysis printed: each compile with its cause, graph and the Python frame that
+    triggered it, the causes counted, executions by cause (level 2), and the metrics' own warnings; None when
+    the output holds none of it."""
+    compiles: list[dict[str, Any]] = []
+    executions: dict[str, int] = {}
+    warnings: dict[str, None] = {}
+    block: dict[str, Any] | None = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if "Analysis: " not in line and _XLA_PROFILER not in line:
+                continue  # the common case, decided by one search
+            if _XLA_PROFILER in line:
+                warnings[line.split(_XLA_PROFILER, 1)[1].strip()] = None
+                continue
+            kind, text = _xla_analysis(line)
+            if kind is None:
+                continue
+            if kind == "post":
+                if compiles and (found := _XLA_SIZE.match(text)):
+                    compiles[-1].setdefault("sizes_gb", {})[found.group(1)] = _number(found.group(2))
+                continue
+            if text.startswith("=="):  # a block opens, or closes after its rule of "-"
+                if block is not None:
+                    _close_xla_block(block, compiles, executions)
+                ends = block is not None and block["kind"] == kind and block.get("expect") == "end"
+                block = None if ends else {"kind": kind, "frames": []}
+            elif block is not None and block["kind"] == kind:
+                _read_xla_line(block, text)
+    if block is not None:
+        _close_xla_block(block, compiles, executions)
+    if not (compiles or executions or warnings):
+        return None
+    causes: dict[str, int] = {}
+    for item in compiles:
+        causes[item["cause"]] = causes.get(item["cause"], 0) + 1
+    section: dict[str, Any] = {"compiles": len(compiles), "compile_causes": causes}
+    if compiles:
+        section["graphs"] = len({item.get("graph_hash") for item in compiles})
+        section["compilations"] = compiles[:XLA_COMPILES_KEPT]
+    if executions:
+        section["executions"] = sum(executions.values())
+        section["execution_causes"] = executions
+    if warnings:
+        section["warnings"] = list(warnings)[:XLA_COMPILES_KEPT]
+    return section
+
+
+def _xla_analysis(line: str) -> tuple[str | None, str]:
+    """Which analysis a line belongs to ("compile", "execution", "unexpected", "post") and its text after the
+    prefix; (None, "") for any other line. "Post Compilation Analysis: " holds the compile prefix: tried first."""
+    for kind, prefix in _XLA_PREFIXES:
+        at = line.find(prefix)
+        if at >= 0:
+            return kind, line[at + len(prefix) :].rstrip("\r\n")
+    return None, ""
+
+
+def _read_xla_line(block: dict[str, Any], text: str) -> None:
+    stripped = text.strip()
+    if stripped in ("Compilation Cause", "Execution Cause"):
+        block["expect"] = "cause"
+    elif stripped == "Graph Info:":
+        block["expect"] = "graph"
+    elif stripped == "Python Frame Triggered Execution:":
+        block["expect"] = "frames"
+    elif stripped.startswith("--") and set(stripped) == {"-"}:
+        block["expect"] = "end"
+    elif block.get("expect") == "cause" and "cause" not in block:
+        block["cause"] = stripped
+    elif block.get("expect") == "graph" and ": " in stripped:
+        name, value = stripped.split(": ", 1)
+        key = _XLA_GRAPH_FIELDS.get(name)
+        if key is not None:
+            block[key] = int(value) if key != "graph_hash" and value.isdigit() else value
+    elif block.get("expect") == "frames" and stripped and stripped != "..........":
+        block["frames"].append(stripped)
+
+
+def _close_xla_block(block: dict[str, Any], compiles: list[dict[str, Any]], executions: dict[str, int]) -> None:
+    """Keep a block read (one cut off by the end of the output or by another block included), once."""
+    cause = block.pop("cause", None)
+    if not cause:
+        return
+    if block["kind"] == "compile":
+        frames = block["frames"]
+        # The frame in the user's code: the first outside torch_xla's and torch's own files, else the first.
+        at = next((frame for frame in frames if not _LIBRARY_FRAME.search(frame)), frames[0] if frames else None)
+        keys = ("graph_name", "graph_hash", "graph_inputs", "graph_outputs")
+        compiles.append({"cause": cause, **{key: block[key] for key in keys if key in block},
+                         **({"at": at, "frames": frames} if frames else {})})  # fmt: skip
+    else:
+        label = cause if block["kind"] == "execution" else f"unexpected: {cause}"
+        executions[label] = executions.get(label, 0) + 1
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()  # "Unknown" where the runtime gave no size
 
 
 def neuron_settings(environ: Mapping[str, str]) -> dict[str, Any]:

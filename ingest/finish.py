@@ -70,7 +70,7 @@ def finish(
     _ranks_from_files(entry, folder / RUN_FOLDER)
     output = output or folder / OUTPUT_LOG
     _fallbacks_from_output(entry, output)
-    _neuron_cache_from_output(entry, output)
+    _backend_evidence_from_output(entry, output)
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
     entry.data["attachments"] = list_attachments(kb, entry)
@@ -142,15 +142,17 @@ def _fallbacks_from_output(entry: Entry, output: Path) -> None:
     entry.data["fallbacks"] = section
 
 
-def _neuron_cache_from_output(entry: Entry, output: Path) -> None:
-    """What the Neuron compile cache said in the run's output: hits, cached failures (not retried), its path."""
+def _backend_evidence_from_output(entry: Entry, output: Path) -> None:
+    """What the backends printed in the run's output: the Neuron compile cache (hits, cached failures that are
+    not retried, its path), torch_xla's compile-cause analysis (PT_XLA_DEBUG_LEVEL)."""
     if not output.is_file():
         return
-    from ingest.backend_evidence import neuron_from_output
+    from ingest.backend_evidence import neuron_from_output, xla_debug_from_output
 
-    found = neuron_from_output(output)
-    if found is not None:
-        entry.data.setdefault("backend_evidence", {})["neuron_cache"] = found
+    for name, read in (("neuron_cache", neuron_from_output), ("xla_debug", xla_debug_from_output)):
+        found = read(output)
+        if found is not None:
+            entry.data.setdefault("backend_evidence", {})[name] = found
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

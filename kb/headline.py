@@ -209,6 +209,10 @@ def sections(entry: Entry) -> list[tuple[str, Section]]:
     compile_ = d.get("compile") or {}
     if compile_:
         out += _compile(compile_, str((d.get("command") or {}).get("cwd") or ""))
+    xla = (d.get("backend_evidence") or {}).get("xla_debug") or {}
+    if isinstance(xla.get("compile_causes"), dict) and xla["compile_causes"]:
+        causes = [(f"{n}×", str(cause)) for cause, n in xla["compile_causes"].items()]
+        out.append((f"XLA compile causes ({xla.get('compiles', sum(xla['compile_causes'].values()))})", causes))
     fallbacks = d.get("fallbacks") or {}
     if fallbacks.get("placement") or (fallbacks.get("warnings") or {}).get("ops"):
         out.append(("Placement", _placement(fallbacks)))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import only_entry, run_kb
 
-from ingest.backend_evidence import cache_states, mfu, neuron_from_output, neuron_settings
+from ingest.backend_evidence import cache_states, mfu, neuron_from_output, neuron_settings, xla_debug_from_output
 from kb.store import KnowledgeBase
 
 # As the Neuron documentation and users' logs print them (NCC_WRAPPER in older releases, NEURON_CC_WRAPPER now).
@@ -26,6 +26,69 @@ NEURON_PATH = (
     "2024-09-23 00:08:59.000814:  27  INFO ||NEURON_CACHE||: Compile cache path: "
     "/work-dir/Mistral-7B-Instruct-v0.2/neuron-cache/"
 )
+# PT_XLA_DEBUG_LEVEL's analysis, as docs/source/learn/troubleshoot.md of pytorch/xla shows it (the first blocks),
+# and as torch_xla/csrc/debug_util.cpp prints it (the others: "Graph Info: " with its trailing space, the causes
+# it names, "Post Compilation Analysis: " sizes, a frame list cut at PT_XLA_DEBUG_MAX_FRAME).
+RULE = "=" * 80
+DASHES = "-" * 80
+TRAIL = " "  # debug_util.cpp ends "Graph Info: " and "Python Frame Triggered Execution: " with a space
+XLA_DOCUMENTED = f"""Compilation Analysis: {RULE}
+Compilation Analysis: Compilation Cause
+Compilation Analysis:   `torch_xla.sync()` in parallel loader at step end
+Compilation Analysis: Graph Info:
+Compilation Analysis:   Graph Hash: c74c3b91b855b2b123f833b0d5f86943
+Compilation Analysis:   Number of Graph Inputs: 35
+Compilation Analysis:   Number of Graph Outputs: 107
+Compilation Analysis: Python Frame Triggered Execution:
+Compilation Analysis:   sync (/workspaces/dk3/pytorch/xla/torch_xla/core/xla_model.py:1055)
+Compilation Analysis:   next (/workspaces/dk3/pytorch/xla/torch_xla/distributed/parallel_loader.py:44)
+Compilation Analysis:   __next__ (/workspaces/dk3/pytorch/xla/torch_xla/distributed/parallel_loader.py:32)
+Compilation Analysis:   train_loop_fn (/workspaces/dk3/pytorch/xla/examples/train_decoder_only_base.py:48)
+Compilation Analysis:   start_training (/workspaces/dk3/pytorch/xla/examples/train_decoder_only_base.py:65)
+Compilation Analysis:   <module> (/workspaces/dk3/pytorch/xla/examples/train_decoder_only_base.py:73)
+Compilation Analysis: {DASHES}
+Compilation Analysis: {RULE}
+
+Post Compilation Analysis: {RULE}
+Post Compilation Analysis: Graph input size: 1.548000 GB
+Post Compilation Analysis: Graph output size: 7.922460 GB
+Post Compilation Analysis: Aliased Input size: 1.547871 GB
+Post Compilation Analysis: Intermediate tensor size: 12.124478 GB
+Post Compilation Analysis: Compiled program size: 0.028210 GB
+Post Compilation Analysis: {DASHES}
+Post Compilation Analysis: {RULE}
+
+Execution Analysis: {RULE}
+Execution Analysis: Execution Cause
+Execution Analysis:   `torch_xla.sync()` in parallel loader at step end
+Execution Analysis: Graph Info:
+Execution Analysis:   Graph Hash: c74c3b91b855b2b123f833b0d5f86943
+Execution Analysis:   Number of Graph Inputs: 35
+Execution Analysis:   Number of Graph Outputs: 107
+Execution Analysis: Python Frame Triggered Execution:
+Execution Analysis:   sync (/workspaces/dk3/pytorch/xla/torch_xla/core/xla_model.py:1055)
+Execution Analysis:   <module> (/workspaces/dk3/pytorch/xla/examples/train_decoder_only_base.py:73)
+Execution Analysis: {DASHES}
+Execution Analysis: {RULE}
+"""
+XLA_FROM_SOURCE = f"""
+Compilation Analysis: {RULE}
+Compilation Analysis: Compilation Cause
+Compilation Analysis:   most likely user code trying to access tensor value before torch_xla.sync
+Compilation Analysis: Graph Info:{TRAIL}
+Compilation Analysis:   Graph Hash: 5b1e0ad1b2d4a7c0e31f7e3c6f0a9d21
+Compilation Analysis:   Number of Graph Inputs: 2
+Compilation Analysis:   Number of Graph Outputs: 1
+Compilation Analysis: Python Frame Triggered Execution:{TRAIL}
+Compilation Analysis:   __format__ (/usr/lib/python3/site-packages/torch/_tensor.py:1118)
+Compilation Analysis:   train (/home/user/train.py:51)
+Compilation Analysis:   ..........
+Compilation Analysis: {DASHES}
+Compilation Analysis: {RULE}
+pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps
+pt-xla-profiler: TransferFromDeviceTime too frequent: 11 counts during 11 steps
+pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps
+"""
 FAKE_XLA = '''
 """torch_xla.debug.metrics as documented: metric_data(name) is (TOTAL_SAMPLES, ACCUMULATOR, SAMPLES), the samples
 a circular buffer of the last few (TIME, VALUE) pairs; timed metrics in nanoseconds; counters by counter_value."""
@@ -159,3 +222,48 @@ def test_torch_xla_metrics_are_deltas_per_phase_not_totals(kb: KnowledgeBase, fa
     assert (whole["ExecuteTime"], whole["ExecuteTime_s"], whole["MarkStep"]) == (3, 0.009, 3)
     assert (whole["CompileTime"], whole["CompileTime_s"], whole["CachedCompile"]) == (1, 2.0, 2)
     assert evidence["mfu"]["peak_known_for_device"] is False
+
+
+def test_torch_xla_compile_causes_are_read_per_compile(tmp_path: Path) -> None:
+    log = tmp_path / "output.log"
+    log.write_text("epoch 1\n" + XLA_DOCUMENTED + "loss 2.1\n" + XLA_FROM_SOURCE)
+    found = xla_debug_from_output(log)
+    assert found is not None
+    assert (found["compiles"], found["graphs"]) == (2, 2)
+    assert found["compile_causes"] == {
+        "`torch_xla.sync()` in parallel loader at step end": 1,
+        "most likely user code trying to access tensor value before torch_xla.sync": 1,
+    }
+    first, second = found["compilations"]
+    assert first["graph_hash"] == "c74c3b91b855b2b123f833b0d5f86943"
+    assert (first["graph_inputs"], first["graph_outputs"]) == (35, 107)
+    # The frame in the user's code, past torch_xla's and torch's own.
+    assert first["at"] == "train_loop_fn (/workspaces/dk3/pytorch/xla/examples/train_decoder_only_base.py:48)"
+    assert len(first["frames"]) == 6
+    assert first["sizes_gb"] == {
+        "Graph input": 1.548, "Graph output": 7.92246, "Aliased Input": 1.547871,
+        "Intermediate tensor": 12.124478, "Compiled program": 0.02821,
+    }  # fmt: skip
+    assert second["at"] == "train (/home/user/train.py:51)"
+    assert second["frames"][0] == "__format__ (/usr/lib/python3/site-packages/torch/_tensor.py:1118)"
+    assert found["execution_causes"] == {"`torch_xla.sync()` in parallel loader at step end": 1}
+    assert found["warnings"] == [
+        "CompileTime too frequent: 21 counts during 11 steps",
+        "TransferFromDeviceTime too frequent: 11 counts during 11 steps",
+    ]
+    (tmp_path / "quiet.log").write_text("Execution Analysis is a phrase, not a block\n")
+    assert xla_debug_from_output(tmp_path / "quiet.log") is None
+
+
+def test_a_recorded_run_keeps_the_compile_causes_torch_xla_printed(kb: KnowledgeBase, tmp_path: Path) -> None:
+    printed = tmp_path / "analysis.txt"
+    printed.write_text(XLA_FROM_SOURCE)
+    script = f"import sys; sys.stderr.write(open({str(printed)!r}).read())"
+    result = run_kb("record", "--backend", "tpu", "--", sys.executable, "-c", script)
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    xla = entry.data["backend_evidence"]["xla_debug"]
+    assert xla["compiles"] == 1 and xla["compilations"][0]["at"] == "train (/home/user/train.py:51)"
+    shown = run_kb("show", entry.id).stdout
+    assert "XLA compile causes (1)" in shown
+    assert "1×  most likely user code trying to access tensor value before torch_xla.sync" in shown
