@@ -356,7 +356,7 @@ def test_a_new_index_is_empty(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("query", "match", "conditions"),
     [
-        ("flex attention", '("flex") AND ("attention")', []),
+        ("flex attention", '(("flex") AND ("attention")) OR "flexattention"', []),
         ('"flex attention"', '"flex attention"', []),
         ("oom OR timeout", '("oom") OR ("timeout")', []),
         ("llama NOT oom", '("llama") NOT ("oom")', []),
@@ -484,9 +484,13 @@ PLAIN_QUERIES = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(query=PLAIN_QUERIES)
 def test_plain_words_compile_as_whoosh_would_parse_them(query: str) -> None:
-    """Plain words skip Whoosh's parser (a third of a command's start-up): the same FTS5 query either way."""
-    assert fulltext._plain_words(query) is not None
+    """Plain words skip Whoosh's parser (a third of a command's start-up): the same FTS5 query either way, plus
+    adjacent words written together (tests/test_search_joined.py)."""
+    words = fulltext._plain_words(query)
+    assert words is not None
     whoosh = fulltext._compile(fulltext.parse(query), None)
+    if isinstance(whoosh, fulltext.Compiled):
+        whoosh.match = fulltext._or_joined(whoosh.match or "", words)
     assert compile_query(query) == (whoosh if isinstance(whoosh, fulltext.Compiled) else None)
 
 

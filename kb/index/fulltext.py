@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from kb.entry import Entry
@@ -119,6 +120,7 @@ def document(entry: Entry) -> dict[str, str]:
             failure_class,
             FAILURE_WORDS.get(failure_class or ""),
             *(failure.get(key) for key in ("message", "explanation", "evidence")),
+            joined(failure_class or ""),  # last: snippets show the text first
         ),
         "tags": _keywords(str(tag) for tag in get("tags") or []),
         "workload": _join(get("workload.name"), get("workload.model")),
@@ -255,13 +257,33 @@ def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> C
         if not parts:
             return None
         matches = [part.match for part in parts]
-        return Compiled(match=" AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0])
+        match = " AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0]
+        return Compiled(match=_or_joined(match, words))
     parsed = parse(query)
     try:
         result = _compile(parsed, vocabulary)
     except _Refused as refused:
         raise KbError(f"the query {quoted(query, QUOTED_CHARS)}: {refused}") from None
     return result if isinstance(result, Compiled) else None
+
+
+# --- Words typed apart, indexed together -----------------------------------------------------------------------
+# A failure class is also indexed as one word (compile_timeout: compiletimeout), and two adjacent plain words of a
+# query also match them written together: "compile timeout" then ranks compile timeouts above runtime timeouts of
+# compiled runs, whose titles say "compiled". The site's search does the same (kb/website/assets/kb.js).
+_ALNUM = re.compile(r"[^\W_]+")
+
+
+def joined(text: str) -> str:
+    """The letters and digits of a text as one word, or "" when it has fewer than two words (compile_timeout:
+    compiletimeout)."""
+    words = _ALNUM.findall(text.lower())
+    return "".join(words) if len(words) > 1 else ""
+
+
+def _or_joined(match: str, words: list[str]) -> str:
+    pairs = [joined(f"{a} {b}") for a, b in pairwise(words) if _ALNUM.fullmatch(a) and _ALNUM.fullmatch(b)]
+    return " OR ".join([f"({match})" if pairs else match, *map(_string, dict.fromkeys(pairs))])
 
 
 class _Refused(Exception):
