@@ -104,3 +104,16 @@ def test_steps_seed_and_warmup_do_not_split_a_series(kb: KnowledgeBase) -> None:
     assert [p["flag"] for p in series["cpu · compiled · dtype=fp32"]] == ["", "regression"]
     text = run_kb("trend", "tokens_per_s", "--workload", "tiny-lm").stdout
     assert "REGRESSION" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_dtype_kept_only_in_the_precision_section_splits_a_series(kb: KnowledgeBase) -> None:
+    # bf16 then fp32 written as precision.dtype alone: other programs, as the board and compare see them, so the
+    # slower fp32 run is its own series and not a regression of the bf16 one.
+    for n, (torch, dtype, rate) in enumerate((("2.10.0", "bf16", 20000.0), ("2.11.0", "fp32", 9000.0)), start=1):
+        run(kb, n, torch, settings={"batch": 8}, precision={"dtype": dtype},
+            metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}})  # fmt: skip
+    series = {s["group"]: s["points"] for s in trend("tokens_per_s")["series"]}
+    assert {group: [p["flag"] for p in points] for group, points in series.items()} == {
+        "cpu · eager · dtype=bf16": [""],
+        "cpu · eager · dtype=fp32": [""],
+    }

@@ -88,28 +88,30 @@ def trend(
     finished = [row for row in with_value if row["kind"] == "report" or row["status"] == "completed"]
     skipped = sum(1 for row in finished if row["version"] is None)
     dated = [row for row in finished if row["version"] is not None]
-    differing = _differing_settings(dated)
+    shapes = [_shapes(row) for row in dated]
+    differing = _differing(shapes)
     groups: dict[str, list[dict[str, Any]]] = {}
-    for row in dated:
-        groups.setdefault(_group(row, metric, differing), []).append(row)
+    for row, found in zip(dated, shapes, strict=True):
+        groups.setdefault(_group(row, found, metric, differing), []).append(row)
     series = [_series(group, found, metric, better, threshold) for group, found in sorted(groups.items())]
     return Trend(metric, package, better, threshold, series, skipped, len(with_value) - len(finished))
 
 
 def _shapes(row: dict[str, Any]) -> dict[str, Any]:
-    """The settings that make a run another program, as the board and compare read them; device-count
-    settings are left to the device count, steps, seeds and warm-up to the pool."""
-    found = figures.shapes({"settings": row["settings"] or {}})
+    """The settings that make a run another program, as the board and compare read them (a dtype given only as
+    precision.dtype too); device-count settings are left to the device count, steps, seeds and warm-up to the
+    pool."""
+    found = figures.shapes({"settings": row["settings"] or {}, "precision": row["precision"]})
     return {name: value for name, value in found.items() if name not in figures.DEVICE_SETTINGS}
 
 
-def _differing_settings(rows: list[dict[str, Any]]) -> list[str]:
-    shapes = [_shapes(row) for row in rows]
+def _differing(shapes: list[dict[str, Any]]) -> list[str]:
+    """The shape settings whose values differ among the runs."""
     names = sorted({name for found in shapes for name in found})
     return [name for name in names if len({repr(found.get(name)) for found in shapes}) > 1]
 
 
-def _group(row: dict[str, Any], metric: str, differing: list[str]) -> str:
+def _group(row: dict[str, Any], shapes: dict[str, Any], metric: str, differing: list[str]) -> str:
     """The series a run belongs to: backend · mode, and whatever else makes it another program."""
     data = {"hardware": {"accelerators": row["accelerators"] or []}, "settings": row["settings"] or {},
             "tags": row["tags"] or [], "compile": {"cache": row["cache"]}}  # fmt: skip
@@ -117,7 +119,7 @@ def _group(row: dict[str, Any], metric: str, differing: list[str]) -> str:
     count = figures.devices(data)
     if count > 1:
         parts.append(f"{count} devices")
-    parts += [f"{name}={(row['settings'] or {}).get(name)}" for name in differing]
+    parts += [f"{name}={shapes.get(name)}" for name in differing]
     if metric == "compile_s":
         parts.append(figures.compile_kind(data) or "cache unknown")
     return " · ".join(parts) + (" (reported)" if row["source"] == "reported" else "")

@@ -121,7 +121,8 @@ def entry_path(db: sqlite3.Connection, entry_id: str) -> str | None:
 # -- trends ------------------------------------------------------------------------------------------
 def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str) -> list[dict[str, Any]]:
     """Each run or report of a workload with its value of a metric or timing, the package's version, the
-    step time beside it and what splits series apart (mode, status, source, settings, devices, cache, tags)."""
+    step time beside it and what splits series apart (mode, status, source, settings, precision, devices, cache,
+    tags)."""
     # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
     # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
     rows = _dicts(
@@ -135,6 +136,7 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
             "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
             "AS better, e.step_s_median AS step_s, "
             "json_extract(e.front_matter, '$.settings') AS settings, "
+            "json_extract(e.front_matter, '$.precision') AS precision, "
             "json_extract(e.front_matter, '$.compile.cache') AS cache, "
             "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
             "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
@@ -143,7 +145,7 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
         )
     )
     for row in rows:
-        for name in ("settings", "accelerators", "tags"):
+        for name in ("settings", "precision", "accelerators", "tags"):
             row[name] = json.loads(row[name]) if row[name] else None
     return rows
 
