@@ -4,14 +4,16 @@ checklist, a decision's revisit state, regressions and expectations."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb.answers.board import Board, Cell, WorkloadBoard
-from kb.answers.decisions import OPEN_STATUSES, DecisionState
-from kb.answers.expectations import Outcome
-from kb.answers.figures import Figure
-from kb.answers.regressions import Regressions
 from kb.humanize import duration, number
+
+if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations and regressions
+    from kb.answers.board import Board, Cell, WorkloadBoard
+    from kb.answers.decisions import DecisionState
+    from kb.answers.expectations import Outcome
+    from kb.answers.figures import Figure
+    from kb.answers.regressions import Regressions
 
 WIDTH = 80
 COLUMNS = (("backend · mode", 22), ("figure", 20), ("vs base", 10), ("numerics", 10), ("done", 6))
@@ -169,6 +171,8 @@ def board_markdown(result: Board) -> str:
 
 def decision_lines(state: DecisionState) -> list[str]:
     """Whether a decision is due, why, and where each trigger stands now."""
+    from kb.answers.decisions import OPEN_STATUSES
+
     if state.untriggered:
         head = "Revisit: no trigger; it never comes due by itself (kb decide --supersedes to add some)"
     elif state.due:

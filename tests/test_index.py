@@ -286,7 +286,8 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
-    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",)]
+    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
+                       ("m005_board_facts",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -453,7 +454,7 @@ def test_an_index_made_before_the_board_tables_gets_them_filled(sample: Knowledg
         "DROP TABLE board_rows",
         "DROP TABLE board_cells",
         "DROP INDEX entries_releases",
-        "DELETE FROM _sqlite_migrations WHERE name = 'm004_board'",
+        "DELETE FROM _sqlite_migrations WHERE name IN ('m004_board', 'm005_board_facts')",
     ):
         old.execute(statement)
     old.commit()

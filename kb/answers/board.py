@@ -107,9 +107,8 @@ class Board:
 def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None) -> Board:
     counts = answers.cell_counts(db, workload)
     failures = answers.cell_failures(db, workload)
+    # Each with what the board reads of it, kept by the index: no entry's front matter is parsed here.
     rows = answers.newest_per_cell(db, workload, completed=CANDIDATES, other=RUNS_LISTED, reports=REPORTS)
-    # Picking reads the index's tables; only the runs picked, reports and coverage are read whole.
-    facts = answers.run_facts(db, [row["id"] for row in rows if row["category"] == "completed"])
     releases = answers.releases(db)
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
@@ -125,7 +124,7 @@ def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None =
             grouped.setdefault(row["workload"], {}).setdefault(kind, []).append(row)
     return Board(
         incumbent,
-        [_workload(db, name, parts, facts, latest, incumbent) for name, parts in sorted(grouped.items())],
+        [_workload(name, parts, latest, incumbent) for name, parts in sorted(grouped.items())],
     )
 
 
@@ -134,12 +133,7 @@ def _key(row: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _workload(
-    db: sqlite3.Connection,
-    name: str,
-    parts: dict[str, list[dict[str, Any]]],
-    facts: dict[str, dict[str, Any]],
-    latest: LatestRelease,
-    incumbent: str,
+    name: str, parts: dict[str, list[dict[str, Any]]], latest: LatestRelease, incumbent: str
 ) -> WorkloadBoard:
     cells: dict[tuple[str, str | None], Cell] = {}
     for row in parts.get("counts", []):
@@ -149,37 +143,33 @@ def _workload(
         cells[key].failure = {"class": top["class"], "count": top["count"], "message": top["message"],
                               "entry": top["entry"]}  # fmt: skip
     candidates: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    reports: list[tuple[tuple[str, str | None], str]] = []
-    coverage: dict[str, str] = {}
+    reports: list[tuple[tuple[str, str | None], dict[str, Any]]] = []
+    coverage: dict[str, dict[str, Any]] = {}
     for row in parts.get("rows", []):  # newest first
         key = _key(row)
         if row["category"] == "coverage":
-            coverage.setdefault(key[0], row["id"])
+            coverage.setdefault(key[0], row["facts"])
         elif row["category"] == "report":
-            reports.append((key, row["id"]))
+            reports.append((key, row["facts"]))
         else:
             if len(cells[key].entries) < RUNS_LISTED:
                 cells[key].entries.append(row["id"])
-            if row["category"] == "completed" and row["id"] in facts:
-                candidates.setdefault(key, []).append(facts[row["id"]])
+            if row["category"] == "completed":
+                candidates.setdefault(key, []).append(row["facts"])
     for key, cell in cells.items():
         _compiles(cell, candidates.get(key, []))
     usable = {key: [d for d in found if figures.headline(d)] for key, found in candidates.items()}
     base_key, reason = _baseline(cells, usable, incumbent)
     base_run = usable[base_key][0] if base_key else None
-    chosen = {key: _choose(cells[key], usable.get(key, []), base_run, key == base_key) for key in cells}
-    wanted = [run["id"] for run in chosen.values() if run] + [i for _, i in reports] + list(coverage.values())
-    whole = answers.answer_fields(db, wanted)
     for key, cell in cells.items():
-        run = whole.get(chosen[key]["id"]) if chosen[key] else None
+        run = _choose(cell, usable.get(key, []), base_run, key == base_key)
         if run is not None:
-            _headline(cell, run, whole.get(base_run["id"]) if base_run else None, key == base_key)
-        cell.checklist = checklist(cell, run, whole.get(coverage.get(cell.backend, "")), latest)
+            _headline(cell, run, base_run, key == base_key)
+        cell.checklist = checklist(cell, run, coverage.get(cell.backend), latest)
     reported = []
-    for key, entry_id in reports:
-        found = whole.get(entry_id) or {}
+    for key, found in reports:
         provenance = found.get("provenance") or {}
-        reported.append(Reported(name, *key, entry_id, found.get("title") or entry_id, figures.headline(found),
+        reported.append(Reported(name, *key, found["id"], found.get("title") or found["id"], figures.headline(found),
                                  provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
     base = cells[base_key].label if base_key else None
@@ -246,13 +236,14 @@ def _choose(
         return None
     if base_run is None or is_base:
         return runs[0]
-    chosen = next((run for run in runs if not figures.shape_differences(base_run, run)), runs[0])
-    cell.differences = figures.shape_differences(base_run, chosen)
+    base = figures.shapes(base_run)
+    differing = [(run, figures.shape_differences(base, figures.shapes(run))) for run in runs]
+    chosen, cell.differences = next((found for found in differing if not found[1]), differing[0])
     return chosen
 
 
 def _headline(cell: Cell, chosen: dict[str, Any], base_run: dict[str, Any] | None, is_base: bool) -> None:
-    """The cell's figure and verdict against the baseline's run (both read whole)."""
+    """The cell's figure and verdict against the baseline's run."""
     cell.numerics = figures.numerics(chosen)
     # On the CPU there is no accelerator to leave: one answer for the board, its checklist and the site.
     cell.stayed = "n/a" if cell.backend == "cpu" else figures.stayed(chosen)
@@ -396,7 +387,7 @@ def _adaptations_check(found: dict[str, Any]) -> Check:
         return Check(
             QUESTIONS[5], False, None, "say what had to change to make it run (adaptations), or that nothing did"
         )
-    count = len(found.get("adaptations") or [])
+    count = found["adaptations"]  # the index keeps their count
     return Check(QUESTIONS[5], True, str(found.get("id")), f"{count} adaptation{'s' if count != 1 else ''}")
 
 

@@ -59,9 +59,8 @@ def shapes(data: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def shape_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]:
-    """`batch 8 vs 16` for each shape setting the two runs do not share."""
-    a, b = shapes(first), shapes(other)
+def shape_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """`batch 8 vs 16` for each shape setting (`shapes` of two runs) the two do not share."""
     return [f"{name} {_text(a.get(name))} vs {_text(b.get(name))}" for name in sorted(a.keys() | b.keys())
             if a.get(name) != b.get(name)]  # fmt: skip
 

@@ -42,38 +42,6 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
     return {entry_id: json.loads(text) for entry_id, text in rows}
 
 
-# What the board reads of an entry: the small sections whole, of the big ones (compile, fallbacks, numerics) only
-# the verdicts, so that thousands of entries parse in milliseconds.
-_ANSWER_FIELDS = ", ".join(
-    f"'{name}', json_extract(front_matter, '$.{path}')"
-    for name, path in (("id", "id"), ("title", "title"), ("kind", "kind"), ("status", "status"),
-                       ("recorded", "recorded"), ("tags", "tags"), ("timings", "timings"), ("metrics", "metrics"),
-                       ("settings", "settings"), ("versions", "versions"), ("provenance", "provenance"),
-                       ("coverage", "coverage"), ("adaptations", "adaptations"), ("precision", "precision"))
-)  # fmt: skip
-_VERDICTS = (
-    "'hardware', json_object('accelerators', json_extract(front_matter, '$.hardware.accelerators')), "
-    "'compile', json_object('cache', json_extract(front_matter, '$.compile.cache')), "
-    "'numerics', json_object('verdict', json_extract(front_matter, '$.numerics.verdict')), "
-    "'fallbacks', json_object('stayed_on_device', CASE json_type(front_matter, '$.fallbacks.stayed_on_device') "
-    "WHEN 'true' THEN json('true') WHEN 'false' THEN json('false') END)"  # a bare json_extract would give 1 or 0
-)
-
-
-def answer_fields(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the parts of its front matter the board reads (absent sections are null)."""
-    rows = db.execute(
-        f"SELECT id, json_object({_ANSWER_FIELDS}, {_VERDICTS}) FROM entries "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
-    )
-    return {entry_id: _present(json.loads(text)) for entry_id, text in rows}
-
-
-def _present(data: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in data.items() if value is not None}
-
-
 def entry_kind(db: sqlite3.Connection, entry_id: str) -> str | None:
     row = db.execute("SELECT kind FROM entries WHERE id = ?", [entry_id]).fetchone()
     return row[0] if row else None
@@ -282,10 +250,11 @@ def newest_per_cell(
     db: sqlite3.Connection, workload: str | None, *, completed: int, other: int, reports: int
 ) -> list[dict[str, Any]]:
     """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
-    reports, and the one newest coverage entry), newest first."""
+    reports, and the one newest coverage entry), newest first, each with what the board reads of it (`facts`, in
+    the front matter's shape: kb/index/db.py m005; None for a run that did not complete)."""
     where, params = _workload_clause(workload)
     picks = " UNION ALL ".join(
-        "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category "
+        "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, r.facts "
         "FROM (SELECT DISTINCT workload, backend, mode FROM board_cells c "
         f"WHERE {where} AND category = '{category}') c "
         "JOIN board_rows r ON r.rowid IN (SELECT x.rowid FROM board_rows x WHERE x.workload = c.workload "
@@ -293,44 +262,14 @@ def newest_per_cell(
         "ORDER BY x.recorded DESC, x.entry_id DESC LIMIT ?)"
         for category in ("completed", "other", "report", "coverage")
     )
-    return _dicts(
+    rows = _dicts(
         db.execute(
             f"SELECT * FROM ({picks}) ORDER BY recorded DESC, id DESC",
             [*params, completed, *params, other, *params, reports, *params, 1],
         )
     )
-
-
-def run_facts(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> what picking a run for the board needs, in the shape of its front matter but read from the index's
-    tables (and one look into the front matter, for the compile cache): headline figures, settings, tags,
-    accelerators, compile time. Thousands of runs in milliseconds."""
-    rows = db.execute(
-        "SELECT e.id, e.step_s_median, e.compile_s, json_extract(e.front_matter, '$.compile.cache'), "
-        "(SELECT json_group_object(name, json_array(value, unit)) FROM metrics m INDEXED BY metrics_entry "
-        "WHERE m.entry_id = e.id AND m.name IN ('tokens_per_s', 'samples_per_s')), "
-        "(SELECT json_group_object(name, value) FROM settings s INDEXED BY settings_entry WHERE s.entry_id = e.id), "
-        "(SELECT json_group_array(tag) FROM tags g INDEXED BY tags_entry WHERE g.entry_id = e.id), "
-        "(SELECT json_group_array(json_object('name', name, 'count', count)) FROM accelerators a "
-        "INDEXED BY accelerators_entry WHERE a.entry_id = e.id) "
-        "FROM entries e WHERE e.id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
-    )
-    found = {}
-    for entry_id, step, compile_s, cache, metrics, settings, tags, accelerators in rows:
-        timings: dict[str, Any] = {}
-        if step is not None:
-            timings["step_s"] = {"median": step}
-        if compile_s is not None:
-            timings["compile_s"] = compile_s
-        rates = json.loads(metrics) if metrics else {}
-        found[entry_id] = {
-            "id": entry_id,
-            "timings": timings,
-            "metrics": {name: {"value": value, "unit": unit} for name, (value, unit) in rates.items()},
-            "settings": json.loads(settings) if settings else {},
-            "tags": json.loads(tags) if tags else [],
-            "hardware": {"accelerators": json.loads(accelerators) if accelerators else []},
-            "compile": {"cache": cache},
-        }
-    return found
+    for row in rows:
+        facts = json.loads(row["facts"]) if row["facts"] else None
+        # Absent sections are left out, as in the entry.
+        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
+    return rows

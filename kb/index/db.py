@@ -207,8 +207,57 @@ def m004_board(db: Database) -> None:
         db.execute(statement)
 
 
+# What the board reads of a run, report or coverage entry, kept in its board row (m005) so that judging a cell
+# parses a few hundred bytes per candidate instead of the entry's front matter: a JSON object in the front
+# matter's shape, the small sections whole, of the others only what the board reads (the headline rates, the
+# coverage totals, the compile cache and the numerics and placement verdicts) and of adaptations their count.
+_FACTS_FIELDS = ", ".join(
+    f"'{name}', json_extract({{e}}.front_matter, '$.{name}')"
+    for name in ("id", "title", "kind", "status", "recorded", "tags", "timings", "settings", "versions")
+)
+_FACTS = (
+    f"json_object({_FACTS_FIELDS}, "
+    "'metrics', json_patch('{{}}', json_object("
+    "'tokens_per_s', json_extract({e}.front_matter, '$.metrics.tokens_per_s'), "
+    "'samples_per_s', json_extract({e}.front_matter, '$.metrics.samples_per_s'))), "
+    "'coverage', json_patch('{{}}', json_object("
+    "'passed', json_extract({e}.front_matter, '$.coverage.passed'), "
+    "'skipped', json_extract({e}.front_matter, '$.coverage.skipped'), "
+    "'total', json_extract({e}.front_matter, '$.coverage.total'))), "
+    "'provenance', json_object('publisher', json_extract({e}.front_matter, '$.provenance.publisher'), "
+    "'date', json_extract({e}.front_matter, '$.provenance.date')), "
+    "'precision', json_object('dtype', json_extract({e}.front_matter, '$.precision.dtype')), "
+    "'adaptations', CASE json_type({e}.front_matter, '$.adaptations') "
+    "WHEN 'array' THEN json_array_length({e}.front_matter, '$.adaptations') END, "
+    "'hardware', json_object('accelerators', json_extract({e}.front_matter, '$.hardware.accelerators')), "
+    "'compile', json_object('cache', json_extract({e}.front_matter, '$.compile.cache')), "
+    "'numerics', json_object('verdict', json_extract({e}.front_matter, '$.numerics.verdict')), "
+    "'fallbacks', json_object('stayed_on_device', CASE json_type({e}.front_matter, '$.fallbacks.stayed_on_device') "
+    "WHEN 'true' THEN json('true') WHEN 'false' THEN json('false') END))"  # a bare json_extract would give 1 or 0
+)
+# Failed runs are counted and listed, never judged: they keep no facts.
+_FACTED_ROW = _BOARD_ROW.replace(
+    " {source}", f", CASE WHEN {_CATEGORY} = 'other' THEN NULL ELSE {_FACTS} END {{source}}", 1
+)
+
+
+def m005_board_facts(db: Database) -> None:
+    added = _FACTED_ROW.format(e="NEW", source="")
+    for statement in (
+        "ALTER TABLE board_rows ADD COLUMN facts TEXT",
+        "DROP TRIGGER board_entry_added",
+        "DROP TRIGGER board_entry_changed",
+        f"CREATE TRIGGER board_entry_added AFTER INSERT ON entries BEGIN {added}; END",
+        "CREATE TRIGGER board_entry_changed AFTER UPDATE ON entries BEGIN "
+        f"DELETE FROM board_rows WHERE entry_id = OLD.id; {added}; END",
+        f"UPDATE board_rows SET facts = (SELECT {_FACTS.format(e='e')} FROM entries e "
+        "WHERE e.id = board_rows.entry_id) WHERE category != 'other'",
+    ):
+        db.execute(statement)
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
-MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext, m004_board)
+MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts)
 
 
 @cache

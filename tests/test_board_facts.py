@@ -1,0 +1,119 @@
+"""What the board reads of each run, report and coverage entry is kept in its board row (migration m005), so that
+`kb board` parses no entry's front matter: the answers are the same whether the index was made with the facts,
+or made before them and migrated, and a dtype given only as `precision.dtype` is a shape setting there too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from conftest import run_kb, write_entry
+
+from kb.index import db
+from kb.index.sync import sync
+from kb.store import KnowledgeBase
+
+RATE = "tokens_per_s"
+
+
+def run(kb: KnowledgeBase, n: int, backend: str, rate: float | None, **fields) -> str:
+    entry_id = f"2026-11-{n:02d}-lm-{backend}-{n:06d}"
+    fields.setdefault("status", "completed")
+    fields.setdefault("mode", "eager")
+    fields.setdefault("workload", {"name": "lm"})
+    fields.setdefault("settings", {"batch": 8})
+    if rate is not None:
+        fields.setdefault("metrics", {RATE: {"value": rate, "unit": "tokens/s"}})
+    write_entry(kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", backend=backend, **fields)
+    return entry_id
+
+
+def board_json(*args: str) -> dict:
+    result = run_kb("board", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def cell(data: dict, label: str) -> dict:
+    (found,) = [c for w in data["workloads"] for c in w["cells"] if c["label"] == label]
+    return found
+
+
+def board_rows(kb: KnowledgeBase) -> list[tuple]:
+    conn = sqlite3.connect(db.index_path(kb.cache_path))
+    try:
+        return conn.execute("SELECT * FROM board_rows ORDER BY entry_id").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def varied(kb: KnowledgeBase) -> KnowledgeBase:
+    """Every section the board reads: verdicts, compile caches, devices, adaptations, coverage, a report, a failure."""
+    run(kb, 1, "cpu", 1000.0, precision={"dtype": "fp32"}, adaptations=[], versions={"torch": "2.10.0"})
+    run(kb, 2, "cuda", 64000.0, mode="compiled", precision={"dtype": "fp32"}, numerics={"verdict": "pass"},
+        fallbacks={"stayed_on_device": True}, hardware={"accelerators": [{"name": "h100", "count": 8}]},
+        timings={"compile_s": 41.0, "step_s": {"median": 0.01, "count": 20}}, compile={"cache": "fresh"},
+        adaptations=[{"what": "pad the vocabulary", "kind": "code"}, {"what": "flag", "kind": "config"}])  # fmt: skip
+    run(kb, 3, "cuda", 70000.0, mode="compiled", tags=["warm"], fallbacks={"stayed_on_device": False},
+        timings={"compile_s": 3.0}, precision={"dtype": "fp32"})  # fmt: skip
+    run(kb, 4, "cuda", None, mode="compiled", status="failed", failure={"class": "oom", "message": "out of memory"})
+    run(kb, 5, "neuron", 90000.0, kind="report", status=None,
+        provenance={"source": "reported", "publisher": "Vendor blog", "date": "2026-10-01"})  # fmt: skip
+    run(kb, 6, "cuda", None, kind="coverage", status=None, coverage={"total": 10, "passed": 7, "skipped": 2})
+    return kb
+
+
+def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
+    varied: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sync(varied)
+    expected = board_json(), board_json("--missing"), board_rows(varied)
+    db.remove(db.index_path(varied.cache_path))
+    try:
+        with monkeypatch.context() as older:  # the index as a kb with the migrations up to m004 made it
+            older.setattr(db, "MIGRATIONS", db.MIGRATIONS[:4])
+            db._migrations.cache_clear()
+            sync(varied)
+            conn = sqlite3.connect(db.index_path(varied.cache_path))
+            assert "facts" not in [row[1] for row in conn.execute("PRAGMA table_info(board_rows)")]
+            conn.close()
+    finally:
+        db._migrations.cache_clear()
+    assert (board_json(), board_json("--missing"), board_rows(varied)) == expected
+    # The triggers the migration put in place keep the rows as a new index makes them: an entry added, one edited.
+    run(varied, 7, "cpu", 1100.0, precision={"dtype": "bf16"})
+    run(varied, 1, "cpu", 1200.0, precision={"dtype": "fp32"}, numerics={"verdict": "fail"})
+    sync(varied)
+    migrated = board_rows(varied)
+    assert len(migrated) == len(expected[2]) + 1 and migrated != expected[2]
+    sync(varied, rebuild=True)
+    assert board_rows(varied) == migrated
+
+
+def test_the_facts_answer_every_column(varied: KnowledgeBase) -> None:
+    found = board_json()
+    cuda = cell(found, "cuda · compiled")
+    assert (cuda["figure"]["value"], cuda["figure"]["devices"], cuda["numerics"], cuda["stayed"]) == (
+        70000.0, 1, "unchecked", "no"
+    )  # fmt: skip
+    assert cuda["cold_compile"]["seconds"] == 41.0 and cuda["warm_compile"]["seconds"] == 3.0
+    assert (cuda["failure"]["class"], cuda["failure"]["message"]) == ("oom", "out of memory")
+    (report,) = found["workloads"][0]["reported"]
+    assert (report["publisher"], report["date"], report["figure"]["value"]) == ("Vendor blog", "2026-10-01", 90000.0)
+    checks = {check["question"]: check["detail"] for check in cuda["checklist"]}
+    assert checks["test coverage disclosed"] == "7 passed, 2 skipped of 10"
+    assert checks["adaptations recorded"].startswith("say what had to change")  # the picked run (3) names none
+    cpu = {check["question"]: check for check in cell(found, "cpu · eager")["checklist"]}
+    assert (cpu["adaptations recorded"]["ok"], cpu["adaptations recorded"]["detail"]) == (True, "0 adaptations")
+
+
+def test_a_dtype_kept_only_in_the_precision_section_is_a_shape_on_the_board(kb: KnowledgeBase) -> None:
+    # The newest cuda run is bf16 where the baseline ran fp32: the older fp32 run is the comparable one.
+    run(kb, 1, "cpu", 1000.0, precision={"dtype": "fp32"})
+    fp32 = run(kb, 2, "cuda", 4000.0, precision={"dtype": "fp32"})
+    run(kb, 3, "cuda", 9000.0, precision={"dtype": "bf16"})
+    cuda = cell(board_json("--incumbent", "cpu"), "cuda · eager")
+    assert (cuda["figure"]["entry"], cuda["ratio"], cuda["differences"]) == (fp32, 4.0, [])
