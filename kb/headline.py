@@ -74,6 +74,9 @@ def headline(entry: Entry) -> Pairs:
              for name, value in memory.items() if isinstance(value, (int, float))]  # fmt: skip
     if peaks:
         lines.append(("memory", " · ".join(peaks)))
+    use = _device_use(memory.get("device_over_time"))
+    if use:
+        lines.append(("device use", use))
     failure = d.get("failure") or {}
     if failure:
         what = " ".join(str(x) for x in (failure.get("class"), failure.get("message") and f"— {failure['message']}")
@@ -107,6 +110,24 @@ def progress(found: dict[str, Any], now: float) -> Pairs:
     if isinstance(flushed, (int, float)):
         lines.append(("as of", f"the stream's last write, {humanize.duration(max(now - flushed, 0.0))} ago"))
     return lines
+
+
+def _device_use(section: Any) -> str:
+    """Device memory and utilisation over the run (ingest.pytorch.device_use), or why none was sampled."""
+    if not isinstance(section, dict):
+        return ""
+    if not section.get("sampled"):
+        return f"not sampled: {section.get('reason') or 'no reason given'}"
+    every = humanize.duration(section.get("interval_s"))
+    parts = [f"{humanize.number(section.get('samples'))} samples, one every {every}"]
+    for key, label in (("allocated_max_gb", "allocated up to"), ("peak_gb", "peak"),
+                       ("reserved_max_gb", "reserved up to")):  # fmt: skip
+        if isinstance(section.get(key), (int, float)):
+            parts.append(f"{label} {humanize.field(key, section[key])}")
+    if isinstance(section.get("utilization_mean_pct"), (int, float)):
+        most = section.get("utilization_max_pct")
+        parts.append(f"utilisation {humanize.number(section['utilization_mean_pct'])}% mean, {most}% max")
+    return " · ".join(parts) + (f" ({section['series']})" if section.get("series") else "")
 
 
 def _memory_label(name: str) -> str:

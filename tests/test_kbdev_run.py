@@ -63,18 +63,23 @@ class _RefusingStream:
         raise RuntimeError("this backend cannot synchronize a stream")
 
 
-def test_when_every_way_to_sync_is_refused_steps_are_timed_as_launch_times(monkeypatch: pytest.MonkeyPatch) -> None:
+def kbdev() -> str:
+    """The kbdev device, built and registered in this process."""
     import importlib.util
-
-    import torch
-
-    from ingest.pytorch.device import NO_SYNC, Sync
 
     spec = importlib.util.spec_from_file_location("kb_test_privateuse1_device", REPO / "tests/privateuse1/device.py")
     assert spec and spec.loader
     helper = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(helper)
-    device = helper.load()
+    return helper.load()
+
+
+def test_when_every_way_to_sync_is_refused_steps_are_timed_as_launch_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from ingest.pytorch.device import NO_SYNC, Sync
+
+    device = kbdev()
     monkeypatch.setattr(getattr(torch, device), "current_stream", _RefusingStream, raising=False)
     sync = Sync(device)
     sync()

@@ -40,6 +40,7 @@ from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks, xla_metrics
 from ingest.pytorch.compile_evidence import CompileWatch
+from ingest.pytorch.device_use import DeviceSampler
 from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
 from kb.entry import iso
 
@@ -171,6 +172,7 @@ class Run:
         self._kb = None if handover.run_dir() is not None else _reachable_knowledge_base()
         self.folder = self._folder()
         self._load = LoadSampler(self.folder)
+        self._device_use = DeviceSampler(self.folder, self.device_type, self.rank)
         header = {
             "warmup_steps": warmup_steps, "tokens_per_step": tokens_per_step, "samples_per_step": samples_per_step,
             "rank": self.rank, "world_size": self.world_size,
@@ -188,6 +190,7 @@ class Run:
         self._compile.start()
         self._fallbacks.start()
         self._load.start()
+        self._device_use.start()
         self._xla_start = xla_metrics.snapshot()
         self._caches = backend_evidence.cache_states(os.environ, self.backend)
         if threading.current_thread() is threading.main_thread():
@@ -459,6 +462,7 @@ class Run:
         if peak is not None:
             memory["device_peak_gb"] = peak
         memory["host_peak_rss_gb"] = devices.host_peak_rss_gb()
+        memory["device_over_time"] = self._device_use.stop()
         sections["memory"] = memory
         sections["settings"] = {**self.settings, "device": self.device_type, **devices.threads()}
         load = self._load.stop()
