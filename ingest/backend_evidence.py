@@ -20,6 +20,11 @@ environment variables and folders, reproduced exactly in the tests.
   give the compiled graph's sizes in GB, and "pt-xla-profiler: " lines the metrics' own warnings ("CompileTime
   too frequent: 21 counts during 11 steps"). Text as in torch_xla/csrc/debug_util.cpp and
   docs/source/learn/troubleshoot.md.
+- TorchNeuron's torch.compile backend documents two settings it does not honour: a `mode` other than default
+  ("Other modes log a warning and fall back to default") and `dynamic=True` ("rejected during compilation").
+  The documentation gives neither the warning's nor the error's text, so the output is not searched for them:
+  a run that states these settings (`compile_mode`, `compile_dynamic`) on a Neuron backend gets the
+  documented sentences as warnings.
 - ROCm's MIOpen keeps its kernel cache (MIOPEN_CUSTOM_CACHE_DIR, default ~/.cache/miopen) and its find-db of
   tuned kernels (MIOPEN_USER_DB_PATH, default ~/.config/miopen); empty ones make the first iterations slow.
 """
@@ -54,6 +59,18 @@ _XLA_GRAPH_FIELDS = {
 _XLA_SIZE = re.compile(r"(Graph input|Graph output|Aliased Input|Intermediate tensor|Compiled program) size: (\S+)")
 _LIBRARY_FRAME = re.compile(r"/torch(?:_xla)?/")
 XLA_COMPILES_KEPT = 50
+# TorchNeuron's "torch.compile backend reference", its table of torch.compile parameters, quoted exactly.
+NEURON_COMPILE_REFERENCE = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
+)
+NEURON_COMPILE_MODE = (
+    "Only 'default' applies. Other modes log a warning and fall back to default, so reduce-overhead, "
+    "max-autotune, and max-autotune-no-cudagraphs have no effect."
+)
+NEURON_COMPILE_DYNAMIC = (
+    "dynamic=True is rejected during compilation. Shapes that vary between steps run, recompiling per new shape; "
+    "native dynamic shapes (a single artifact across a range of shapes) is not yet available."
+)
 # Peak dense bf16 FLOP/s per device that MFU figures are commonly computed against (vendor data sheets).
 KNOWN_PEAK_FLOPS = {
     "A100": 312e12,
@@ -198,6 +215,20 @@ def _number(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text.strip()  # "Unknown" where the runtime gave no size
+
+
+def neuron_compile_settings(backend: Any, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What TorchNeuron documents of the run's torch.compile settings (`compile_mode`, `compile_dynamic`) that it
+    does not honour, quoted; None on another backend or with settings it honours."""
+    if "neuron" not in str(backend or "").lower():
+        return None
+    found: dict[str, Any] = {}
+    mode = settings.get("compile_mode")
+    if mode not in (None, "", "default"):
+        found["mode_ignored"] = {"mode": str(mode), "applied": "default", "documented": NEURON_COMPILE_MODE}
+    if str(settings.get("compile_dynamic")).lower() in ("true", "1", "yes"):
+        found["dynamic_rejected"] = {"documented": NEURON_COMPILE_DYNAMIC}
+    return {**found, "source": NEURON_COMPILE_REFERENCE} if found else None
 
 
 def neuron_settings(environ: Mapping[str, str]) -> dict[str, Any]:

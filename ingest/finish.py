@@ -71,6 +71,7 @@ def finish(
     output = output or folder / OUTPUT_LOG
     _fallbacks_from_output(entry, output)
     _backend_evidence_from_output(entry, output)
+    _neuron_compile_settings(entry, folded)
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
     entry.data["attachments"] = list_attachments(kb, entry)
@@ -153,6 +154,25 @@ def _backend_evidence_from_output(entry: Entry, output: Path) -> None:
         found = read(output)
         if found is not None:
             entry.data.setdefault("backend_evidence", {})[name] = found
+
+
+def _neuron_compile_settings(entry: Entry, folded: Folded) -> None:
+    """torch.compile settings the run states that TorchNeuron documents it does not honour: warnings, quoted."""
+    from ingest.backend_evidence import neuron_compile_settings
+
+    settings = entry.data.get("settings")
+    found = neuron_compile_settings(entry.data.get("backend"), settings if isinstance(settings, dict) else {})
+    if found is None:
+        return
+    entry.data.setdefault("backend_evidence", {})["neuron_compile"] = found
+    ignored, rejected = found.get("mode_ignored"), found.get("dynamic_rejected")
+    if ignored:
+        said = ignored["documented"]
+        folded.notes.append(f"torch.compile mode `{ignored['mode']}` has no effect on Neuron, whose documentation "
+                            f"says: “{said}” The figures are those of the default mode.")  # fmt: skip
+    if rejected:
+        said = rejected["documented"]
+        folded.notes.append(f"The run asks torch.compile for dynamic=True; Neuron's documentation says: “{said}”")
 
 
 def _settle_failure(entry: Entry, outcome: Outcome, logs: tuple[Path, ...]) -> None:

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from conftest import only_entry, run_kb
 
-from ingest.backend_evidence import cache_states, mfu, neuron_from_output, neuron_settings, xla_debug_from_output
+from ingest.backend_evidence import (
+    cache_states,
+    mfu,
+    neuron_compile_settings,
+    neuron_from_output,
+    neuron_settings,
+    xla_debug_from_output,
+)
 from kb.store import KnowledgeBase
 
 # As the Neuron documentation and users' logs print them (NCC_WRAPPER in older releases, NEURON_CC_WRAPPER now).
@@ -267,3 +274,39 @@ def test_a_recorded_run_keeps_the_compile_causes_torch_xla_printed(kb: Knowledge
     shown = run_kb("show", entry.id).stdout
     assert "XLA compile causes (1)" in shown
     assert "1×  most likely user code trying to access tensor value before torch_xla.sync" in shown
+
+
+# TorchNeuron's torch.compile backend reference, its table of torch.compile parameters, as published.
+NEURON_MODE_DOC = (
+    "Only 'default' applies. Other modes log a warning and fall back to default, so reduce-overhead, "
+    "max-autotune, and max-autotune-no-cudagraphs have no effect."
+)
+NEURON_DYNAMIC_DOC = (
+    "dynamic=True is rejected during compilation. Shapes that vary between steps run, recompiling per new shape; "
+    "native dynamic shapes (a single artifact across a range of shapes) is not yet available."
+)
+
+
+def test_torch_compile_settings_neuron_does_not_honour_are_recorded_with_its_documented_words(
+    kb: KnowledgeBase,
+) -> None:
+    options = ("--setting", "compile_mode=max-autotune", "--setting", "compile_dynamic=true")
+    result = run_kb("record", "--backend", "neuron", *options, "--", sys.executable, "-c", "print('step 1')")
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    found = entry.data["backend_evidence"]["neuron_compile"]
+    assert found["mode_ignored"] == {"mode": "max-autotune", "applied": "default", "documented": NEURON_MODE_DOC}
+    assert found["dynamic_rejected"] == {"documented": NEURON_DYNAMIC_DOC}
+    assert found["source"].endswith("/torch/compile/reference-torch-compile.html")
+    body = " ".join(entry.body.split())
+    assert (
+        f"torch.compile mode `max-autotune` has no effect on Neuron, whose documentation says: “{NEURON_MODE_DOC}”"
+        in body
+    )
+    assert f"dynamic=True; Neuron's documentation says: “{NEURON_DYNAMIC_DOC}”" in body
+
+
+def test_compile_settings_neuron_honours_or_other_backends_are_left_alone() -> None:
+    assert neuron_compile_settings("neuron", {"compile_mode": "default", "compile_dynamic": False}) is None
+    assert neuron_compile_settings("cuda", {"compile_mode": "max-autotune", "compile_dynamic": True}) is None
+    assert set(neuron_compile_settings("neuron", {"compile_dynamic": True}) or {}) == {"dynamic_rejected", "source"}
