@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from kb.humanize import unit_of
+
 THROUGHPUT = ("tokens_per_s", "samples_per_s")  # over the steady steps' wall time: measured once per run
 STEP_RATES = tuple(f"{name}_median_step" for name in THROUGHPUT)  # the median step's: share the step's verdict
 HEADLINES = (*THROUGHPUT, "step_s")  # the board's figure, in order of preference
@@ -90,18 +92,18 @@ def stayed(data: dict[str, Any]) -> str:
 
 def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:
     """The run's figure `name` (or the first of HEADLINES it has), throughput normalised per device."""
-    count = devices(data)
     for wanted in [name] if name else HEADLINES:
         if wanted == "step_s":
             step = (data.get("timings") or {}).get("step_s")
             value = step.get("median") if isinstance(step, dict) else step
             if _number(value) is not None:
-                return Figure("step_s", float(value), "s", float(value), count, str(data.get("id")))
+                return Figure("step_s", float(value), "s", float(value), devices(data), str(data.get("id")))
             continue
         metric = (data.get("metrics") or {}).get(wanted)
         value = metric.get("value") if isinstance(metric, dict) else None
         if _number(value) is not None:
-            unit = str(metric.get("unit") or wanted.removesuffix("_per_s") + "/s")
+            count = devices(data)
+            unit = str(metric.get("unit") or unit_of(wanted))
             return Figure(wanted, float(value) / count, unit, float(value), count, str(data.get("id")))
     return None
 

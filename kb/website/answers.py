@@ -10,7 +10,7 @@ from typing import Any
 from kb import humanize
 from kb.answers import figures
 from kb.answers.board import board
-from kb.answers_text import compile_text, figure_text, ratio_text
+from kb.answers_text import compile_text, figure_text, ratio_text, run_texts
 from kb.index import answers
 
 SHOWN_VERDICTS = ("baseline", "counted", "unchecked", "numerics failed")
@@ -28,15 +28,16 @@ def board_view(db: sqlite3.Connection, incumbent: str, paths: dict[str, str], de
         cells = []
         for cell in workload.cells:
             failure = cell.failure
+            numerics, stayed = run_texts(cell)
             cells.append({
                 "label": cell.label,
                 "figure": figure_text(cell.figure),
                 "ratio": ratio_text(cell) if cell.verdict in SHOWN_VERDICTS else "-",
                 "tone": TONES.get(cell.verdict, "none"),
-                "numerics": cell.numerics if cell.figure else "-",
+                "numerics": numerics,
                 "compile": compile_text(cell),
                 "done": f"{cell.completed}/{cell.tried}",
-                "stayed": cell.stayed if cell.figure else "-",
+                "stayed": stayed,
                 "failure": f"{failure['class']} ×{failure['count']}" if failure else "",
                 "failure_message": (failure or {}).get("message") or "",
                 "note": cell.note or ("" if cell.verdict in SHOWN_VERDICTS else cell.verdict),
