@@ -172,24 +172,26 @@ def list_entries(
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
-def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) -> list[tuple] | None:
-    """The best `limit` by the words alone, as the ranked query gives them, or None when equal scores straddle
-    the cut (then the date decides who is in, and every match is sorted). FTS5 ranks its own rows without
-    looking each one up in `entries` first: 5 to 10 times faster on a common word."""
+def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) -> tuple[list[tuple], dict] | None:
+    """The best `limit` by the words alone, as the ranked query gives them, with their snippets; None when equal
+    scores straddle the cut (then the date decides who is in, and every match is sorted). FTS5 ranks its own rows
+    without looking each one up in `entries` first (5 to 10 times faster on a common word), and cuts the snippets
+    of the rows it returns in the same pass (no second look-up of each hit in the words)."""
     table = fulltext.TABLE
     top = db.execute(
-        f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?", [match, limit + 1]
+        f"SELECT rowid, rank, {fulltext.snippet_sql(match)} FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+        [match, limit + 1],
     ).fetchall()
     if len(top) > limit and top[limit][1] == top[limit - 1][1]:
         return None
-    rank = dict(top[:limit])
+    rank = {row[0]: row[1] for row in top[:limit]}
     marks = ", ".join("?" * len(rank))
     rows = db.execute(f"SELECT {columns}, e.rowid FROM entries e WHERE e.rowid IN ({marks})", list(rank)).fetchall()
     ranked = [(*row, -rank[row[-1]]) for row in rows]
     at = {name: COLUMNS.index(name) for name in ("id", "recorded")}
     ranked.sort(key=lambda row: (row[at["recorded"]], row[at["id"]]), reverse=True)  # newest first among equals
     ranked.sort(key=lambda row: -row[-1])  # stable: best first
-    return ranked
+    return ranked, {row[0]: fulltext.snippet_of(*row[2:]) for row in top[:limit]}
 
 
 def suggest(db: sqlite3.Connection, query: str) -> str | None:
@@ -253,11 +255,10 @@ def search(
             )
             params = [compiled.match, *compiled.params, *params]
         try:
-            ranked = None
+            top = None
             if compiled.match is not None and not compiled.conditions and filters.empty():
-                ranked = _top_by_words(db, compiled.match, limit, columns)
-            if ranked is None:
-                ranked = db.execute(sql, [*params, limit]).fetchall()
+                top = _top_by_words(db, compiled.match, limit, columns)
+            ranked, snippets = top or (db.execute(sql, [*params, limit]).fetchall(), None)
         except sqlite3.OperationalError as exc:  # FTS5 refused what the compiler made of the query: say so
             if compiled.match is None or not ("fts5" in str(exc) or "unterminated string" in str(exc)):
                 raise
@@ -265,7 +266,8 @@ def search(
             raise KbError(f"the query {shown} cannot be searched ({exc}); put it in double quotes") from None
         if not ranked:
             return []
-        snippets = fulltext.snippets(db, compiled.match, [row[-2] for row in ranked])
+        if snippets is None:
+            snippets = fulltext.snippets(db, compiled.match, [row[-2] for row in ranked])
     return [
         (Hit(row[0], float(row[-1]), row[1], snippets.get(row[-2], "")), dict(zip(COLUMNS, row[:-2], strict=True)))
         for row in ranked
@@ -277,48 +279,6 @@ def _day(text: str, option: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise KbError(f"{option} {quoted(text)}: expected a date like 2026-11-30") from None
-
-
-def newest_per_group(
-    db: sqlite3.Connection, workload: str, by: tuple[str, ...] = ("backend", "mode")
-) -> list[dict[str, Any]]:
-    """The newest run or report of a workload in each group of `by` (entry columns; no value is a group too):
-    the evidence a comparison starts from. Rows with id, path, sha256 and the `by` columns, by group then path."""
-    if not by or not set(by) <= {"backend", "mode"}:
-        raise ValueError(f"group by backend and/or mode, not {by}")
-    same = " AND ".join(f"x.{column} IS e.{column}" for column in by)
-    order = ", ".join(f"e.{column}" for column in by)
-    cursor = db.execute(
-        f"SELECT e.id, e.path, f.sha256, {order} FROM entries e JOIN files f ON f.entry_id = e.id "
-        f"WHERE e.workload = ? AND e.kind IN ({KINDS_COMPARED}) AND e.recorded = (SELECT MAX(recorded) FROM entries x "
-        f"WHERE x.workload = e.workload AND x.kind IN ({KINDS_COMPARED}) AND {same}) ORDER BY {order}, e.path",
-        [workload],
-    )
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
-
-
-def latest_per_group(db: sqlite3.Connection, workload: str, by: str) -> list[tuple[str, str]]:
-    """(group value, entry path) of the newest run or report of a workload in each group, groups in order.
-
-    `by` is an entry column (backend, mode) or `version:PACKAGE`; versions are ordered by PEP 440.
-    """
-    if by in ("backend", "mode"):
-        rows = [(row[by], row["path"]) for row in newest_per_group(db, workload, (by,)) if row[by] is not None]
-    elif by.startswith("version:") and len(by) > len("version:"):
-        package = normalise_package(by.split(":", 1)[1])
-        rows = db.execute(
-            "SELECT v.version, e.path, e.recorded FROM entries e JOIN versions v ON v.entry_id = e.id "
-            "WHERE e.workload = ? AND e.kind IN ('run', 'report') AND v.package = ? ORDER BY e.recorded",
-            [workload, package],
-        ).fetchall()
-        newest = {version: path for version, path, _ in rows}  # later rows are newer: they win
-        rows = sorted(newest.items(), key=lambda item: version_key(item[0]))
-    else:
-        raise KbError(f"--by {by!r}: group by backend, mode, or version:PACKAGE (e.g. --by version:torch)")
-    if not rows:
-        raise KbError(f"no runs of workload {workload!r} to compare; 'kb ls --kind run' lists the workloads")
-    return [(str(value), path) for value, path in rows]
 
 
 @cache  # a knowledge base holds few distinct versions, sorted over and over
