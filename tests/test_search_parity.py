@@ -53,16 +53,34 @@ def test_the_failure_class_as_words_finds_its_entries_ranked_as_kb_search_ranks_
     assert count == len(ranked)
     assert site[:3] == ranked[:3]  # the same order: before, the site put its runtime timeouts first
     assert timeouts <= set(site)
+    # On neuron too, and there both list the compile timeouts first (before: three runtime timeouts of compiled runs).
+    neuron = cli(kb, "compile timeout", "--backend", "neuron")
+    classes = [row["failure_class"] for row in neuron]
+    assert "timeout" in classes and classes == sorted(classes, key=lambda name: name != "compile_timeout")
+    count, site = site_results(tab.page, url, "compile timeout backend:neuron")
+    assert site == [row["id"] for row in neuron][: len(site)]
     assert not tab.problems()
 
 
 def test_the_site_finds_what_kb_search_finds(kb: Path, url: str, tab: Tab) -> None:
-    for query in ("out of memory", "flex attention"):
+    for query in ("out of memory", "flex attention", '"flex attention"'):
         found = [row["id"] for row in cli(kb, query)]
         count, site = site_results(tab.page, url, query)
-        # Pagefind also matches a word as the start of a longer one (out: output), so it may find more.
-        assert count >= len(found), query
-        assert len(set(site[:10]) & set(found[:10])) >= 6, query
+        assert count == len(found), query
+        assert len(set(site[:10]) & set(found[:10])) >= 7, query  # before: 1 for the phrase, ranked not at all
+
+
+def test_the_site_matches_whole_words_as_kb_search_does(kb: Path, url: str, tab: Tab) -> None:
+    """Before, Pagefind took a word as the start of longer ones, so "out of memory" found entries whose only "out"
+    was in "output", and it searched the result's headline (steady step 34.7 ms), which kb search does not index."""
+    output_only = {row["id"] for row in cli(kb, "output memory")} - {row["id"] for row in cli(kb, "out memory")}
+    assert output_only, "the generated knowledge base should hold an entry with output but not out"
+    for query in ("out of memory", "steady", "the"):
+        found = [row["id"] for row in cli(kb, query)]
+        count, site = site_results(tab.page, url, query)
+        assert count == len(found), query
+        assert not (query == "out of memory" and output_only & set(site)), query
+    assert not tab.problems()
 
 
 def test_every_result_shows_its_backend_its_badge_and_labels(kb: Path, url: str, tab: Tab) -> None:

@@ -14,6 +14,7 @@ from kb.index.fulltext import DEFAULT_FIELDS, document
 
 _EXACT = re.compile(r"\S*[\ue000-\uefff]\S*\s?")  # a token fulltext.exact() made: its punctuation is private-use
 _JOINED = re.compile(r"(?<=\w)[^\w\s]+(?=[^\W\d_])|_")  # flex-attention, torch.compile, compile_timeout
+_CAMEL = re.compile(r"\b[^\W_]+[A-Z][^\W_]*")  # OutOfMemoryError, CompileTime, NeuronCore
 
 
 def search_text(entry: Entry) -> list[tuple[float, str]]:
@@ -25,5 +26,11 @@ def search_text(entry: Entry) -> list[tuple[float, str]]:
 
 def _words(text: str) -> str:
     """The text split into words where FTS5 splits it (Pagefind keeps flex-attention one word, which a phrase then
-    misses), so a failure class is its words (compile timeout); numbers keep their points, for the excerpt."""
-    return _JOINED.sub(" ", _EXACT.sub("", text)).strip()
+    misses), so a failure class is its words (compile timeout); numbers keep their points, for the excerpt. A word
+    with capitals inside is lower-cased: Pagefind would also index its parts (CompileTime: compile, time), which
+    FTS5 holds as one word."""
+    return _CAMEL.sub(_lower, _JOINED.sub(" ", _EXACT.sub("", text))).strip()
+
+
+def _lower(word: re.Match[str]) -> str:
+    return word[0] if word[0].isupper() else word[0].lower()  # OOM stays: Pagefind finds no parts in it

@@ -1,6 +1,15 @@
 // kb site enhancements. Every page reads without this script; with it, the search page searches and
 // listing pages filter their rows. No inline script, no request beyond this site's own files.
 const PAGE = 20; // search results shown at a time
+// Ranked as kb search ranks: bm25 with FTS5's constants (k1 1.2, b 0.75) over the same weighted columns; a longer
+// word a query word starts (output for out) adds next to nothing, and metadata (the title, also in the text) no
+// boost of its own.
+const RANKING = {
+  termSaturation: 1.2,
+  pageLength: 0.75,
+  termSimilarity: 5,
+  metaWeights: { title: 0, status: 0, backend: 0, reported: 0 },
+};
 const root = new URL(document.body.dataset.root || "./", location.href);
 
 function filterRows() {
@@ -41,7 +50,9 @@ function resultItem(data) {
   link.textContent = data.meta.title || data.url;
   const facts = document.createElement("span");
   facts.className = "note";
-  const { backend, status, recorded, reported, summary } = data.meta;
+  const { backend, status, reported } = data.meta;
+  const [recorded] = data.filters.recorded || [];
+  const [summary] = data.filters.summary || [];
   facts.textContent = ` ${[backend, status, recorded].filter(Boolean).join(" · ")}`;
   item.append(link, facts);
   if (reported) {
@@ -64,6 +75,56 @@ function resultItem(data) {
   return item;
 }
 
+// What kb search finds for plain words and quoted phrases (kb/index/fulltext.py), asked of Pagefind. Pagefind
+// matches a word as the start of longer ones (out: output) and ranks a quoted phrase not at all, so each word or
+// phrase is looked up whole ("out", with Pagefind's stemming, as FTS5 stems), the entries holding all of them are
+// kept, and they are ranked by Pagefind's bm25 over the words. Two adjacent plain words also match them written
+// together (compiletimeout, a failure class as one word), adding that word's score, as kb search does.
+const WORD = /[\p{L}\p{N}]+/gu; // where FTS5 splits words: at anything that is not a letter or digit
+
+function parseQuery(text, stopWords) {
+  const phrases = [];
+  const words = [];
+  const bare = [];
+  const rest = text.replace(/"([^"]*)"?/g, (_, phrase) => {
+    phrases.push(phrase.toLowerCase().match(WORD) || []);
+    return " ";
+  });
+  for (const word of new Set(rest.split(/\s+/).filter(Boolean))) {
+    bare.push(word);
+    if (!stopWords.has(word.toLowerCase())) words.push(word.toLowerCase().match(WORD) || []);
+  }
+  const terms = [...phrases, ...words].filter((parts) => parts.length).map((parts) => parts.join(" "));
+  const alone = (word) => /^[\p{L}\p{N}]+$/u.test(word);
+  const joined = phrases.length ? [] : bare.slice(1).flatMap((word, at) =>
+    alone(word) && alone(bare[at]) ? [`${bare[at]}${word}`.toLowerCase()] : []);
+  return { terms, joined: [...new Set(joined)] };
+}
+
+async function searchLikeKb(pagefind, text, filters, stopWords) {
+  const { terms, joined } = parseQuery(text, stopWords);
+  if (!terms.length) return []; // only stop words: kb search finds nothing either
+  const ids = async (term) => new Set((await pagefind.search(`"${term}"`, { filters })).results.map((r) => r.id));
+  const [whole, together, ranked, ...rankedTogether] = await Promise.all([
+    Promise.all(terms.map(ids)),
+    Promise.all(joined.map(ids)),
+    pagefind.search(terms.join(" "), { filters }),
+    ...joined.map((word) => pagefind.search(word, { filters })),
+  ]);
+  const found = new Map();
+  for (const result of ranked.results) {
+    if (whole.every((set) => set.has(result.id))) found.set(result.id, { result, score: result.score });
+  }
+  together.forEach((set, at) => {
+    for (const result of rankedTogether[at].results) {
+      if (!set.has(result.id)) continue;
+      const hit = found.get(result.id) || found.set(result.id, { result, score: 0 }).get(result.id);
+      hit.score += result.score;
+    }
+  });
+  return [...found.values()].sort((a, b) => b.score - a.score).map((hit) => hit.result);
+}
+
 async function startSearch(box) {
   const status = document.getElementById("search-status");
   const input = document.getElementById("search-input");
@@ -82,6 +143,7 @@ async function startSearch(box) {
   const bundles = names(box.dataset.bundles);
   // Results from a sealed bundle for pages that changed since: their new text is in the recent bundle.
   const stale = new Set(names(box.dataset.stale));
+  const stopWords = new Set(names(box.dataset.stopWords));
   if (!bundles.length) {
     status.textContent = "Nothing to search yet: the knowledge base has no entries.";
     return;
@@ -89,8 +151,7 @@ async function startSearch(box) {
   status.textContent = "Loading the search index…";
   const base = new URL("pagefind/", root);
   const pagefind = await import(new URL(`${bundles[0]}/pagefind.js`, base).href);
-  // Ranked as kb search ranks: bm25 with FTS5's constants (k1 1.2, b 0.75) over the same weighted columns.
-  await pagefind.options({ baseUrl: root.pathname, ranking: { termSaturation: 1.2, pageLength: 0.75 } });
+  await pagefind.options({ baseUrl: root.pathname, ranking: RANKING });
   for (const bundle of bundles.slice(1)) {
     await pagefind.mergeIndex(new URL(`${bundle}/`, base).href, { baseUrl: root.pathname });
   }
@@ -111,12 +172,14 @@ async function startSearch(box) {
       status.textContent = "Type words, or pick filters.";
       return;
     }
-    const found = await pagefind.search(query || null, { filters });
+    const found = query
+      ? await searchLikeKb(pagefind, query, filters, stopWords)
+      : (await pagefind.search(null, { filters })).results;
     if (ticket !== latest) return; // a newer query has started
     results.replaceChildren();
     shown = 0;
     const seen = new Set(stale); // a page unchanged for search can be in two bundles: show it once
-    current = found.results.filter((result) => !seen.has(result.id) && seen.add(result.id));
+    current = found.filter((result) => !seen.has(result.id) && seen.add(result.id));
     await showMore(ticket);
   }
   // Each result's excerpt is a fetch of its own: load a page of them at a time, more on request.

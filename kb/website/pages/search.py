@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kb.index.fulltext import STOP_WORDS
 from kb.website.pages.base import Page, Site, digest
 
 if TYPE_CHECKING:
@@ -23,5 +24,6 @@ def search_page(site: Site, search: SearchState) -> Page:
         "bundles": search.bundles,
         "stale": search.stale,
         "facets": [f for f in filters if f[0] in SEARCH_FILTERS],
+        "stop_words": sorted(STOP_WORDS),  # dropped from a query, as kb search drops them
     }
     return Page("search.html", "search.html", digest("search", context), lambda: context)
