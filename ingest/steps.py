@@ -34,6 +34,7 @@ TIMES = "steps.bin"
 FLUSH_S = 2.0
 FLUSH_STEPS = 10_000
 SIGNIFICANT = 6
+RECENT_STEPS = 50  # the steps a running run's recent step time is the median of
 _RECORD = 16  # bytes per step in the times file: two float64
 
 
@@ -142,7 +143,9 @@ def progress(folder: Path) -> dict[str, Any] | None:
     if steps:
         elapsed = steps[-1]["end"]
         found["elapsed_s"] = _round(elapsed)
-        found["recent_step_s_median"] = _round(statistics.median(s["s"] for s in steps[-50:]))
+        recent = steps[-RECENT_STEPS:]
+        found["recent_steps"] = len(recent)
+        found["recent_step_s_median"] = _round(statistics.median(s["s"] for s in recent))
         if elapsed > 0:
             found["rates"] = _rates_so_far(steps, stream["header"], elapsed)
     found["last_logged"] = {

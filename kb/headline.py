@@ -103,7 +103,9 @@ def progress(found: dict[str, Any], now: float) -> Pairs:
         text = " · ".join(humanize.quantity(value, unit) for unit, value in rates.items())
         lines.append(("rate so far", f"{text} (first steps and compiles included)"))
     if found.get("recent_step_s_median") is not None:
-        lines.append(("recent step", f"{humanize.duration(found['recent_step_s_median'])} median of the last 50"))
+        recent = found.get("recent_steps")
+        of = f" of the last {humanize.number(recent)}" if isinstance(recent, int) and recent > 1 else ""
+        lines.append(("recent step", f"{humanize.duration(found['recent_step_s_median'])} median{of}"))
     for name, last in list((found.get("last_logged") or {}).items())[:PROGRESS_VALUES]:
         lines.append((f"last {name}", f"{humanize.number(last.get('value'))} at step {last.get('step')}"))
     flushed = found.get("flushed_at")

@@ -58,6 +58,7 @@ def test_kb_show_of_a_running_entry_shows_its_progress_so_far(kb: KnowledgeBase,
         assert done >= found["steps"]
         rate = r"rate so far\s+[\d.]+ steps/s · [\d.,]+ samples/s \(first steps and compiles included\)"
         assert re.search(rate, text)
+        assert re.search(r"recent step\s+\S+ \S+ median of the last \d+", text)
         assert re.search(r"last loss\s+[\d.]+ at step \d+", text)
         assert "the stream's last write" in text
         as_json = json.loads(run_kb("show", entry.id, "--json").stdout)
