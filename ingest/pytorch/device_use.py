@@ -50,6 +50,7 @@ class DeviceSampler:
         self._device_type = device_type
         self._interval = interval_s
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # the last sample, taken by stop(), may meet a slow one of the thread's
         self._thread: threading.Thread | None = None
         self._ways: dict[str, list[Reader]] = {}
         self._used: dict[str, str] = {}  # per figure, the call that read it
@@ -71,6 +72,10 @@ class DeviceSampler:
             self._sample()
 
     def _sample(self) -> None:
+        with self._lock:
+            self._sample_locked()
+
+    def _sample_locked(self) -> None:
         line: dict[str, Any] = {"time": round(time.time(), 3)}
         for figure, ways in self._ways.items():
             while ways:
