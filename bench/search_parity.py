@@ -2,9 +2,10 @@
 
 On a generated knowledge base (bench.generate, 1,000 entries, seed 1, unless a folder is given), the site is built
 and served on loopback, and each query is typed into its search page in headless Chromium (as a person would);
-the same query goes to `kb search --json` as a process. For each: how many entries each finds, and how many of the
-site's first 10 are among the CLI's first 10. Fields the site has as filters (backend:neuron) become its filters;
-a failure class also goes in as its words, as the site indexes it.
+the same query goes to `kb search --json` as a process. For each: how many entries each finds, how many of the
+site's first 10 are among the CLI's first 10, and whether the first 3 are the same in the same order. Fields the
+site has as filters (backend:neuron) become its filters; a failure class also goes in as its words, as the site
+indexes it. A query of FILTERED is also asked with a filter on both sides (`kb search --backend neuron`).
 
     python -m bench.search_parity [KB_FOLDER]
 """
@@ -23,6 +24,7 @@ from bench.timing import machine, user_env
 
 TOP = 10
 QUERIES = (*INDEX_QUERIES, "OutOfMemoryError", "flex attention")  # the second two: the words people type
+FILTERED = (("compile timeout", {"backend": "neuron"}),)  # runtime timeouts of compiled runs ranked first, once
 SITE_FILTERS = ("backend", "failure", "status", "mode", "kind", "workload")
 CHROMIUM = "/usr/bin/chromium"
 
@@ -41,19 +43,20 @@ def site_form(query: str) -> tuple[str, dict[str, str]]:
     return " ".join(words), filters
 
 
-def cli_results(kb: Path, query: str) -> list[str]:
+def cli_results(kb: Path, query: str, filters: dict[str, str] | None = None) -> list[str]:
     """Every id `kb search` finds, best first."""
-    command = [sys.executable, "-m", "kb", "--kb", str(kb), "search", query, "--json", "--limit", "100000"]
+    options = [part for name, value in (filters or {}).items() for part in (f"--{name}", value)]
+    command = [sys.executable, "-m", "kb", "--kb", str(kb), "search", query, *options, "--json", "--limit", "100000"]
     done = subprocess.run(command, capture_output=True, text=True, env=user_env(), check=True)
     return [row["id"] for row in json.loads(done.stdout)]
 
 
-def site_results(page, url: str, query: str) -> tuple[int, list[str]]:
+def site_results(page, url: str, query: str, filters: dict[str, str] | None = None) -> tuple[int, list[str]]:
     """(how many the search page finds, the ids of its first results in order)."""
     from urllib.parse import urlencode
 
-    words, filters = site_form(query)
-    page.goto(f"{url}search.html?{urlencode({'q': words, **filters})}")
+    words, fields = site_form(query)
+    page.goto(f"{url}search.html?{urlencode({'q': words, **fields, **(filters or {})})}")
     page.wait_for_function(
         "() => /entr(y|ies)[.;]|No entries/.test(document.getElementById('search-status').textContent)"
     )
@@ -69,8 +72,12 @@ def measure(kb: Path) -> list[dict[str, object]]:
 
     from kb.website.serve import make_server
 
-    subprocess.run([sys.executable, "-m", "kb", "--kb", str(kb), "site", "build"], env=user_env(), check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "kb", "--kb", str(kb), "site", "build"],
+        env=user_env(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     server = make_server(kb / "site", "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -80,12 +87,21 @@ def measure(kb: Path) -> list[dict[str, object]]:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page()
-            for query in QUERIES:
-                cli = cli_results(kb, query)
-                count, site = site_results(page, url, query)
+            for query, filters in [*((query, {}) for query in QUERIES), *FILTERED]:
+                cli = cli_results(kb, query, filters)
+                count, site = site_results(page, url, query, filters)
                 overlap = len(set(cli[:TOP]) & set(site[:TOP]))
-                rows.append({"query": query, "cli": len(cli), "site": count, "overlap": overlap,
-                             "of": min(TOP, len(cli), max(count, 1))})
+                shown = " ".join([query, *(f"({name} {value})" for name, value in filters.items())])
+                rows.append(
+                    {
+                        "query": shown,
+                        "cli": len(cli),
+                        "site": count,
+                        "overlap": overlap,
+                        "of": min(TOP, len(cli), max(count, 1)),
+                        "first": cli[:3] == site[:3],
+                    }
+                )
             browser.close()
     finally:
         server.shutdown()
@@ -107,9 +123,11 @@ def run(kb: Path | None = None, count: int = 1000) -> None:
             generate(kb, count, seed=1)
         rows = measure(kb)
     print(f"\nsite search against kb search, top {TOP}; {machine()}")
-    print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14}")
+    print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14} {'first 3 alike':>14}")
     for row in rows:
-        print(f"  {row['query']:<42} {row['cli']:>9,} {row['site']:>6,} {row['overlap']:>10} of {row['of']}")
+        shared = f"{row['overlap']} of {row['of']}"
+        alike = "yes" if row["first"] else "no"
+        print(f"  {row['query']:<42} {row['cli']:>9,} {row['site']:>6,} {shared:>14} {alike:>14}")
 
 
 if __name__ == "__main__":
