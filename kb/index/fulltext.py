@@ -572,30 +572,44 @@ class Hit:
     snippet: str  # matched terms marked **like this**, from the best field that matched; <= ~240 characters
 
 
-def snippets(db: sqlite3.Connection, match: str | None, rowids: list[int]) -> dict[int, str]:
-    """The snippet of each of these entries (by rowid): from the first of SNIPPET_FIELDS where `match` marks a
-    word, else the start of the failure or the notes. Column by column, each for the entries still without one:
-    snippet() costs about as much as the ranking, so it is computed only where it may be shown."""
-    found: dict[int, str] = {}
-    left = list(rowids)
+def snippet_sql(match: str | None) -> str:
+    """Result columns over the table giving each row's snippet (see `snippet_of`): the first of SNIPPET_FIELDS
+    where the query marks a word, else none, then the failure and notes texts to fall back on.
+
+    SQLite evaluates CASE lazily, so a column is cut only while no earlier one has a marked word (the long output
+    column seldom), and only for the rows a query returns when it is in the ranking query's own columns."""
     order = list(DEFAULT_FIELDS)
-    for name in SNIPPET_FIELDS if match is not None else ():
-        marks = ", ".join("?" * len(left))
+    cases = " ".join(
+        f"WHEN instr({cut}, '{_OPEN}') THEN {cut}"
+        for cut in (
+            f"snippet({TABLE}, {order.index(name)}, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS})"
+            for name in SNIPPET_FIELDS
+        )
+    )
+    marked = f"CASE {cases} END" if match is not None else "NULL"
+    return f"{marked}, {TABLE}.failure, {TABLE}.notes"
+
+
+def snippet_of(marked: str | None, failure: str | None, notes: str | None) -> str:
+    """A snippet from the columns of `snippet_sql`: matched words in **, at most SNIPPET_CHARS."""
+    if marked is not None:
+        return _clip(marked.replace(_OPEN, "**").replace(_CLOSE, "**"))
+    return _clip(failure or notes or "")
+
+
+def snippets(db: sqlite3.Connection, match: str | None, rowids: list[int]) -> dict[int, str]:
+    """The snippet of each of these entries (by rowid), for a query whose ranking could not make them."""
+    marks = ", ".join("?" * len(rowids))
+    if match is None:
+        rows = db.execute(f"SELECT rowid, {snippet_sql(None)} FROM {TABLE} WHERE rowid IN ({marks})", rowids)
+    else:
         rows = db.execute(
-            f"SELECT rowid, snippet({TABLE}, {order.index(name)}, '{_OPEN}', '{_CLOSE}', '…', {SNIPPET_TOKENS}) "
-            f"FROM {TABLE} WHERE {TABLE} MATCH ? AND rowid IN ({marks})",
-            [match, *left],
+            f"SELECT rowid, {snippet_sql(match)} FROM {TABLE} WHERE {TABLE} MATCH ? AND rowid IN ({marks})",
+            [match, *rowids],
         )
-        found.update(
-            (rowid, _clip(text.replace(_OPEN, "**").replace(_CLOSE, "**"))) for rowid, text in rows if _OPEN in text
-        )
-        left = [rowid for rowid in left if rowid not in found]
-        if not left:
-            return found
-    marks = ", ".join("?" * len(left))
-    rows = db.execute(f"SELECT rowid, failure, notes FROM {TABLE} WHERE rowid IN ({marks})", left)
-    found.update((rowid, _clip(failure or notes or "")) for rowid, failure, notes in rows)
-    return found
+    found = {rowid: snippet_of(*columns) for rowid, *columns in rows}
+    left = [rowid for rowid in rowids if rowid not in found]
+    return found | snippets(db, None, left) if left and match is not None else found
 
 
 def _clip(text: str) -> str:
