@@ -5,22 +5,23 @@ becomes 8 and dates become date objects. Evidence about software versions cannot
 front matter is composed into nodes and built here: quoted scalars are strings, and plain scalars are
 kept as `Plain` strings that the schema (kb.schema) turns into numbers, booleans or nulls only where a
 field is declared as such. Every key's line is kept so that errors can point at it.
+PyYAML is imported only to load or dump a file: the schema and most commands need only `Plain` and `dotted`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import LONE_SURROGATE, EntryError, Problem
 
+if TYPE_CHECKING:
+    import yaml
+
 FENCE = "---"
-_BaseLoader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # Past this many nodes a document is not an entry but an attack (or an accident).
 MAX_NODES = 200_000
 # Entries nest a few levels; past this many a document is refused before anything recurses through it.
@@ -65,9 +66,11 @@ def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
 
 def load(text: str, path: Path | str | None = None) -> Document:
     """Parse a whole entry file into a Document; YAML errors become EntryErrors with their line."""
+    import yaml
+
     front, body, body_line = split(text, path)
     try:
-        node = yaml.compose(front, Loader=_BaseLoader)
+        node = yaml.compose(front, Loader=_loader())
     except yaml.MarkedYAMLError as exc:
         # Where what is unclosed began (a `[`, a quote), else where the parser gave up.
         mark = exc.context_mark or exc.problem_mark
@@ -92,46 +95,73 @@ def load(text: str, path: Path | str | None = None) -> Document:
     return Document(data=data, body=body, lines=builder.lines, body_line=body_line)
 
 
+@cache
+def _loader() -> type:
+    """libyaml's composer without tag resolution: the builder ignores tags, and resolving them in Python was a
+    quarter of the composing."""
+    import yaml
+
+    class Loader(getattr(yaml, "CBaseLoader", yaml.BaseLoader)):
+        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+            return ""
+
+        def descend_resolver(self, parent: Any, index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+    return Loader
+
+
 class _Builder:
     """Turn composed YAML nodes into dicts, lists and strings, recording the line of every key."""
 
     def __init__(self, path: Path | str | None):
+        import yaml
+
+        self.mapping, self.sequence, self.scalar = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         self.path = path
         self.lines: Lines = {}
         self.seen: set[int] = set()
 
     def build(self, node: yaml.Node, where: tuple) -> Any:
         # A node met twice is an alias; refusing aliases rules out exponential expansion and cycles.
-        if id(node) in self.seen:
+        seen = self.seen
+        if id(node) in seen:
             raise self._error(node, where, "YAML anchors and aliases are not supported in entries; write the value out")
-        self.seen.add(id(node))
-        if len(self.seen) > MAX_NODES:
+        seen.add(id(node))
+        if len(seen) > MAX_NODES:
             raise self._error(
                 node, where, f"the front matter has more than {MAX_NODES} values; move bulk data to an attachment"
             )
-        if len(where) > MAX_DEPTH and isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        kind = type(node)
+        if kind is self.scalar:  # most nodes: tested first
+            # Explicit tags are ignored: nothing is ever constructed from a tag, the text is the value.
+            return node.value if node.style else Plain(node.value)
+        if len(where) > MAX_DEPTH:
             message = f"values are nested more than {MAX_DEPTH} levels deep; flatten them"
             raise EntryError([Problem(self.path, node.start_mark.line + 2, dotted(where[:1]), message)])
-        if isinstance(node, yaml.MappingNode):
+        lines = self.lines
+        if kind is self.mapping:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
+                if type(key_node) is not self.scalar:
                     raise self._error(key_node, where, "mapping keys must be plain names")
                 key = str(key_node.value)
+                at = (*where, key)
                 if key in out:
                     message = f"the field '{key}' appears twice; keep one"
-                    raise EntryError([Problem(self.path, key_node.start_mark.line + 2, dotted((*where, key)), message)])
-                self.lines[(*where, key)] = key_node.start_mark.line + 2
-                out[key] = self.build(value_node, (*where, key))
+                    raise EntryError([Problem(self.path, key_node.start_mark.line + 2, dotted(at), message)])
+                lines[at] = key_node.start_mark.line + 2
+                out[key] = self.build(value_node, at)
             return out
-        if isinstance(node, yaml.SequenceNode):
-            items = []
-            for index, item in enumerate(node.value):
-                self.lines[(*where, index)] = item.start_mark.line + 2
-                items.append(self.build(item, (*where, index)))
-            return items
-        # Explicit tags are ignored: nothing is ever constructed from a tag, the text is the value.
-        return node.value if node.style else Plain(node.value)
+        items = []
+        for index, item in enumerate(node.value):
+            at = (*where, index)
+            lines[at] = item.start_mark.line + 2
+            items.append(self.build(item, at))
+        return items
 
     def _error(self, node: yaml.Node, where: tuple, message: str) -> EntryError:
         line = self.lines.get(where, node.start_mark.line + 2)  # an alias's own mark is its anchor's
@@ -146,14 +176,22 @@ def dotted(where: tuple) -> str:
     return out
 
 
-class _Dumper(_SafeDumper):
+@cache
+def _dumper() -> type:
     """Block style, text in literal blocks when it has several lines, keys in the order given."""
+    import yaml
 
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+        pass
 
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value and _literal_safe(value):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_str(value)
+    def represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        if "\n" in value and _literal_safe(value):
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+        return dumper.represent_str(value)
+
+    Dumper.add_representer(str, represent_str)
+    Dumper.add_representer(Plain, represent_str)
+    return Dumper
 
 
 def _literal_safe(value: str) -> bool:
@@ -164,14 +202,14 @@ def _literal_safe(value: str) -> bool:
     ) and not value.endswith(" ")
 
 
-_Dumper.add_representer(str, _represent_str)
-_Dumper.add_representer(Plain, _represent_str)
-
-
 def dump(data: dict[str, Any]) -> str:
     """Serialise front matter data canonically: the same data always gives the same text."""
+    import yaml
+
     try:
-        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+        return yaml.dump(
+            data, Dumper=_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+        )
     except UnicodeEncodeError:  # only a lone surrogate fails to encode as UTF-8
         raise EntryError([Problem(None, None, dotted(_surrogate_at(data, ())) or None, _NOT_UTF8)]) from None
 

@@ -153,10 +153,22 @@ def optimize(db: sqlite3.Connection) -> None:
     db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('optimize')")
 
 
+class _Letters(dict):
+    """str.translate's table for exact(): a letter or digit stays, anything else becomes a private-use letter;
+    each code point is worked out the first time it is met (a loop over the characters was most of a build's
+    text preparation)."""
+
+    def __missing__(self, code: int) -> int:
+        self[code] = code if chr(code).isalnum() else _PRIVATE + (code & 0xFFF)
+        return self[code]
+
+
+_EXACT = _Letters()
+
+
 def exact(text: str) -> str:
     """A whole value as one token: lower case, blanks as '_', punctuation as private-use letters."""
-    text = re.sub(r"\s+", "_", text.strip().lower())
-    return "".join(char if char.isalnum() else chr(_PRIVATE + (ord(char) & 0xFFF)) for char in text)
+    return "_".join(text.lower().split()).translate(_EXACT)
 
 
 def _keywords(values: Iterable[str]) -> str:

@@ -5,16 +5,15 @@ mtime match is not read at all; one whose size or mtime changed is hashed, and r
 its content changed (a git checkout resets mtimes without changing content). Added, edited, deleted
 and renamed files are all picked up, so an entry edited by hand or pulled from git is searchable at
 once. One writer at a time (a lock file in the cache); readers never wait for it. The entries' rows, their
-words (the full-text table) and the manifest change in one transaction.
+words (the full-text table) and the manifest change in one transaction, written in batches as the files are
+parsed, so that memory does not grow with the knowledge base; a sync that finds nothing changed writes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
-import shutil
 import sqlite3
 import sys
 import time
@@ -39,6 +38,8 @@ LOCK_NAME = "index.lock"
 RETIRED_FOLDERS = ("whoosh",)
 # A sync that indexes this many entries is a build: the full-text table's segments are merged after it.
 BULK_ENTRIES = 2000
+# Parsed entries are written this many at a time, inside the sync's one transaction.
+WRITE_BATCH = 500
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
@@ -98,6 +99,8 @@ def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
     cache = kb.ensure_cache()  # again: another process may have deleted it
     for retired in RETIRED_FOLDERS:
         if (cache / retired).is_dir():
+            import shutil
+
             shutil.rmtree(cache / retired, ignore_errors=True)
     if rebuild:
         remove(index_path(cache))
@@ -145,30 +148,18 @@ def _sync(
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
     changed = watched.paths if watched else None
-    if changed is None:
-        rows = db.execute(f"SELECT {_MANIFEST} FROM files").fetchall()
+    if changed is None:  # every file: only what tells an unchanged one, read as cheaply as SQLite gives it
+        signatures = {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
         listing = ((relative, item.path, item.stat) for relative, item in kb.scan())
     else:
         ordered = sorted(changed, key=kb.scan_order)
-        rows = [
-            row
-            for chunk in _chunks(ordered)
-            for row in db.execute(
-                f"SELECT {_MANIFEST} FROM files WHERE path IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            )
-        ]
-        report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(rows)
+        signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
+        report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         listing = (
             (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
             for relative in ordered
             if kb.is_entry_path(relative)
         )
-    known = {row[0]: _Indexed(*row[1:]) for row in rows}
-    if changed is None:
-        path_of = {indexed.entry_id: path for path, indexed in known.items() if indexed.entry_id}.get
-    else:
-        path_of = partial(_indexed_path, db)
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
     for relative, path, stat_of in listing:
@@ -179,75 +170,80 @@ def _sync(
         if S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
             continue
         seen.add(relative)
-        indexed = known.get(relative)
-        if indexed is not None and indexed.size == stat.st_size and indexed.mtime_ns == stat.st_mtime_ns:
+        if signatures.get(relative) == (stat.st_size, stat.st_mtime_ns):  # as git's index: same size and time
             report.unchanged += 1
         else:
             candidates.append((relative, Path(path)))
-    gone = [relative for relative in known if relative not in seen]
+    gone = [relative for relative in signatures if relative not in seen]
+    # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
+    known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
+    path_of = partial(_indexed_path, db)
     moving = {relative for relative, _ in candidates}
 
+    now = (watched.token, watched.offset) if watched else None
+    if not candidates and not gone and now == position:  # nothing changed: no write transaction at all
+        return
     files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
-    upserts: dict[str, tuple[str, Entry]] = {}  # entry id -> (path, entry)
+    upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
-    for relative, path in counted(candidates, "Indexing"):  # a first build of thousands takes a while: say so
-        try:
-            raw = read_entry_bytes(path, kb.root)
-            stat = path.stat()
-        except _GONE:  # as above: it goes the way of a file that was never seen
-            seen.discard(relative)
-            if relative in known:
-                gone.append(relative)
-            continue
-        except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
-            problems[relative] = exc.problems
-            stat = path.lstat()
-            files.append((relative, stat.st_size, stat.st_mtime_ns, "", None))
-            continue
-        digest = hashlib.sha256(raw).hexdigest()
-        indexed = known.get(relative)
-        if indexed is not None and indexed.sha256 == digest:  # touched, not changed: it keeps its entry
-            files.append((relative, stat.st_size, stat.st_mtime_ns, digest, indexed.entry_id))
-            moving.discard(relative)
-            report.unchanged += 1
-            continue
-        entry, found = _parse(raw, path)
-        if entry is not None:
-            other = upserts[entry.id][0] if entry.id in upserts else path_of(entry.id)
-            if (
-                other is not None
-                and other != relative
-                and (other in seen or (changed is not None and other not in changed))  # still there
-                and (other not in moving or entry.id in upserts)
-            ):
-                line = entry.lines.get(("id",), 1)
-                message = f"the id {entry.id} is also used by {kb.entries_path / other}; give this one a new id"
-                found = [Problem(path, line, "id", message)]
-                entry = None
-        if found:
-            problems[relative] = found
-        files.append((relative, stat.st_size, stat.st_mtime_ns, digest, entry.id if entry else None))
-        if entry is not None:
-            upserts[entry.id] = (relative, entry)
-
-    before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
-    deletes = before - set(upserts)
-    report.added = len([entry_id for entry_id in upserts if path_of(entry_id) is None])
-    report.updated = len(upserts) - report.added
-    report.removed = len(deletes)
-    report.problems = [p for found in problems.values() for p in found]
+    batch: list[tuple[str, Entry]] = []  # parsed, not yet written: a build never holds every entry in memory
+    import hashlib  # only now: a command that finds nothing changed does without loading OpenSSL
 
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes | set(upserts)])
-        _insert(db, "entries", [entry_row(entry, relative) for relative, entry in upserts.values()])
-        fulltext.insert(db, (entry for _, entry in upserts.values()))
-        children: dict[str, list[dict]] = {}
-        for _, entry in upserts.values():
-            for table, table_rows in child_rows(entry).items():
-                children.setdefault(table, []).extend(table_rows)
-        for table, table_rows in children.items():
-            _insert(db, table, table_rows)
+        for relative, path in counted(candidates, "Indexing"):  # a first build of thousands takes a while: say so
+            try:
+                raw = read_entry_bytes(path, kb.root)
+                stat = path.stat()
+            except _GONE:  # as above: it goes the way of a file that was never seen
+                seen.discard(relative)
+                if relative in known:
+                    gone.append(relative)
+                continue
+            except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
+                problems[relative] = exc.problems
+                stat = path.lstat()
+                files.append((relative, stat.st_size, stat.st_mtime_ns, "", None))
+                continue
+            digest = hashlib.sha256(raw).hexdigest()
+            indexed = known.get(relative)
+            if indexed is not None and indexed.sha256 == digest:  # touched, not changed: it keeps its entry
+                files.append((relative, stat.st_size, stat.st_mtime_ns, digest, indexed.entry_id))
+                moving.discard(relative)
+                report.unchanged += 1
+                continue
+            entry, found = _parse(raw, path)
+            if entry is not None:
+                other = upserts[entry.id] if entry.id in upserts else path_of(entry.id)
+                if (
+                    other is not None
+                    and other != relative
+                    and (other in seen or (changed is not None and other not in changed))  # still there
+                    and (other not in moving or entry.id in upserts)
+                ):
+                    line = entry.lines.get(("id",), 1)
+                    message = f"the id {entry.id} is also used by {kb.entries_path / other}; give this one a new id"
+                    found = [Problem(path, line, "id", message)]
+                    entry = None
+            if found:
+                problems[relative] = found
+            files.append((relative, stat.st_size, stat.st_mtime_ns, digest, entry.id if entry else None))
+            if entry is not None:
+                upserts[entry.id] = relative
+                batch.append((relative, entry))
+                if len(batch) >= WRITE_BATCH:
+                    _write(db, batch)
+                    batch = []
+        _write(db, batch)
+
+        before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
+        deletes = before - set(upserts)
+        report.added = len([entry_id for entry_id in upserts if path_of(entry_id) is None])
+        report.updated = len(upserts) - report.added
+        report.removed = len(deletes)
+        report.problems = [p for found in problems.values() for p in found]
+
+        db.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes])
         db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
         db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
         db.executemany(
@@ -257,7 +253,6 @@ def _sync(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
-        now = (watched.token, watched.offset) if watched else None
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -270,9 +265,31 @@ def _sync(
         raise
 
 
+def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
+    """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
+    db.executemany("DELETE FROM entries WHERE id = ?", [(entry.id,) for _, entry in batch])
+    _insert(db, "entries", [entry_row(entry, relative) for relative, entry in batch])
+    fulltext.insert(db, (entry for _, entry in batch))
+    children: dict[str, list[dict]] = {}
+    for _, entry in batch:
+        for table, table_rows in child_rows(entry).items():
+            children.setdefault(table, []).extend(table_rows)
+    for table, table_rows in children.items():
+        _insert(db, table, table_rows)
+
+
 def _indexed_path(db: sqlite3.Connection, entry_id: str) -> str | None:
     row = db.execute("SELECT path FROM files WHERE entry_id = ?", [entry_id]).fetchone()
     return row[0] if row else None
+
+
+def _manifest(db: sqlite3.Connection, paths: list[str]) -> list[tuple]:
+    """The manifest rows (_MANIFEST) of these paths, those it has."""
+    return [
+        row
+        for chunk in _chunks(paths)
+        for row in db.execute(f"SELECT {_MANIFEST} FROM files WHERE path IN ({', '.join('?' * len(chunk))})", chunk)
+    ]
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
