@@ -56,7 +56,10 @@ COMMANDS = ("init", "record", "add", "ingest", "rerun", "show", "ls", "search", 
 def _register() -> None:
     from importlib import import_module
 
-    for name in COMMANDS:
+    from kb.launch import asked_command
+
+    asked = asked_command(COMMANDS)  # the `kb` program registers only the command it runs (kb/launch.py)
+    for name in COMMANDS if asked is None else (asked,):
         import_module(f"kb.commands.{name}").register(app)
 
 

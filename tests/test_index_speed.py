@@ -1,0 +1,134 @@
+"""What made indexing and searching faster keeps the answers: batched writes, the lean start of a command, the
+snippets cut in the ranking query, the validator without locals()."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import fastjsonschema
+import pytest
+
+from bench.generate import generate
+from kb import schema
+from kb.entry import new_entry
+from kb.index import fulltext, sync
+from kb.index.db import connect, index_path
+from kb.index.query import Filters, search
+from kb.launch import command_of
+from kb.store import KnowledgeBase
+from tests.conftest import write_entry
+
+
+def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
+    db = connect(index_path(kb.cache_path))
+    try:
+        return (
+            db.execute("SELECT id, path, title, status FROM entries ORDER BY id").fetchall(),
+            db.execute("SELECT path, entry_id FROM files ORDER BY path").fetchall(),
+            db.execute("SELECT path, field, message FROM problems ORDER BY path").fetchall(),
+            sorted(fulltext.indexed_ids(db)),
+        )
+    finally:
+        db.close()
+
+
+def test_entries_written_in_batches_are_those_written_at_once(kb: KnowledgeBase, monkeypatch) -> None:
+    for n in range(7):
+        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    twin = (kb.entries_path / "2026-05-01-run-000000.md").read_text()  # the same id twice, batches apart
+    (kb.entries_path / "2026-05-09-twin.md").write_text(twin)
+    sync.sync(kb, rebuild=True)
+    whole = _rows(kb)
+    monkeypatch.setattr(sync, "WRITE_BATCH", 2)
+    sync.sync(kb, rebuild=True)
+    assert _rows(kb) == whole
+    assert [problem[:2] for problem in whole[2]] == [("2026-05-09-twin.md", "id")]
+
+    # A rename and an edit in one sync, each in its own batch.
+    (kb.entries_path / "2026-05-02-run-000001.md").rename(kb.entries_path / "2026-05-02-moved.md")
+    edited = kb.entries_path / "2026-05-03-run-000002.md"
+    edited.write_text(edited.read_text().replace("status: completed", "status: failed"))
+    report = sync.sync(kb)
+    assert (report.added, report.updated, report.removed) == (0, 2, 0)
+    entries, files, _, ids = _rows(kb)
+    assert ("2026-05-02-run-000001", "2026-05-02-moved.md") in [(row[0], row[1]) for row in entries]
+    assert ("2026-05-03-run-000002", "2026-05-03-run-000002.md", "2026-05-03-run-000002", "failed") in entries
+    assert len(ids) == len(entries) == 7 and len(files) == 8
+
+
+def test_a_sync_that_finds_nothing_changed_leaves_the_index_as_it_was(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-05-01-run-000000", recorded="2026-05-01T10:00:00Z")
+    sync.sync(kb)
+    reader = sqlite3.connect(index_path(kb.cache_path))
+    version = reader.execute("PRAGMA data_version").fetchone()
+    assert sync.sync(kb).unchanged == 1
+    assert reader.execute("PRAGMA data_version").fetchone() == version  # no other connection committed anything
+
+
+@pytest.fixture
+def generated(tmp_path) -> KnowledgeBase:
+    kb = generate(tmp_path / "generated", 300, seed=1)
+    sync.sync(kb)
+    return kb
+
+
+@pytest.mark.parametrize("query", ["compile timeout", "out of memory", '"flex attention"', "neuron OR xla",
+                                   "backend:neuron compile", "flex*", "NOT timeout"])  # fmt: skip
+def test_snippets_cut_while_ranking_are_those_cut_for_the_hits(generated: KnowledgeBase, query: str) -> None:
+    db = connect(index_path(generated.cache_path))
+    hits = search(db, query, Filters(), limit=20)
+    assert hits
+    rowids = {hit.id: rowid for hit, _ in hits for (rowid,) in db.execute("SELECT rowid FROM entries WHERE id = ?",
+                                                                          [hit.id])}  # fmt: skip
+    compiled = fulltext.compile_query(query, db)
+    apart = fulltext.snippets(db, compiled.match, list(rowids.values()))
+    assert {hit.id: hit.snippet for hit, _ in hits} == {entry_id: apart[rowid] for entry_id, rowid in rowids.items()}
+    # The same hits through the other path (a filter that keeps them all) have the same snippets.
+    kinds = {row["kind"] for _, row in hits}
+    if len(kinds) == 1:
+        filtered = search(db, query, Filters(kind=kinds.pop()), limit=20)
+        assert {hit.id: hit.snippet for hit, _ in filtered} == {hit.id: hit.snippet for hit, _ in hits}
+
+
+def test_the_validator_names_a_refused_value_as_fastjsonschema_does() -> None:
+    data = new_entry("2026-05-01-x-000001", "t", "note", recorded="2026-05-01T10:00:00Z", tags=["ok"]).data
+    code = schema._without_locals(fastjsonschema.compile_to_code(schema.entry_schema()))
+    assert "locals()" not in code
+    names = []
+    for validate in (schema._fast_validator(), fastjsonschema.compile(schema.entry_schema())):
+        validate(data)
+        for broken in ({**data, "tags": ["ok", "not ok!"]}, {**data, "links": {"reference": ["nonsense id"]}}):
+            with pytest.raises(fastjsonschema.JsonSchemaValueException) as raised:
+                validate(broken)
+            names.append(raised.value.name)
+    assert names[:2] == names[2:] == ["data.tags[1]", "data.links.reference"]
+
+
+def test_the_command_line_names_the_one_command_to_register() -> None:
+    commands = ("search", "site", "ls")
+    assert command_of(["search", "x"], commands) == "search"
+    assert command_of(["--kb", "search", "ls", "--json"], commands) == "ls"  # --kb's value is a folder, not a command
+    assert command_of(["--kb=/somewhere", "site", "build"], commands) == "site"
+    assert command_of(["--help"], commands) is None
+    assert command_of(["--version", "search"], commands) is None
+    assert command_of(["serch", "x"], commands) is None
+    assert command_of([], commands) is None
+
+
+def test_a_query_process_loads_neither_yaml_nor_the_other_commands(generated: KnowledgeBase) -> None:
+    loaded = "sorted(m for m in sys.modules if m.startswith('kb.commands.') or m == 'yaml')"
+    code = (
+        f"import atexit, sys; atexit.register(lambda: print({loaded}, file=sys.stderr)); "
+        f"sys.argv = ['kb', '--kb', {str(generated.root)!r}, 'search', 'timeout', '--json']; "
+        "from kb.launch import main; main()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("[\n  {")
+    assert out.stderr.splitlines()[-1] == "['kb.commands.common', 'kb.commands.filters', 'kb.commands.search']"
+
+
+def test_typing_an_entry_does_not_load_yaml() -> None:
+    code = "import sys, kb.schema, kb.entry, kb.index.query; print(sorted(m for m in sys.modules if 'yaml' in m))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
