@@ -6,6 +6,8 @@ the same query goes to `kb search --json` as a process. For each: how many entri
 site's first 10 are among the CLI's first 10, and whether the first 3 are the same in the same order. Fields the
 site has as filters (backend:neuron) become its filters; a failure class also goes in as its words, as the site
 indexes it. A query of FILTERED is also asked with a filter on both sides (`kb search --backend neuron`).
+Speed, as a ratio in the same page: the search page's query (kb's whole-word lookups, searchLikeKb in kb.js)
+against Pagefind's own search of the same words, both warm, the median of REPEATS each.
 
     python -m bench.search_parity [KB_FOLDER]
 """
@@ -27,6 +29,24 @@ QUERIES = (*INDEX_QUERIES, "OutOfMemoryError", "flex attention")  # the second t
 FILTERED = (("compile timeout", {"backend": "neuron"}),)  # runtime timeouts of compiled runs ranked first, once
 SITE_FILTERS = ("backend", "failure", "status", "mode", "kind", "workload")
 CHROMIUM = "/usr/bin/chromium"
+REPEATS = 9
+# In the search page, once a query has loaded its chunks: median ms of the page's search and of Pagefind's alone.
+_TIMING = """async ([text, filters, repeats]) => {
+  const box = document.getElementById("search");
+  const pagefind = await import(`./pagefind/${box.dataset.bundles.split(" ")[0]}/pagefind.js`);
+  const stopWords = new Set(box.dataset.stopWords.split(" "));
+  const median = async (search) => {
+    const times = [];
+    for (let i = 0; i < repeats; i++) {
+      const began = performance.now();
+      await search();
+      times.push(performance.now() - began);
+    }
+    return times.sort((a, b) => a - b)[Math.floor(repeats / 2)];
+  };
+  return [await median(() => searchLikeKb(pagefind, text, filters, stopWords)),
+          await median(() => pagefind.search(text, { filters }))];
+}"""
 
 
 def site_form(query: str) -> tuple[str, dict[str, str]]:
@@ -91,6 +111,8 @@ def measure(kb: Path) -> list[dict[str, object]]:
                 cli = cli_results(kb, query, filters)
                 count, site = site_results(page, url, query, filters)
                 overlap = len(set(cli[:TOP]) & set(site[:TOP]))
+                words, fields = site_form(query)
+                ms, alone = page.evaluate(_TIMING, [words, {**fields, **filters}, REPEATS])
                 shown = " ".join([query, *(f"({name} {value})" for name, value in filters.items())])
                 rows.append(
                     {
@@ -100,6 +122,8 @@ def measure(kb: Path) -> list[dict[str, object]]:
                         "overlap": overlap,
                         "of": min(TOP, len(cli), max(count, 1)),
                         "first": cli[:3] == site[:3],
+                        "ms": ms,
+                        "ratio": ms / alone if alone else float("nan"),
                     }
                 )
             browser.close()
@@ -123,11 +147,13 @@ def run(kb: Path | None = None, count: int = 1000) -> None:
             generate(kb, count, seed=1)
         rows = measure(kb)
     print(f"\nsite search against kb search, top {TOP}; {machine()}")
-    print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14} {'first 3 alike':>14}")
+    print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14} {'first 3 alike':>14}", end="")
+    print(f" {'site ms':>8} {'x Pagefind alone':>17}")
     for row in rows:
         shared = f"{row['overlap']} of {row['of']}"
         alike = "yes" if row["first"] else "no"
-        print(f"  {row['query']:<42} {row['cli']:>9,} {row['site']:>6,} {shared:>14} {alike:>14}")
+        print(f"  {row['query']:<42} {row['cli']:>9,} {row['site']:>6,} {shared:>14} {alike:>14}", end="")
+        print(f" {row['ms']:>8.1f} {row['ratio']:>16.2f}x")
 
 
 if __name__ == "__main__":

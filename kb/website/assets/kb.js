@@ -105,11 +105,15 @@ async function searchLikeKb(pagefind, text, filters, stopWords) {
   const { terms, joined } = parseQuery(text, stopWords);
   if (!terms.length) return []; // only stop words: kb search finds nothing either
   const ids = async (term) => new Set((await pagefind.search(`"${term}"`, { filters })).results.map((r) => r.id));
-  const [whole, together, ranked, ...rankedTogether] = await Promise.all([
-    Promise.all(terms.map(ids)),
-    Promise.all(joined.map(ids)),
-    pagefind.search(terms.join(" "), { filters }),
-    ...joined.map((word) => pagefind.search(word, { filters })),
+  // The exact lookups first: they are cheap, and a ranked search is only worth it where they found something.
+  const [whole, everyJoined] = await Promise.all([Promise.all(terms.map(ids)), Promise.all(joined.map(ids))]);
+  const together = everyJoined.filter((set) => set.size);
+  const words = joined.filter((_, at) => everyJoined[at].size);
+  const all = whole.every((set) => set.size);
+  if (!all && !together.length) return [];
+  const [ranked, ...rankedTogether] = await Promise.all([
+    all ? pagefind.search(terms.join(" "), { filters }) : { results: [] },
+    ...words.map((word) => pagefind.search(word, { filters })),
   ]);
   const found = new Map();
   for (const result of ranked.results) {
