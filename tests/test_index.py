@@ -287,7 +287,7 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
     assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
-                       ("m005_board_facts",)]  # fmt: skip
+                       ("m005_board_facts",), ("m006_fulltext_joined_classes",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 

@@ -4,12 +4,15 @@ site (tests/test_search_parity.py)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 from test_fulltext import build, find, ids, make
 
 from kb.index import fulltext
+from kb.index.db import connect, index_path
+from kb.index.sync import sync
 
 RUNTIME = "2026-11-30-runtime-000001"
 COMPILE = "2026-11-01-compile-000002"
@@ -59,3 +62,17 @@ def test_the_joined_word_is_indexed_last_and_matched_only_beside_the_other_words
     assert fulltext.compile_query("compile").match == '"compile"'
     # A word with punctuation is a phrase of its words, not joined to its neighbour.
     assert "compiletimeout" not in fulltext.compile_query("torch.compile timeout").match
+
+
+def test_an_index_made_before_the_joined_classes_learns_them_on_the_next_sync(tmp_path: Path) -> None:
+    kb, db = build(tmp_path / "kb", runs())
+    db.close()
+    old = sqlite3.connect(index_path(kb.cache_path))  # as the kb before them left it: the class as words only
+    old.execute("UPDATE fulltext SET failure = replace(failure, 'compiletimeout', '')")
+    old.execute("DELETE FROM _sqlite_migrations WHERE name = 'm006_fulltext_joined_classes'")
+    old.commit()
+    old.close()
+    stale = connect(index_path(kb.cache_path))
+    assert ids(find(stale, "compile timeout")) == [RUNTIME, COMPILE]  # the joined word is not there yet
+    sync(kb)
+    assert ids(find(stale, "compile timeout")) == [COMPILE, RUNTIME]

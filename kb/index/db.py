@@ -256,8 +256,17 @@ def m005_board_facts(db: Database) -> None:
         db.execute(statement)
 
 
+def m006_fulltext_joined_classes(db: Database) -> None:
+    # A failure class is also indexed as one word (kb/index/fulltext.py, joined): the manifest is emptied so that
+    # the next sync reads every entry again and indexes it so.
+    db.execute("DELETE FROM files")
+    db.execute("DELETE FROM watch_position")
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
-MIGRATIONS = (m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts)
+MIGRATIONS = (
+    m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts, m006_fulltext_joined_classes,
+)  # fmt: skip
 
 
 @cache
