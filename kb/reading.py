@@ -13,6 +13,8 @@ from pathlib import Path
 
 from kb.errors import EntryError, Problem
 
+# A file that went between a listing and the look at it; a folder on its path or in its place.
+GONE = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 MAX_ENTRY_BYTES = 16 * 1024 * 1024  # an entry is front matter and notes; logs and traces are attachments
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
           stat.S_IFDIR: "a folder"}  # fmt: skip

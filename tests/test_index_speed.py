@@ -13,7 +13,7 @@ import pytest
 from bench.generate import generate
 from kb import schema
 from kb.entry import new_entry
-from kb.index import fulltext, sync
+from kb.index import fulltext, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.launch import command_of
@@ -34,7 +34,8 @@ def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
         db.close()
 
 
-def test_entries_written_in_batches_are_those_written_at_once(kb: KnowledgeBase, monkeypatch) -> None:
+def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(kb: KnowledgeBase,
+                                                                                   monkeypatch) -> None:
     for n in range(7):
         write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
     twin = (kb.entries_path / "2026-05-01-run-000000.md").read_text()  # the same id twice, batches apart
@@ -42,6 +43,10 @@ def test_entries_written_in_batches_are_those_written_at_once(kb: KnowledgeBase,
     sync.sync(kb, rebuild=True)
     whole = _rows(kb)
     monkeypatch.setattr(sync, "WRITE_BATCH", 2)
+    sync.sync(kb, rebuild=True)
+    assert _rows(kb) == whole
+    monkeypatch.setattr(parse, "PARALLEL_FILES", 1)  # parsed by worker processes, in chunks of 3
+    monkeypatch.setattr(parse, "CHUNK", 3)
     sync.sync(kb, rebuild=True)
     assert _rows(kb) == whole
     assert [problem[:2] for problem in whole[2]] == [("2026-05-09-twin.md", "id")]
@@ -117,11 +122,14 @@ def test_the_command_line_names_the_one_command_to_register() -> None:
     assert command_of([], commands) is None
 
 
-def test_a_query_process_loads_neither_yaml_nor_the_other_commands(generated: KnowledgeBase) -> None:
+def test_a_query_process_loads_neither_yaml_nor_the_other_commands(kb: KnowledgeBase) -> None:
+    # Only reading an entry file needs YAML (a running entry's, to settle it, would): here every one is indexed.
+    write_entry(kb, "2026-05-01-run-000000", recorded="2026-05-01T10:00:00Z", status="failed", body="A timeout.")
+    sync.sync(kb)
     loaded = "sorted(m for m in sys.modules if m.startswith('kb.commands.') or m == 'yaml')"
     code = (
         f"import atexit, sys; atexit.register(lambda: print({loaded}, file=sys.stderr)); "
-        f"sys.argv = ['kb', '--kb', {str(generated.root)!r}, 'search', 'timeout', '--json']; "
+        f"sys.argv = ['kb', '--kb', {str(kb.root)!r}, 'search', 'timeout', '--json']; "
         "from kb.launch import main; main()"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -24,12 +24,12 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from kb.entry import Entry
-from kb.errors import EntryError, Problem
+from kb.errors import Problem
 from kb.index import fulltext, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
 from kb.progress import counted
-from kb.reading import read_entry_bytes
+from kb.reading import GONE
 from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase
 
@@ -43,8 +43,6 @@ WRITE_BATCH = 500
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
-# A file that went between the listing (or the journal) and the look at it; a folder on its path or in its place.
-_GONE = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 @dataclass
@@ -165,7 +163,7 @@ def _sync(
     for relative, path, stat_of in listing:
         try:
             stat = stat_of()
-        except _GONE:  # deleted or renamed since the folder was listed: gone, not damage
+        except GONE:  # deleted or renamed since the folder was listed: gone, not damage
             continue
         if S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
             continue
@@ -187,32 +185,29 @@ def _sync(
     upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
     batch: list[tuple[str, Entry]] = []  # parsed, not yet written: a build never holds every entry in memory
-    import hashlib  # only now: a command that finds nothing changed does without loading OpenSSL
+    from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
 
+    jobs = [(path, kb.root, known[relative].sha256 if relative in known else None) for relative, path in candidates]
     db.execute("BEGIN IMMEDIATE")
     try:
-        for relative, path in counted(candidates, "Indexing"):  # a first build of thousands takes a while: say so
-            try:
-                raw = read_entry_bytes(path, kb.root)
-                stat = path.stat()
-            except _GONE:  # as above: it goes the way of a file that was never seen
+        # A first build of thousands takes a while: say so.
+        for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
+            if read.gone:  # as above
                 seen.discard(relative)
                 if relative in known:
                     gone.append(relative)
                 continue
-            except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
-                problems[relative] = exc.problems
-                stat = path.lstat()
-                files.append((relative, stat.st_size, stat.st_mtime_ns, "", None))
+            if not read.digest:  # refused unread
+                problems[relative] = read.problems
+                files.append((relative, read.size, read.mtime_ns, "", None))
                 continue
-            digest = hashlib.sha256(raw).hexdigest()
             indexed = known.get(relative)
-            if indexed is not None and indexed.sha256 == digest:  # touched, not changed: it keeps its entry
-                files.append((relative, stat.st_size, stat.st_mtime_ns, digest, indexed.entry_id))
+            if indexed is not None and indexed.sha256 == read.digest:  # touched, not changed: it keeps its entry
+                files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
                 moving.discard(relative)
                 report.unchanged += 1
                 continue
-            entry, found = _parse(raw, path)
+            entry, found = read.entry, read.problems
             if entry is not None:
                 other = upserts[entry.id] if entry.id in upserts else path_of(entry.id)
                 if (
@@ -227,7 +222,7 @@ def _sync(
                     entry = None
             if found:
                 problems[relative] = found
-            files.append((relative, stat.st_size, stat.st_mtime_ns, digest, entry.id if entry else None))
+            files.append((relative, read.size, read.mtime_ns, read.digest, entry.id if entry else None))
             if entry is not None:
                 upserts[entry.id] = relative
                 batch.append((relative, entry))
@@ -303,13 +298,6 @@ def _insert(db: sqlite3.Connection, table: str, rows: list[dict]) -> None:
         columns = list(rows[0])
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
         db.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
-
-
-def _parse(raw: bytes, path: Path) -> tuple[Entry | None, list[Problem]]:
-    try:
-        return Entry.from_bytes(raw, path), []
-    except EntryError as exc:
-        return None, exc.problems
 
 
 def stored_problems(kb: KnowledgeBase, db: sqlite3.Connection | None = None) -> list[Problem]:

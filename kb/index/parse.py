@@ -1,0 +1,87 @@
+"""Entry files read, hashed and parsed for a sync: in this process, or for a large sync in worker processes.
+
+Parsing (YAML, typing, validation) is about half of a build and needs nothing but the file, so a sync of
+many files hands it to one worker per CPU while it writes what comes back to the index. The results come back
+in the order of the files (the first file holding an id keeps it), and only a few chunks are out at a time,
+so memory stays bounded however large the knowledge base.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+from kb.entry import Entry
+from kb.errors import EntryError, Problem
+from kb.reading import GONE, read_entry_bytes
+
+# From this many files on, worker processes parse them (starting them costs about what 50 entries take).
+PARALLEL_FILES = 1000
+CHUNK = 64  # files per task handed to a worker
+
+
+@dataclass
+class Read:
+    """What became of one file: gone, refused (problems, no digest), unchanged (its digest was the one given),
+    or parsed (an entry, or the problems that stopped it)."""
+
+    gone: bool = False
+    size: int = 0
+    mtime_ns: int = 0
+    digest: str = ""
+    entry: Entry | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+# A file to read: its path, the knowledge base's root (links may point inside it), and the digest it had.
+Job = tuple[Path, Path, str | None]
+
+
+def read(job: Job) -> Read:
+    path, root, indexed = job
+    try:
+        raw = read_entry_bytes(path, root)
+        stat = path.stat()
+    except GONE:  # it goes the way of a file that was never seen
+        return Read(gone=True)
+    except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
+        stat = path.lstat()
+        return Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, problems=exc.problems)
+    done = Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, digest=hashlib.sha256(raw).hexdigest())
+    if done.digest != indexed:  # touched, not changed: not parsed again
+        try:
+            done.entry = Entry.from_bytes(raw, path)
+        except EntryError as exc:
+            done.problems = exc.problems
+    return done
+
+
+def read_all(jobs: list[Job]) -> Iterator[Read]:
+    """Each job's Read, in order."""
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    # Workers are forked: never from a process running other threads (a recorder inside a training script), as a
+    # lock one of them held would stay held in the worker.
+    if len(jobs) < PARALLEL_FILES or workers < 2 or threading.active_count() > 1:
+        yield from map(read, jobs)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    chunks = (jobs[start : start + CHUNK] for start in range(0, len(jobs), CHUNK))
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+        pending = deque(pool.submit(_read_chunk, chunk) for chunk in islice(chunks, 2 * workers))
+        while pending:
+            done = pending.popleft().result()
+            for chunk in islice(chunks, 1):
+                pending.append(pool.submit(_read_chunk, chunk))
+            yield from done
+
+
+def _read_chunk(jobs: list[Job]) -> list[Read]:
+    return [read(job) for job in jobs]
