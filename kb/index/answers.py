@@ -11,8 +11,6 @@ from typing import Any
 
 from kb.index.rows import normalise_package
 
-MEASURED_KINDS = ("run", "report")
-
 
 def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
     names = [d[0] for d in cursor.description]
@@ -40,11 +38,6 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
         "SELECT id, front_matter FROM entries WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
     )
     return {entry_id: json.loads(text) for entry_id, text in rows}
-
-
-def entry_kind(db: sqlite3.Connection, entry_id: str) -> str | None:
-    row = db.execute("SELECT kind FROM entries WHERE id = ?", [entry_id]).fetchone()
-    return row[0] if row else None
 
 
 def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[str, Any]]:
