@@ -24,8 +24,10 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 
+# One worker per CPU (at most 4): most tests wait on real subprocesses, torch and Chromium. A file's tests stay on
+# one worker, so its module fixtures (one compiled run, one built site) are made once.
 test: install browser lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 bench: install browser
 	$(BIN)/python -m bench
