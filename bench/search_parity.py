@@ -68,7 +68,7 @@ def cli_results(kb: Path, query: str, filters: dict[str, str] | None = None) -> 
     options = [part for name, value in (filters or {}).items() for part in (f"--{name}", value)]
     command = [sys.executable, "-m", "kb", "--kb", str(kb), "search", query, *options, "--json", "--limit", "100000"]
     done = subprocess.run(command, capture_output=True, text=True, env=user_env(), check=True)
-    return [row["id"] for row in json.loads(done.stdout)]
+    return [row["id"] for row in json.loads(done.stdout)["data"]]
 
 
 def site_results(page, url: str, query: str, filters: dict[str, str] | None = None) -> tuple[int, list[str]]:

@@ -16,7 +16,7 @@ done
 kb compare --workload tiny-lm --by mode
 kb ls --workload tiny-lm --tag demo --sort metric.tokens_per_s --limit 2
 kb search 'workload:tiny-lm mode:compiled' --limit 1
-newest=$(kb ls --workload tiny-lm --mode compiled --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+newest=$(kb ls --workload tiny-lm --mode compiled --limit 1 --json | python -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')
 kb show "$newest"
 
 # The static site: every entry, lists with facets, comparisons, trend charts, decisions and search.

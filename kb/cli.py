@@ -45,7 +45,10 @@ def main_options(
     ),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
+    from kb.commands.envelope import note_top_command
+
     ctx.obj = {"kb": kb}
+    note_top_command(ctx)
 
 
 # One module per command in kb/commands/, listed in the order `kb --help` shows them.

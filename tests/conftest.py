@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +76,14 @@ def run_kb_in_terminal(
             os.write(fd, reply)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), output
+
+
+def json_data(stdout: str, command: str | None = None) -> Any:
+    """The answer of a `--json` command: the envelope every one prints is checked, and its `data` returned."""
+    envelope = json.loads(stdout)
+    assert list(envelope) == ["kb", "command", "data"] and envelope["kb"] == 1, stdout[:500]
+    assert command is None or envelope["command"] == command, envelope["command"]
+    return envelope["data"]
 
 
 def only_entry(kb: KnowledgeBase) -> Entry:

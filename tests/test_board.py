@@ -11,7 +11,7 @@ import json
 import sys
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -85,7 +85,7 @@ def board(base: KnowledgeBase, *args: str):
 def board_json(base: KnowledgeBase, *args: str) -> dict:
     result = board(base, "--json", *args)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json_data(result.stdout)
 
 
 def cells(data: dict, workload: str) -> dict[str, dict]:
@@ -206,5 +206,5 @@ def test_the_checklist_says_what_is_missing(filled: KnowledgeBase) -> None:
 def test_an_empty_knowledge_base_says_how_to_start(kb: KnowledgeBase) -> None:
     shown = run_kb("board")
     assert shown.returncode == 0 and shown.stdout.startswith("No runs yet: record one with kb record")
-    assert json.loads(run_kb("board", "--json").stdout)["workloads"] == []
+    assert json_data(run_kb("board", "--json").stdout)["workloads"] == []
     assert run_kb("board", "--missing").stdout == "No runs yet: nothing to check.\n"

@@ -5,11 +5,10 @@ or made before them and migrated, and a dtype given only as `precision.dtype` is
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.index import db
 from kb.index.sync import sync
@@ -33,7 +32,7 @@ def run(kb: KnowledgeBase, n: int, backend: str, rate: float | None, **fields) -
 def board_json(*args: str) -> dict:
     result = run_kb("board", "--json", *args)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json_data(result.stdout)
 
 
 def cell(data: dict, label: str) -> dict:

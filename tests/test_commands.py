@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import run_kb
+from conftest import json_data, run_kb
 
 from kb.store import KnowledgeBase
 
@@ -31,7 +31,7 @@ def test_the_knowledge_base_is_found_upward_from_the_working_folder(kb: Knowledg
     inner = kb.root / "entries" / "2026"
     inner.mkdir()
     found = run_kb("ls", "--json", env={"KB_HOME": ""}, cwd=inner)
-    assert found.returncode == 0 and json.loads(found.stdout) == []
+    assert found.returncode == 0 and json_data(found.stdout) == []
     named = run_kb("--kb", str(kb.root), "ls", "--json", env={"KB_HOME": ""}, cwd=Path("/"))
     assert named.returncode == 0
     wrong = run_kb("--kb", str(kb.root / "entries"), "ls", env={"KB_HOME": ""})
@@ -50,7 +50,7 @@ def test_ls_lists_newest_first_and_reports_broken_files_without_stopping(kb: Kno
     copy_samples(kb)
     result = run_kb("ls", "--json")
     assert result.returncode == 0
-    assert [row["id"] for row in json.loads(result.stdout)] == [
+    assert [row["id"] for row in json_data(result.stdout)] == [
         "2026-11-30-tiny-lm-eager-0a1b2c",
         "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a",
     ]
@@ -78,7 +78,7 @@ def test_show_prints_an_entry_for_people_and_for_scripts(kb: KnowledgeBase) -> N
     ):
         assert text in shown.stdout
     assert "tokens_per_s" in run_kb("show", "5e1c0a", "--all").stdout  # the random suffix is enough too
-    as_json = json.loads(run_kb("show", "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a", "--json").stdout)
+    as_json = json_data(run_kb("show", "2026-10-23-qwen3-32b-trn2-compiled-5e1c0a", "--json").stdout)
     assert as_json["front_matter"]["versions"]["torch"] == "2.10"
     assert as_json["body"].startswith("Reported figure")
 
@@ -160,17 +160,17 @@ def test_commands_that_write_an_entry_print_its_id_on_stdout_and_json_when_asked
     assert kb.load(added.stdout.strip()).kind == "release" and added.stdout.count("\n") == 1
     decided = run_kb("decide", "--title", "t", "--question", "q", "--choice", "c", "--evidence",
                      added.stdout.strip()[-6:], "--json")  # fmt: skip
-    as_json = json.loads(decided.stdout)
+    as_json = json_data(decided.stdout)
     assert set(as_json) == {"id", "short_id", "path", "kind", "status"} and as_json["kind"] == "decision"
     assert as_json["short_id"] == as_json["id"][-6:] and Path(as_json["path"]).is_file()
     after = run_kb("record", "--title", "earlier run", "--status", "completed", "--no-edit")
     assert kb.load(after.stdout.strip()).title == "earlier run"
     run = run_kb("record", "--json", "--", sys.executable, "-c", "print('out')")
-    assert run.stdout.startswith("out\n") and json.loads(run.stdout[4:])["status"] == "completed"
+    assert run.stdout.startswith("out\n") and json_data(run.stdout[4:])["status"] == "completed"
     checked = run_kb("check", "--json")
-    assert checked.returncode == 0 and json.loads(checked.stdout) == {"checked": 4, "problems": []}
+    assert checked.returncode == 0 and json_data(checked.stdout) == {"checked": 4, "problems": []}
     (kb.entries_path / "broken.md").write_text("---\nschema: 1\n---\n")
-    broken = json.loads(run_kb("check", "--json").stdout)
+    broken = json_data(run_kb("check", "--json").stdout)
     assert broken["problems"] and broken["problems"][0]["path"].endswith("broken.md")
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -46,7 +45,7 @@ def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:
     fast = record(16, 0.012, 0.011, 0.013, 85333.0)
     result = run_kb("compare", slow, fast, "--json")
     assert result.returncode == 0, result.stderr
-    comparison = json.loads(result.stdout)
+    comparison = json_data(result.stdout)
     assert comparison["differences"] == ["batch 8 → 16"]
     rows = {(row["section"], row["name"]): row for row in comparison["rows"]}
     step = rows[("timings", "step_s")]
@@ -66,7 +65,7 @@ def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:
 def test_overlapping_spreads_are_within_noise(kb: KnowledgeBase) -> None:
     first = record(8, 0.020, 0.015, 0.030, 25600.0)
     second = record(8, 0.018, 0.014, 0.028, 28000.0)
-    rows = json.loads(run_kb("compare", first, second, "--json").stdout)["rows"]
+    rows = json_data(run_kb("compare", first, second, "--json").stdout)["rows"]
     verdicts = {row["name"]: row["verdicts"][1] for row in rows}
     # One noise rule: the rate of the median step is within noise wherever its step times are.
     assert verdicts["step_s"] == verdicts["tokens_per_s_median_step"] == "within noise"
@@ -79,7 +78,7 @@ def test_reported_figures_are_shown_beside_measured_ones_never_ranked(kb: Knowle
     write_entry(kb, reported, recorded="2026-11-20T00:00:00Z", kind="report", backend="neuron", mode="compiled",
                 workload={"name": "mlp"}, provenance={"source": "reported", "publisher": "Vendor blog"},
                 metrics={"tokens_per_s": {"value": 182000.0, "unit": "tokens/s"}})  # fmt: skip
-    rate = next(row for row in json.loads(run_kb("compare", measured, reported, "--json").stdout)["rows"]
+    rate = next(row for row in json_data(run_kb("compare", measured, reported, "--json").stdout)["rows"]
                 if row["name"] == "tokens_per_s")  # fmt: skip
     assert rate["values"] == [25600.0, 182000.0]
     assert rate["ratios"] == [1.0, None] and rate["verdicts"] == ["baseline", "reported, not ranked"]
@@ -141,10 +140,10 @@ def test_versions_and_hardware_differences_are_spelled_out(releases: KnowledgeBa
 
 
 def test_grouped_compare_takes_the_newest_of_each_group(releases: KnowledgeBase) -> None:
-    by_backend = json.loads(run_kb("compare", "--workload", "qwen3-32b", "--by", "backend", "--json").stdout)
+    by_backend = json_data(run_kb("compare", "--workload", "qwen3-32b", "--by", "backend", "--json").stdout)
     # The baseline: the backend with the most runs (no incumbent is set), then the others.
     assert [e["id"] for e in by_backend["entries"]] == ["2026-06-01-qwen-neuron-000002", "2026-03-01-qwen-cuda-000003"]
-    by_torch = json.loads(run_kb("compare", "--workload", "qwen3-32b", "--by", "version:torch", "--json").stdout)
+    by_torch = json_data(run_kb("compare", "--workload", "qwen3-32b", "--by", "version:torch", "--json").stdout)
     # Version order, not text order: 2.9.0 < 2.9.1 < 2.10.0.
     assert [e["id"] for e in by_torch["entries"]] == [
         "2026-01-01-qwen-neuron-000001",

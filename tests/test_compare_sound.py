@@ -8,7 +8,6 @@ a result (git commit and dirty tree, tags, step counts).
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -48,7 +47,7 @@ def run(kb: KnowledgeBase, entry_id: str, **fields) -> None:
 def compared(*args: str) -> dict:
     result = run_kb("compare", *args, "--json")
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json_data(result.stdout)
 
 
 def rows(comparison: dict) -> dict[str, dict]:
@@ -66,7 +65,7 @@ def test_an_interrupted_run_is_never_the_one_compared(kb: KnowledgeBase, tmp_pat
         time.sleep(0.05)
     stopped.send_signal(signal.SIGINT)  # Ctrl-C of kb record: the newest eager run is interrupted
     stopped.wait(60)
-    statuses = sorted(row["status"] for row in json.loads(run_kb("ls", "--json").stdout))
+    statuses = sorted(row["status"] for row in json_data(run_kb("ls", "--json").stdout))
     assert statuses == ["completed", "completed", "interrupted"]
     comparison = compared("--workload", "lm", "--by", "mode")
     assert [e["status"] for e in comparison["entries"]] == ["completed", "completed"]
@@ -105,7 +104,7 @@ def variety(kb: KnowledgeBase) -> KnowledgeBase:
 
 def test_a_failed_group_is_never_the_baseline_and_figures_go_per_device(variety: KnowledgeBase) -> None:
     result = run_kb("compare", "--workload", "qwen", "--by", "backend", "--json")
-    comparison = json.loads(result.stdout)
+    comparison = json_data(result.stdout)
     ids = [e["id"] for e in comparison["entries"]]
     assert ids == ["2026-11-02-qwen-cuda-000002", "2026-11-03-qwen-neuron-000003"]  # cuda: the most runs
     assert comparison["notes"][-1] == "aaa: no usable run (1 failed, 1 killed)"

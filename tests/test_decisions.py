@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -55,7 +54,7 @@ def decide(*triggers: str, extra: tuple[str, ...] = ()) -> str:
 def revisit() -> list[dict]:
     result = run_kb("revisit", "--json")
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json_data(result.stdout)
 
 
 def test_a_decision_records_its_evidence_and_triggers(evidence: KnowledgeBase) -> None:

@@ -7,7 +7,6 @@ KB_FAULT_SECONDS (default 10); e.g. KB_FAULT_SECONDS=120 runs the long version o
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -18,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import run_kb
+from conftest import json_data, run_kb
 
 from kb.index import fulltext
 from kb.index.db import index_path
@@ -96,14 +95,14 @@ def test_thirty_two_recorders_with_indexers_and_searchers_lose_nothing(kb: Knowl
     _every_run_is_a_complete_entry(kb, runs)
     for result in results:  # what was found mid-load was real: no half-written or phantom entry
         if result.role in ("search", "ls") and result.returncode == 0:
-            assert {row["id"] for row in json.loads(result.stdout)} <= runs.keys(), result.stdout
+            assert {row["id"] for row in json_data(result.stdout)} <= runs.keys(), result.stdout
 
     final = _kb("index", "index")
     assert _unexpected(final) is None, final.stderr
     _both_indexes_hold_exactly(kb, runs.keys())
-    found = json.loads(_kb("search", "search", MARK, "--json", "--limit", "100000").stdout)
+    found = json_data(_kb("search", "search", MARK, "--json", "--limit", "100000").stdout)
     assert sorted(row["id"] for row in found) == sorted(runs)
-    listed = json.loads(_kb("ls", "ls", "--json", "--limit", "0").stdout)
+    listed = json_data(_kb("ls", "ls", "--json", "--limit", "0").stdout)
     assert sorted(row["id"] for row in listed) == sorted(runs)
     print(f"runs {len(runs)}, entries {len(list(kb.iter_entry_paths()))}, indexed {len(found)}")
     assert errors == []  # last, so that a long run reports what was lost (nothing) before any error

@@ -7,7 +7,6 @@ KB_FAULT_ROUNDS (default 1) multiplies the rounds of the damage and deletion tes
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -21,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.index.db import index_path
 from kb.store import KnowledgeBase
@@ -63,10 +62,10 @@ def _assert_all_found(kb: KnowledgeBase, env: dict[str, str] | None = None) -> N
     expected = sorted(path.stem for path in kb.iter_entry_paths())
     found = run_kb("search", MARK, "--json", "--limit", "100000", env=env)
     assert (found.returncode, found.stderr) == (0, "")
-    assert sorted(row["id"] for row in json.loads(found.stdout)) == expected
+    assert sorted(row["id"] for row in json_data(found.stdout)) == expected
     listed = run_kb("ls", "--json", "--limit", "0", env=env)
     assert (listed.returncode, listed.stderr) == (0, "")
-    assert sorted(row["id"] for row in json.loads(listed.stdout)) == expected
+    assert sorted(row["id"] for row in json_data(listed.stdout)) == expected
 
 
 @pytest.mark.parametrize("limit", [0, 20_000])
@@ -102,7 +101,7 @@ def test_a_full_disk_while_recording_leaves_whole_entries(kb: KnowledgeBase, lim
     assert not [p for p in kb.entries_path.rglob(".*") if p.name.endswith(".tmp")]  # no temporary file left
     listed = run_kb("ls", "--json", "--limit", "0")
     assert listed.returncode == 0
-    assert sorted(row["id"] for row in json.loads(listed.stdout)) == sorted(e.id for e in entries)
+    assert sorted(row["id"] for row in json_data(listed.stdout)) == sorted(e.id for e in entries)
 
 
 def test_a_read_only_entries_folder_refuses_a_recording_and_still_answers(kb: KnowledgeBase) -> None:
@@ -119,7 +118,7 @@ def test_a_read_only_entries_folder_refuses_a_recording_and_still_answers(kb: Kn
         searched = subprocess.run([*prefix, sys.executable, "-m", "kb", "search", MARK, "--json"],
                                   capture_output=True, text=True, timeout=300)  # fmt: skip
         assert (searched.returncode, searched.stderr) == (0, "")
-        assert len(json.loads(searched.stdout)) == 3
+        assert len(json_data(searched.stdout)) == 3
     assert _snapshot(kb) == before
 
 

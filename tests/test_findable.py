@@ -3,14 +3,13 @@ failure class as words, package names; and the --setting filter of kb ls and kb 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
@@ -76,9 +75,9 @@ def test_setting_filters(indexed: tuple[KnowledgeBase, sqlite3.Connection]) -> N
 def test_setting_option_on_ls_and_search(indexed: tuple[KnowledgeBase, sqlite3.Connection]) -> None:
     env = {"KB_HOME": str(indexed[0].root)}
     listed = run_kb("ls", "--setting", "batch=8", "--json", env=env)
-    assert [row["id"] for row in json.loads(listed.stdout)] == [OTHER]
+    assert [row["id"] for row in json_data(listed.stdout)] == [OTHER]
     searched = run_kb("search", "model", "--setting", "model=LSTM", "--json", env=env)
-    assert [row["id"] for row in json.loads(searched.stdout)] == [LSTM]
+    assert [row["id"] for row in json_data(searched.stdout)] == [LSTM]
     bad = run_kb("ls", "--setting", "batch", env=env)
     assert bad.returncode == 1
     assert bad.stderr == "kb: error: --setting 'batch': expected NAME=VALUE, e.g. --setting batch=8 or model=LSTM\n"
@@ -88,6 +87,6 @@ def test_a_recorded_script_is_found_by_its_name(kb: KnowledgeBase, tmp_path: Pat
     script = tmp_path / "finetune_lstm.py"
     script.write_text("print('epoch 1 done')\n")
     assert run_kb("record", "--setting", "model=LSTM", "--", sys.executable, str(script)).returncode == 0
-    hits = json.loads(run_kb("search", "finetune_lstm.py", "--json").stdout)
+    hits = json_data(run_kb("search", "finetune_lstm.py", "--json").stdout)
     assert [row["title"] for row in hits] and len(hits) == 1
-    assert len(json.loads(run_kb("ls", "--setting", "model=LSTM", "--json").stdout)) == 1
+    assert len(json_data(run_kb("ls", "--setting", "model=LSTM", "--json").stdout)) == 1

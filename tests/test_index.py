@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -12,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.index import fulltext
 from kb.index.db import connect, index_path
@@ -97,13 +96,13 @@ def sample(kb: KnowledgeBase) -> KnowledgeBase:
 def search(*args: str) -> list[str]:
     result = run_kb("search", *args, "--json")
     assert result.returncode == 0, result.stderr
-    return [row["id"] for row in json.loads(result.stdout)]
+    return [row["id"] for row in json_data(result.stdout)]
 
 
 def ls(*args: str) -> list[str]:
     result = run_kb("ls", *args, "--json")
     assert result.returncode == 0, result.stderr
-    return [row["id"] for row in json.loads(result.stdout)]
+    return [row["id"] for row in json_data(result.stdout)]
 
 
 def test_a_word_only_in_a_failure_explanation_is_found(sample: KnowledgeBase) -> None:
@@ -129,7 +128,7 @@ def test_title_matches_rank_above_log_tail_matches(sample: KnowledgeBase) -> Non
 
 
 def test_search_results_carry_snippets(sample: KnowledgeBase) -> None:
-    rows = json.loads(run_kb("search", "unroll", "--json").stdout)
+    rows = json_data(run_kb("search", "unroll", "--json").stdout)
     assert "**unroll**" in rows[0]["snippet"]
     assert rows[0]["status"] == "failed" and rows[0]["backend"] == "neuron"
 
@@ -216,7 +215,7 @@ def test_a_broken_entry_is_reported_and_the_rest_indexed(sample: KnowledgeBase) 
         "recorded: '2026-01-01T00:00:00Z'\n---\nunroll\n"
     )
     result = run_kb("ls", "--json")
-    assert len(json.loads(result.stdout)) == 5
+    assert len(json_data(result.stdout)) == 5
     assert f"kb: skipped {broken}:5: kind: 'wrong' is not one of" in result.stderr
     check = run_kb("check")
     assert check.returncode == 1

@@ -18,7 +18,7 @@ from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.launch import command_of
 from kb.store import KnowledgeBase
-from tests.conftest import write_entry
+from tests.conftest import json_data, write_entry
 
 
 def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
@@ -133,8 +133,10 @@ def test_a_query_process_loads_neither_yaml_nor_the_other_commands(kb: Knowledge
         "from kb.launch import main; main()"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.startswith("[\n  {")
-    assert out.stderr.splitlines()[-1] == "['kb.commands.common', 'kb.commands.filters', 'kb.commands.search']"
+    assert json_data(out.stdout, "search")[0]["id"] == "2026-05-01-run-000000"
+    assert out.stderr.splitlines()[-1] == (
+        "['kb.commands.common', 'kb.commands.envelope', 'kb.commands.filters', 'kb.commands.search']"
+    )
 
 
 def test_typing_an_entry_does_not_load_yaml() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import only_entry, run_kb
+from conftest import json_data, only_entry, run_kb
 
 from kb.store import KnowledgeBase
 
@@ -39,7 +38,7 @@ def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_mlflow_runs_become_entries_and_a_second_import_adds_none(kb: KnowledgeBase, mlflow_store: Path) -> None:
     result = run_kb("ingest", "mlflow", str(mlflow_store), "--backend", "neuron", "--json")
     assert result.returncode == 0, result.stderr
-    written = json.loads(result.stdout)
+    written = json_data(result.stdout)
     assert len(written) == 2 and "kb: 2 runs imported" in result.stderr
     entries = {e.data["mlflow"]["run_name"]: e for e in kb.iter_entries()}
     good, bad = entries["bf16-compiled"], entries["fp8"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO, json_data, run_kb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -203,10 +203,10 @@ def test_every_schema_1_entry_reads_indexes_and_renders(corpus: KnowledgeBase, t
     assert indexed.returncode == 0 and "skipped" not in indexed.stderr, indexed.stderr
     checked = run_kb("check")
     assert (checked.returncode, checked.stderr) == (0, f"{len(entries)} entries checked, 0 problems\n")
-    listed = json.loads(run_kb("ls", "--json", "--limit", "0").stdout)
+    listed = json_data(run_kb("ls", "--json", "--limit", "0").stdout)
     assert sorted(row["id"] for row in listed) == sorted(e.id for e in entries)
     found = run_kb("search", "failure:oom", "--json")
-    assert {row["id"] for row in json.loads(found.stdout)} == {e.id for e in entries if e.get("failure.class") == "oom"}
+    assert {row["id"] for row in json_data(found.stdout)} == {e.id for e in entries if e.get("failure.class") == "oom"}
     shown = run_kb("show", "2026-01-06-hand-written-run-000003")
     assert shown.returncode == 0 and "The compiled graph keeps activations" in shown.stdout
 
@@ -303,7 +303,7 @@ def test_a_dry_run_lists_and_diffs_and_changes_nothing(corpus: KnowledgeBase) ->
         " timings:\n   started: '2026-01-07T08:00:01Z'\n ...\n\n"
     )
     shown = run_next("show", "--json", "2026-01-07-running-elsewhere-000004")  # read before any rewrite
-    assert json.loads(shown.stdout)["front_matter"]["provenance"]["recorder"]["process_started"] == 1767772800.5
+    assert json_data(shown.stdout)["front_matter"]["provenance"]["recorder"]["process_started"] == 1767772800.5
     assert snapshot(corpus) == before
     assert not (corpus.cache_path / migrate.BACKUPS).exists()
 

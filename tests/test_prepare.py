@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import resource
 import socket
 import subprocess
@@ -11,7 +10,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -43,21 +42,21 @@ def test_the_site_publishes_a_dead_recorders_entry_as_killed(orphan: KnowledgeBa
     assert pages
     page = next(path for path in pages if ENTRY_ID in str(path))
     assert "killed" in page.read_text() and ">running<" not in page.read_text()
-    listed = json.loads(run_kb("ls", "--json").stdout)
+    listed = json_data(run_kb("ls", "--json").stdout)
     assert [(row["id"], row["status"]) for row in listed] == [(ENTRY_ID, "killed")]
 
 
 def test_kb_index_settles_a_dead_recorders_entry(orphan: KnowledgeBase) -> None:
     assert run_kb("index").returncode == 0
     assert _status(orphan) == "killed"
-    found = json.loads(run_kb("search", "status:killed", "--json").stdout)
+    found = json_data(run_kb("search", "status:killed", "--json").stdout)
     assert [row["id"] for row in found] == [ENTRY_ID]
 
 
 def test_kb_show_settles_a_dead_recorders_entry_it_is_asked_for(orphan: KnowledgeBase) -> None:
     shown = run_kb("show", ENTRY_ID, "--json")
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout)["front_matter"]["status"] == "killed" and _status(orphan) == "killed"
+    assert json_data(shown.stdout)["front_matter"]["status"] == "killed" and _status(orphan) == "killed"
 
 
 def _limited(limit: int) -> Callable[[], None]:
@@ -73,12 +72,12 @@ def test_on_a_full_disk_queries_answer_from_the_index_as_it_was(kb: KnowledgeBas
         result = subprocess.run([sys.executable, "-m", "kb", *command], capture_output=True, text=True, timeout=120,
                                 preexec_fn=_limited(0))  # fmt: skip
         assert result.returncode == 0, result.stderr
-        assert [row["id"] for row in json.loads(result.stdout)] == ["2026-11-01-indexed-000001"]
+        assert [row["id"] for row in json_data(result.stdout)] == ["2026-11-01-indexed-000001"]
         assert result.stderr.startswith(f"kb: warning: cannot update {kb.cache_path}")
         assert result.stderr.endswith("answering from the index as it was: it may be stale\n")
         assert result.stderr.count("\n") == 1
     indexing = subprocess.run([sys.executable, "-m", "kb", "index"], capture_output=True, text=True, timeout=120,
                               preexec_fn=_limited(0))  # fmt: skip
     assert indexing.returncode == 1 and "free some disk space" in indexing.stderr  # kb index is asked to update
-    listed = json.loads(run_kb("ls", "--json").stdout)
+    listed = json_data(run_kb("ls", "--json").stdout)
     assert [row["id"] for row in listed] == ["2026-11-02-pending-000002", "2026-11-01-indexed-000001"]

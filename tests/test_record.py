@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import only_entry, run_kb
+from conftest import json_data, only_entry, run_kb
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -154,7 +153,7 @@ def test_sigkill_of_kb_leaves_a_running_entry_that_later_reads_as_killed(kb: Kno
     child.wait(timeout=10)
     assert Entry.read(entry_path).status == "running"  # nothing finished it...
 
-    listed = json.loads(run_kb("ls", "--json").stdout)
+    listed = json_data(run_kb("ls", "--json").stdout)
     assert [(row["title"], row["status"]) for row in listed] == [("doomed", "killed")]  # ...until the next command
     entry = Entry.read(entry_path)
     assert entry.status == "killed"
@@ -166,7 +165,7 @@ def test_sigkill_of_kb_leaves_a_running_entry_that_later_reads_as_killed(kb: Kno
 def test_a_live_recording_is_not_mistaken_for_a_dead_one(kb: KnowledgeBase) -> None:
     proc = start_recording("--title", "alive")
     try:
-        listed = json.loads(run_kb("ls", "--json").stdout)
+        listed = json_data(run_kb("ls", "--json").stdout)
         assert [(row["title"], row["status"]) for row in listed] == [("alive", "running")]
     finally:
         os.kill(proc.pid, signal.SIGTERM)

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -42,7 +40,7 @@ def fill(kb: KnowledgeBase) -> None:
 
 def test_what_stopped_working_is_apart_from_what_got_slower(kb: KnowledgeBase) -> None:
     fill(kb)
-    found = json.loads(run_kb("board", "--regressions", "--json").stdout)
+    found = json_data(run_kb("board", "--regressions", "--json").stdout)
     broken = {(b["mode"], b["failure"]): b for b in found["breakages"]}
     run_break = broken[("compiled", "compile_error")]
     assert (run_break["package"], run_break["before"], run_break["after"]) == ("torch-neuronx", "2.26.0", "2.27.1")
@@ -74,7 +72,7 @@ def test_expectations_pass_fail_improve_and_are_rewritten(kb: KnowledgeBase) -> 
     )
     result = run_kb("expect", "--json")
     assert result.returncode == 1
-    verdicts = [(o["expectation"]["figure"], o["verdict"], o["actual"]) for o in json.loads(result.stdout)]
+    verdicts = [(o["expectation"]["figure"], o["verdict"], o["actual"]) for o in json_data(result.stdout)]
     assert verdicts == [("graph_breaks", "improved", 2.0), ("compile_s", "fail", 600.0),
                         ("passing_cases", "fail", 1.0), ("step_s", "missing", None)]  # fmt: skip
     assert "FAIL     lm on neuron · compiled: compile_s <= 500, now 600" in run_kb("expect").stdout
@@ -82,7 +80,7 @@ def test_expectations_pass_fail_improve_and_are_rewritten(kb: KnowledgeBase) -> 
     rewritten = path.read_text()
     assert "max = 2\n" in rewritten and "max = 660.0\n" in rewritten and "min = 1\n" in rewritten
     assert 'backend = "tpu"\nfigure = "step_s"\nmax = 1.0' in rewritten  # no evidence: its bound is kept
-    after = json.loads(run_kb("expect", "--json").stdout)
+    after = json_data(run_kb("expect", "--json").stdout)
     assert [o["verdict"] for o in after] == ["pass", "pass", "pass", "missing"]
 
 

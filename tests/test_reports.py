@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from kb.store import KnowledgeBase
-from tests.conftest import only_entry, run_kb, run_kb_in_terminal, write_entry
+from tests.conftest import json_data, only_entry, run_kb, run_kb_in_terminal, write_entry
 
 SEMIANALYSIS = (
     "add", "--title", "Qwen3-32B training on 16 Trainium2, eager", "--publisher", "SemiAnalysis",
@@ -80,7 +79,7 @@ def test_reported_entries_are_marked_in_lists_views_and_comparisons(kb: Knowledg
     assert run_kb("show", report).stdout.splitlines()[2].startswith("report (reported)  ")
     compared = run_kb("compare", "2026-11-01-qwen-neuron-aaaaaa", report).stdout
     assert "completed (reported)" not in compared and "(reported)" in compared
-    rows = json.loads(run_kb("ls", "--json").stdout)
+    rows = json_data(run_kb("ls", "--json").stdout)
     assert {row["id"]: row["source"] for row in rows} == {report: "reported", "2026-11-01-qwen-neuron-aaaaaa": None}
 
 
@@ -100,7 +99,7 @@ def test_comparing_coverage_lists_newly_failing_skipped_and_passing_cases(kb: Kn
                                              "f": "failed"})  # fmt: skip
     result = run_kb("compare", "2026-10-01-flex-aaaaaa", "2026-11-01-flex-bbbbbb", "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["cases"] == [
+    assert json_data(result.stdout)["cases"] == [
         {"entry": "2026-11-01-flex-bbbbbb", "newly_passing": ["c", "d"], "newly_failing": ["b", "f"],
          "newly_skipped": ["e"], "added": 1, "removed": 0}
     ]  # fmt: skip
@@ -117,9 +116,9 @@ def test_the_shipped_evidence_checks_clean_is_searchable_and_published(kb: Knowl
     shutil.copytree(REPO / "entries", kb.entries_path, dirs_exist_ok=True)
     checked = run_kb("check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    found = json.loads(run_kb("search", "flex attention compile time limits", "--json").stdout)
+    found = json_data(run_kb("search", "flex attention compile time limits", "--json").stdout)
     assert any(hit["title"] == "SemiAnalysis: FlexAttention on Trainium3 passes 89 of 96 cases" for hit in found)
-    decisions = [kb.load(row["id"]) for row in json.loads(run_kb("ls", "--kind", "decision", "--json").stdout)]
+    decisions = [kb.load(row["id"]) for row in json_data(run_kb("ls", "--kind", "decision", "--json").stdout)]
     assert len(decisions) == 2 and all(
         d.data["decision"]["triggers"] and d.data["links"]["evidence"] for d in decisions
     )

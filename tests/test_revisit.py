@@ -3,11 +3,10 @@ not due again for the same release, `kb show` says why and where each trigger st
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -36,7 +35,7 @@ def decide(*extra: str) -> str:
 
 
 def due() -> list[str]:
-    return [item["id"] for item in json.loads(run_kb("revisit", "--json").stdout)]
+    return [item["id"] for item in json_data(run_kb("revisit", "--json").stdout)]
 
 
 def test_a_release_fires_once_and_a_reaffirmed_decision_is_closed(evidence: KnowledgeBase) -> None:

@@ -3,7 +3,6 @@ SIGKILL (kb record and all) keeps them."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -13,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO, json_data, run_kb
 
 from ingest import steps
 from kb.entry import Entry
@@ -61,7 +60,7 @@ def test_kb_show_of_a_running_entry_shows_its_progress_so_far(kb: KnowledgeBase,
         assert re.search(r"recent step\s+\S+ \S+ median of the last \d+", text)
         assert re.search(r"last loss\s+[\d.]+ at step \d+", text)
         assert "the stream's last write" in text
-        as_json = json.loads(run_kb("show", entry.id, "--json").stdout)
+        as_json = json_data(run_kb("show", entry.id, "--json").stdout)
         assert as_json["front_matter"]["status"] == "running"
         assert as_json["progress"]["steps"] >= found["steps"] and "loss" in as_json["progress"]["last_logged"]
     finally:
@@ -70,7 +69,7 @@ def test_kb_show_of_a_running_entry_shows_its_progress_so_far(kb: KnowledgeBase,
     assert recorder.returncode == 0
     finished = run_kb("show", entry.id)
     assert "completed" in finished.stdout and "Progress so far" not in finished.stdout
-    assert "progress" not in json.loads(run_kb("show", entry.id, "--json").stdout)
+    assert "progress" not in json_data(run_kb("show", entry.id, "--json").stdout)
 
 
 def test_kb_show_of_a_run_sigkilled_with_its_recorder_shows_the_steps_it_streamed(

@@ -6,7 +6,6 @@ where the entry is reported by others, and a label-ful summary (steady step 34.7
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from urllib.parse import urlencode
 
 import pytest
 from browser import Tab, browser_fixture, serve, tab_fixture  # noqa: F401 (fixtures)
+from conftest import json_data
 
 from bench.generate import generate
 from bench.search_parity import site_results
@@ -40,7 +40,7 @@ def url(kb: Path) -> Iterator[str]:
 
 def cli(kb: Path, *args: str) -> list[dict[str, object]]:
     command = [sys.executable, "-m", "kb", "--kb", str(kb), "search", *args, "--json", "--limit", "1000"]
-    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    return json_data(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
 
 def test_the_failure_class_as_words_finds_its_entries_ranked_as_kb_search_ranks_them(

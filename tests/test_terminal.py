@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import io
-import json
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ import sys
 import termios
 
 import pytest
-from conftest import REPO, run_kb, write_entry
+from conftest import REPO, json_data, run_kb, write_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -113,7 +112,7 @@ def test_ls_in_a_pipe_is_one_whole_tab_separated_line_per_entry(shipped: Knowled
     assert rows[MEASURED][1:8] == ["completed", "run", "tiny-lm", "cpu", "compiled", "-", "19.2 s"]
     assert rows[FAILED_AFTER][6] == "oom"
     assert "\x1b" not in piped.stdout and rows[HOSTILE][-1].startswith("ddp crash \\x1b]0;pwned\\x07 ")
-    as_json = {row["id"]: row for row in json.loads(run_kb("ls", "--json").stdout)}
+    as_json = {row["id"]: row for row in json_data(run_kb("ls", "--json").stdout)}
     assert as_json[MEASURED]["wall_s"] == 19.177 and as_json[MEASURED]["step_s_median"] == 0.0347019  # full precision
     as_csv = run_kb("ls", "--csv").stdout
     assert "\x1b" not in as_csv and "ddp crash \\x1b]0;pwned\\x07" in as_csv

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from conftest import run_kb
+from conftest import json_data, run_kb
 
 from kb.entry import new_entry
 from kb.store import KnowledgeBase
@@ -39,7 +37,7 @@ def fill(kb: KnowledgeBase) -> None:
 
 def test_versions_in_pep440_order_with_a_flagged_regression(kb: KnowledgeBase) -> None:
     fill(kb)
-    result = json.loads(run_kb("trend", "tokens_per_s", "--workload", "llama3-8b", "--json").stdout)
+    result = json_data(run_kb("trend", "tokens_per_s", "--workload", "llama3-8b", "--json").stdout)
     cuda, neuron = result["series"]
     assert cuda["group"] == "cuda" and [p["version"] for p in cuda["points"]] == ["2.9.0", "2.10.0", "2.13.0"]
     assert [p["value"] for p in cuda["points"]] == [10000.0, 10400.0, 8000.0]  # median of the two 2.10.0 runs
@@ -51,7 +49,7 @@ def test_versions_in_pep440_order_with_a_flagged_regression(kb: KnowledgeBase) -
 
 def test_timings_are_better_lower_and_unknown_names_get_suggestions(kb: KnowledgeBase) -> None:
     fill(kb)
-    result = json.loads(run_kb("trend", "compile_s", "--workload", "llama3-8b", "--json").stdout)
+    result = json_data(run_kb("trend", "compile_s", "--workload", "llama3-8b", "--json").stdout)
     assert result["better"] == "lower"
     # One series per backend, and per cache state for compile times (none recorded here).
     assert [s["group"] for s in result["series"]] == ["cuda · cache unknown", "neuron · cache unknown"]

@@ -7,10 +7,8 @@ tokens/s computed from step times that lie within the noise, a load time measure
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from conftest import run_kb, write_entry
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -37,7 +35,7 @@ def history(kb: KnowledgeBase) -> KnowledgeBase:
 def trend(metric: str) -> dict:
     result = run_kb("trend", metric, "--workload", "tiny-lm", "--json")
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json_data(result.stdout)
 
 
 def test_each_program_is_its_own_series(history: KnowledgeBase) -> None:

@@ -14,7 +14,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Validate every entry and every link; print each problem as file:line: field: message."""
-        from kb.commands.common import print_json, synced
+        from kb.commands.common import synced
+        from kb.commands.envelope import print_json
         from kb.index.check import problems
         from kb.index.db import reading
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -48,11 +47,6 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
 def report_problems(problems: Iterable[Problem]) -> None:
     for problem in problems:
         typer.echo(f"kb: skipped {problem}", err=True)
-
-
-def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
 
 
 def ask_missing(needed: dict[str, tuple[str | None, str]], what: str) -> dict[str, str]:

@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         from kb.answers.compare import compare, grouped
-        from kb.commands.common import knowledge_base, print_json, synced
+        from kb.commands.common import knowledge_base, synced
+        from kb.commands.envelope import print_json
         from kb.errors import KbError
 
         if refs and (workload or by):

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         from kb.answers import expectations
-        from kb.commands.common import print_json, synced
+        from kb.commands.common import synced
+        from kb.commands.envelope import print_json
         from kb.index.db import reading
 
         kb, db = synced(ctx)

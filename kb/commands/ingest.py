@@ -29,7 +29,9 @@ reader: each folder holding event files becomes a run entry with its scalars as 
 
 
 def register(app: typer.Typer) -> None:
-    ingest = typer.Typer(help="Import evidence from other tools' files.", no_args_is_help=True)
+    from kb.commands.envelope import note_command
+
+    ingest = typer.Typer(help="Import evidence from other tools' files.", no_args_is_help=True, callback=note_command)
     app.add_typer(ingest, name="ingest")
 
     @ingest.command("junit", help=JUNIT_HELP)
@@ -197,7 +199,8 @@ def _info(given: Given):  # -> RunInfo, imported lazily
 def _import_many(ctx: typer.Context, read: Callable, given: Given, json_: bool) -> None:
     """An import that makes an entry per run: each one said as written, then the runs that could not be read
     (exit 1 when there were any: what could be read is imported all the same)."""
-    from kb.commands.common import knowledge_base, print_json
+    from kb.commands.common import knowledge_base
+    from kb.commands.envelope import print_json
     from kb.ids import short_id
 
     kb = knowledge_base(ctx)

@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         In a terminal: a table that fits its width, with short ids (the random suffix, which every command
         takes). In a pipe: one tab-separated line per entry, no header (id, status, kind, workload,
         backend, mode, failure, wall time, then the sort figure if any, and the title last)."""
-        from kb.commands.common import print_json, report_problems, synced
+        from kb.commands.common import report_problems, synced
+        from kb.commands.envelope import print_json
         from kb.index.query import list_entries
         from kb.index.sync import stored_problems
 

@@ -30,7 +30,8 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from kb.answers.decisions import OPEN_STATUSES, due
-        from kb.commands.common import knowledge_base, print_json, synced
+        from kb.commands.common import knowledge_base, synced
+        from kb.commands.envelope import print_json
         from kb.entry import Entry
         from kb.errors import KbError
         from kb.index import answers

@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         limit: int = typer.Option(20, "--limit", min=1, help="At most this many results."),
         json_: bool = typer.Option(False, "--json", help="Print JSON: one object per result, best first."),
     ) -> None:
-        from kb.commands.common import print_json, synced
+        from kb.commands.common import synced
+        from kb.commands.envelope import print_json
         from kb.index.query import search
 
         chosen = opt.build(backend, workload, status, kind, mode, failure, tag, since, until, package, setting)

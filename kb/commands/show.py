@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show one entry: the answer first (how it ended, how fast, preparation, placement, numerics,
         failure), then compile frames, graph breaks, placement, timings, settings, versions, notes and output."""
-        from kb.commands.common import knowledge_base, print_json
+        from kb.commands.common import knowledge_base
+        from kb.commands.envelope import print_json
         from kb.orphans import settle_orphans
 
         kb = knowledge_base(ctx)

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         from dataclasses import asdict
 
         from kb.answers.trend import trend
-        from kb.commands.common import print_json, synced
+        from kb.commands.common import synced
+        from kb.commands.envelope import print_json
         from kb.humanize import field
         from kb.index.db import reading
 

@@ -15,7 +15,7 @@ JSON = typer.Option(False, "--json", help="Print the new entry's id, short id, p
 
 def report_written(entry: Entry, sentence: str, json_: bool, *, stdout_free: bool = True) -> None:
     """`sentence` on stderr; the id on stdout when stdout is kb's own (`stdout_free`), the JSON when asked."""
-    from kb.commands.common import print_json
+    from kb.commands.envelope import print_json
     from kb.ids import short_id
 
     typer.echo(sentence, err=True)
