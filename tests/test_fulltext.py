@@ -489,9 +489,13 @@ def test_plain_words_compile_as_whoosh_would_parse_them(query: str) -> None:
     words = fulltext._plain_words(query)
     assert words is not None
     whoosh = fulltext._compile(fulltext.parse(query), None)
-    if isinstance(whoosh, fulltext.Compiled):
-        whoosh.match = fulltext._or_joined(whoosh.match or "", words)
-    assert compile_query(query) == (whoosh if isinstance(whoosh, fulltext.Compiled) else None)
+    if not isinstance(whoosh, fulltext.Compiled):
+        assert compile_query(query) is None
+        return
+    each = [fulltext._compile(fulltext.parse(word), None) for word in words]
+    matches = [part.match if isinstance(part, fulltext.Compiled) else None for part in each]
+    assert whoosh == fulltext.Compiled(match=fulltext._all([match for match in matches if match]))
+    assert compile_query(query) == fulltext.Compiled(match=fulltext._or_joined(words, matches))
 
 
 def test_plain_words_search_without_importing_whoosh(shared: sqlite3.Connection) -> None:

@@ -53,6 +53,17 @@ def test_the_class_typed_as_words_ranks_its_entries_first(tmp_path: Path, filter
     assert ids(find(db, "timeout compile")) == [RUNTIME, COMPILE]  # only as typed, side by side
 
 
+def test_a_joined_word_stands_for_its_two_words_only_so_a_third_word_still_narrows(tmp_path: Path) -> None:
+    _, db = build(tmp_path / "kb", runs())
+    assert ids(find(db, "compile timeout")) == [COMPILE, RUNTIME]
+    assert ids(find(db, "compile timeout eager")) == [COMPILE]
+    assert ids(find(db, "compile timeout gpt2")) == []  # before: every compile timeout, whatever else was typed
+    assert fulltext.compile_query("compile timeout llama").match == (
+        '(("compile") AND ("timeout") AND ("llama")) OR (("compiletimeout") AND ("llama")) '
+        'OR (("timeoutllama") AND ("compile"))'
+    )
+
+
 def test_the_joined_word_is_indexed_last_and_matched_only_beside_the_other_words() -> None:
     failure = fulltext.document(runs()[1])["failure"]
     assert failure.startswith("compile_timeout\nneuronx-cc") and failure.endswith("\ncompiletimeout")
@@ -76,3 +87,16 @@ def test_an_index_made_before_the_joined_classes_learns_them_on_the_next_sync(tm
     assert ids(find(stale, "compile timeout")) == [RUNTIME, COMPILE]  # the joined word is not there yet
     sync(kb)
     assert ids(find(stale, "compile timeout")) == [COMPILE, RUNTIME]
+
+
+def test_an_entry_whose_file_went_before_the_upgrade_leaves_the_index_with_it(tmp_path: Path) -> None:
+    kb, db = build(tmp_path / "kb", runs())
+    db.close()
+    old = sqlite3.connect(index_path(kb.cache_path))
+    old.execute("DELETE FROM _sqlite_migrations WHERE name = 'm006_fulltext_joined_classes'")
+    old.commit()
+    old.close()
+    (kb.entries_path / f"{RUNTIME}.md").unlink()  # gone before the upgrade: a git pull, say
+    upgraded = connect(index_path(kb.cache_path))
+    report = sync(kb)
+    assert (report.removed, ids(find(upgraded, "timeout"))) == (1, [COMPILE])  # before: the runtime one stayed

@@ -265,12 +265,11 @@ def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> C
     """
     words = _plain_words(query)
     if words is not None:  # the common case, answered without importing Whoosh (a third of a command's start-up)
-        parts = [part for part in (_word(None, word, False) for word in words) if isinstance(part, Compiled)]
-        if not parts:
+        compiled = [_word(None, word, False) for word in words]
+        matches = [part.match if isinstance(part, Compiled) else None for part in compiled]
+        if not any(matches):
             return None
-        matches = [part.match for part in parts]
-        match = " AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0]
-        return Compiled(match=_or_joined(match, words))
+        return Compiled(match=_or_joined(words, matches))
     parsed = parse(query)
     try:
         result = _compile(parsed, vocabulary)
@@ -293,9 +292,23 @@ def joined(text: str) -> str:
     return "".join(words) if len(words) > 1 else ""
 
 
-def _or_joined(match: str, words: list[str]) -> str:
-    pairs = [joined(f"{a} {b}") for a, b in pairwise(words) if _ALNUM.fullmatch(a) and _ALNUM.fullmatch(b)]
-    return " OR ".join([f"({match})" if pairs else match, *map(_string, dict.fromkeys(pairs))])
+def _or_joined(words: list[str], matches: list[str | None]) -> str:
+    """Every word's match (None for a stop word, which matches nothing by itself); or, for two adjacent words,
+    them written together (compile timeout: compiletimeout) with every other word's match, so a joined word
+    stands for its two words only and a longer query still narrows."""
+    alternatives = [_all([match for match in matches if match])]
+    for at, (a, b) in enumerate(pairwise(words)):
+        if _ALNUM.fullmatch(a) and _ALNUM.fullmatch(b):
+            others = [match for i, match in enumerate(matches) if match and i not in (at, at + 1)]
+            alternatives.append(_all([_string(joined(f"{a} {b}")), *others]))
+    unique = list(dict.fromkeys(alternatives))
+    if len(unique) == 1:
+        return unique[0]
+    return " OR ".join(f"({match})" if " AND " in match else match for match in unique)
+
+
+def _all(matches: list[str]) -> str:
+    return " AND ".join(f"({match})" for match in matches) if len(matches) > 1 else matches[0]
 
 
 class _Refused(Exception):

@@ -84,21 +84,29 @@ const WORD = /[\p{L}\p{N}]+/gu; // where FTS5 splits words: at anything that is 
 
 function parseQuery(text, stopWords) {
   const phrases = [];
-  const words = [];
   const bare = [];
   const rest = text.replace(/"([^"]*)"?/g, (_, phrase) => {
     phrases.push(phrase.toLowerCase().match(WORD) || []);
     return " ";
   });
+  const terms = phrases.filter((parts) => parts.length).map((parts) => parts.join(" "));
+  const termOf = new Map(); // a bare word's term, for the words a joined word stands for
   for (const word of new Set(rest.split(/\s+/).filter(Boolean))) {
     bare.push(word);
-    if (!stopWords.has(word.toLowerCase())) words.push(word.toLowerCase().match(WORD) || []);
+    const parts = stopWords.has(word.toLowerCase()) ? [] : word.toLowerCase().match(WORD) || [];
+    if (parts.length) termOf.set(word, terms.push(parts.join(" ")) - 1);
   }
-  const terms = [...phrases, ...words].filter((parts) => parts.length).map((parts) => parts.join(" "));
   const alone = (word) => /^[\p{L}\p{N}]+$/u.test(word);
-  const joined = phrases.length ? [] : bare.slice(1).flatMap((word, at) =>
-    alone(word) && alone(bare[at]) ? [`${bare[at]}${word}`.toLowerCase()] : []);
-  return { terms, joined: [...new Set(joined)] };
+  // Two adjacent words written together (compiletimeout), standing for those two terms only, as kb search has it.
+  const joined = new Map();
+  if (!phrases.length) {
+    bare.slice(1).forEach((word, at) => {
+      if (alone(word) && alone(bare[at])) {
+        joined.set(`${bare[at]}${word}`.toLowerCase(), [termOf.get(bare[at]), termOf.get(word)]);
+      }
+    });
+  }
+  return { terms, joined: [...joined].map(([word, covers]) => ({ word, covers })) };
 }
 
 async function searchLikeKb(pagefind, text, filters, stopWords) {
@@ -106,9 +114,14 @@ async function searchLikeKb(pagefind, text, filters, stopWords) {
   if (!terms.length) return []; // only stop words: kb search finds nothing either
   const ids = async (term) => new Set((await pagefind.search(`"${term}"`, { filters })).results.map((r) => r.id));
   // The exact lookups first: they are cheap, and a ranked search is only worth it where they found something.
-  const [whole, everyJoined] = await Promise.all([Promise.all(terms.map(ids)), Promise.all(joined.map(ids))]);
-  const together = everyJoined.filter((set) => set.size);
-  const words = joined.filter((_, at) => everyJoined[at].size);
+  const [whole, everyJoined] = await Promise.all([
+    Promise.all(terms.map(ids)), Promise.all(joined.map(({ word }) => ids(word))),
+  ]);
+  // An entry holding a joined word must hold every other term too: a third word still narrows.
+  const withOthers = everyJoined.map((set, at) => new Set([...set].filter((id) =>
+    whole.every((other, term) => joined[at].covers.includes(term) || other.has(id)))));
+  const together = withOthers.filter((set) => set.size);
+  const words = joined.filter((_, at) => withOthers[at].size).map(({ word }) => word);
   const all = whole.every((set) => set.size);
   if (!all && !together.length) return [];
   const [ranked, ...rankedTogether] = await Promise.all([
