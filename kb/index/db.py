@@ -143,15 +143,20 @@ def m002_watch_position(db: Database) -> None:
     db.execute("CREATE TABLE watch_position (token TEXT NOT NULL, offset INTEGER NOT NULL)")
 
 
+def _read_every_entry_again(db: Database) -> None:
+    """The next sync reads every entry file again, each one differing from its manifest row, and still removes
+    the entries of files that went meanwhile (an emptied manifest left those in the index for good)."""
+    db.execute("UPDATE files SET size = -1, sha256 = ''")
+    db.execute("DELETE FROM watch_position")
+
+
 def m003_fulltext(db: Database) -> None:
-    # The words of each entry in an FTS5 table (kb/index/fulltext.py). The manifest is emptied so that the next
-    # sync reads every entry again and fills it.
+    # The words of each entry in an FTS5 table (kb/index/fulltext.py), filled as the next sync reads every entry.
     from kb.index.fulltext import schema_sql
 
     for statement in schema_sql():
         db.execute(statement)
-    db.execute("DELETE FROM files")
-    db.execute("DELETE FROM watch_position")
+    _read_every_entry_again(db)
 
 
 # What the board reads of an entry, kept by triggers as the entries change, so that `kb board` reads one row per
@@ -257,10 +262,8 @@ def m005_board_facts(db: Database) -> None:
 
 
 def m006_fulltext_joined_classes(db: Database) -> None:
-    # A failure class is also indexed as one word (kb/index/fulltext.py, joined): the manifest is emptied so that
-    # the next sync reads every entry again and indexes it so.
-    db.execute("DELETE FROM files")
-    db.execute("DELETE FROM watch_position")
+    # A failure class is also indexed as one word (kb/index/fulltext.py, joined), as the next sync reads every entry.
+    _read_every_entry_again(db)
 
 
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
