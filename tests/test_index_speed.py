@@ -144,3 +144,26 @@ def test_a_query_process_loads_neither_yaml_nor_the_other_commands(kb: Knowledge
 def test_typing_an_entry_does_not_load_yaml() -> None:
     code = "import sys, kb.schema, kb.entry, kb.index.query; print(sorted(m for m in sys.modules if 'yaml' in m))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_the_workers_are_forked_before_the_caller_starts_a_thread_of_its_own(kb: KnowledgeBase) -> None:
+    # kb index on a terminal starts its progress bar's thread as it begins to read; the workers are forked before,
+    # so a build in a terminal is parsed by them too (it was read in one process).
+    for n in range(4):
+        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    code = (
+        "import os, sys, threading, time, psutil\n"
+        "from pathlib import Path\n"
+        "from kb.index import parse\n"
+        "parse.PARALLEL_FILES, parse.CHUNK = 1, 1\n"
+        "os.sched_getaffinity = lambda pid: {0, 1}\n"
+        "root = Path(sys.argv[1])\n"
+        "reads = parse.read_all([(path, root, None) for path in sorted((root / 'entries').glob('*.md'))])\n"
+        "threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
+        "print(len(psutil.Process().children()), [read.entry.id for read in reads])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(kb.root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    workers, ids = done.stdout.split(" ", 1)
+    assert int(workers) == 2, done.stdout
+    assert ids.strip() == str([f"2026-05-0{n + 1}-run-00000{n}" for n in range(4)])

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
 from kb.reading import GONE, read_entry_bytes
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 # From this many files on, worker processes parse them (starting them costs about what 50 entries take).
 PARALLEL_FILES = 1000
@@ -63,24 +68,34 @@ def read(job: Job) -> Read:
 
 
 def read_all(jobs: list[Job]) -> Iterator[Read]:
-    """Each job's Read, in order."""
+    """Each job's Read, in order. The workers are forked here, before the caller iterates and perhaps starts a
+    thread of its own (a progress bar's)."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     # Workers are forked: never from a process running other threads (a recorder inside a training script), as a
     # lock one of them held would stay held in the worker.
     if len(jobs) < PARALLEL_FILES or workers < 2 or threading.active_count() > 1:
-        yield from map(read, jobs)
-        return
+        return map(read, jobs)
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
+    # Ctrl-C is the main process's to handle: a worker that took it would print a traceback of its own.
+    pool = ProcessPoolExecutor(
+        workers, mp_context=get_context("fork"), initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)
+    )
     chunks = (jobs[start : start + CHUNK] for start in range(0, len(jobs), CHUNK))
-    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-        pending = deque(pool.submit(_read_chunk, chunk) for chunk in islice(chunks, 2 * workers))
+    pending = deque(pool.submit(_read_chunk, chunk) for chunk in islice(chunks, 2 * workers))  # forks them all
+    return _in_order(pool, pending, chunks)
+
+
+def _in_order(pool: Executor, pending: deque[Future[list[Read]]], chunks: Iterator[list[Job]]) -> Iterator[Read]:
+    try:
         while pending:
             done = pending.popleft().result()
             for chunk in islice(chunks, 1):
                 pending.append(pool.submit(_read_chunk, chunk))
             yield from done
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def _read_chunk(jobs: list[Job]) -> list[Read]:
