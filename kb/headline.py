@@ -116,7 +116,7 @@ def progress(found: dict[str, Any], now: float) -> Pairs:
 
 def _device_use(section: Any) -> str:
     """Device memory and utilisation over the run (ingest.pytorch.device_use), or why none was sampled."""
-    if not isinstance(section, dict):
+    if not isinstance(section, dict) or section.get("device") == "cpu":  # a CPU run has no device to tell of
         return ""
     if not section.get("sampled"):
         return f"not sampled: {section.get('reason') or 'no reason given'}"

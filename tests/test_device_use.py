@@ -86,8 +86,10 @@ def test_a_run_on_the_cpu_samples_nothing_and_says_so(kb: KnowledgeBase, tmp_pat
     entry = only_entry(kb)
     assert entry.data["memory"]["device_over_time"] == {
         "sampled": False,
+        "device": "cpu",
         "reason": "the run is on the CPU: there is no device memory to sample",
     }
+    assert "device use" not in run_kb("show", entry.id).stdout  # nothing to tell on every CPU run's page
     attachments = {item["path"] for item in entry.data["attachments"]}
     assert not any(path.endswith("device.jsonl") for path in attachments)
 

@@ -26,6 +26,7 @@ import torch
 
 SAMPLES = "device.jsonl"
 INTERVAL_S = 10.0
+LAST_SAMPLE_WAIT_S = 5.0  # how long the run's end waits for a sample the thread is taking
 GB = 1024**3
 # The figures sampled, each with torch's name for the call that reads it.
 FIGURES = (
@@ -104,14 +105,21 @@ class DeviceSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
-        if self._device_type == "cpu":
-            return {"sampled": False, "reason": "the run is on the CPU: there is no device memory to sample"}
-        self._sample()
+        device = self._device_type
+        if device == "cpu":
+            return {"sampled": False, "device": device, "reason": "the run is on the CPU: there is no device memory "
+                    "to sample"}  # fmt: skip
+        if self._lock.acquire(timeout=LAST_SAMPLE_WAIT_S):  # a reader stuck in a driver call never holds up the end
+            try:
+                self._sample_locked()
+            finally:
+                self._lock.release()
         if not self._samples:
             refused = "; ".join(dict.fromkeys(self.refused)) or "the backend gives none of these figures"
-            return {"sampled": False, "reason": f"the {self._device_type} backend refused every reading: {refused}"}
+            return {"sampled": False, "device": device, "reason": f"the {device} backend refused every reading: "
+                    f"{refused}"}  # fmt: skip
         summary: dict[str, Any] = {
-            "sampled": True, "samples": len(self._samples), "interval_s": self._interval,
+            "sampled": True, "device": device, "samples": len(self._samples), "interval_s": self._interval,
             "series": f"run/{self._path.name}",  # the run folder is the entry's attachment folder run/
             "read_with": dict(self._used),
         }  # fmt: skip
