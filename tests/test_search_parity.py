@@ -76,7 +76,9 @@ def test_the_site_matches_whole_words_as_kb_search_does(kb: Path, url: str, tab:
     it found compile in CompileTime (a part of a word with capitals inside), which FTS5 holds as one word."""
     output_only = {row["id"] for row in cli(kb, "output memory")} - {row["id"] for row in cli(kb, "out memory")}
     assert output_only, "the generated knowledge base should hold an entry with output but not out"
-    for query in ("out of memory", "steady", "compile", "the"):
+    # A third word narrows: a joined word (compiletimeout) stands for its two words only, on both sides.
+    assert len(cli(kb, "compile timeout cuda")) < len(cli(kb, "compile timeout"))
+    for query in ("out of memory", "steady", "compile", "the", "compile timeout cuda"):
         found = [row["id"] for row in cli(kb, query)]
         count, site = site_results(tab.page, url, query)
         assert count == len(found), query
