@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 from conftest import json_data, run_kb, write_entry
@@ -34,6 +35,7 @@ def record(base: KnowledgeBase, mode: str, rate: float, fields: dict, exit_code:
         "--", sys.executable, "-c", SCRIPT, json.dumps(fields), str(rate), str(exit_code),
     )  # fmt: skip
     assert ("recorded " in result.stderr) and result.returncode == exit_code, result.stderr
+    time.sleep(1.01 - time.time() % 1)  # entries are recorded to the second: the next one is newer, never a tie
     return result.stderr.split("recorded ")[1].split(" ")[0]
 
 
