@@ -12,7 +12,9 @@ it in with `settle_with`; until then orphans are found but left as they are.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -22,6 +24,9 @@ from kb.errors import KbError
 from kb.store import KnowledgeBase
 
 START_TIME_SLACK_S = 1.0
+# In the cache folder: the entries folder's modification time when it was last found without temporary files.
+LOOKED = "entries-without-temporaries"
+SETTLED_NS = 2_000_000_000
 
 Settle = Callable[[KnowledgeBase, Entry], Entry]
 _settle: Settle | None = None
@@ -62,8 +67,21 @@ def remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
 
 def remove_unpublished(kb: KnowledgeBase) -> None:
     """A recorder killed while writing its new entry leaves it in a temporary file that never became the
-    entry (and nothing ran yet): remove those whose recorder is dead."""
-    for path in atomic.temporaries(kb.entries_path):
+    entry (and nothing ran yet): remove those whose recorder is dead.
+
+    The folder is listed only when it changed since it was last found without any: making, renaming or
+    removing a file in it moves the folder's modification time (listing 90,000 names took 0.15 s a command).
+    """
+    folder, mark = kb.entries_path, kb.cache_path / LOOKED
+    try:
+        changed = os.stat(folder).st_mtime_ns
+    except OSError:
+        return
+    if _marked(mark) == changed:
+        return
+    began = time.time_ns()
+    found = atomic.temporaries(folder)
+    for path in found:
         try:
             entry = Entry.parse(path.read_text("utf-8"), path)
         except (KbError, OSError, UnicodeDecodeError):
@@ -74,6 +92,18 @@ def remove_unpublished(kb: KnowledgeBase) -> None:
             continue
         if is_orphan(entry) and _gone(entry.data["recorder"]["pid"]):
             _remove(path)
+    # Only a time well before the listing vouches for it: a file made within the same tick of the clock
+    # would leave the folder's time as it was.
+    if not found and changed < began - SETTLED_NS:
+        with contextlib.suppress(OSError):  # a read-only cache: list again next time
+            atomic.write_text(mark, f"{changed}\n")
+
+
+def _marked(mark: Path) -> int | None:
+    try:
+        return int(mark.read_text("ascii"))
+    except (OSError, ValueError):
+        return None
 
 
 def _remove(path: Path) -> None:

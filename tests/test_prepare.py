@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from conftest import json_data, run_kb, write_entry
 
 from kb.entry import Entry
+from kb.orphans import LOOKED
 from kb.store import KnowledgeBase
 
 ENTRY_ID = "2026-11-30-doomed-run-000001"
@@ -81,3 +84,43 @@ def test_on_a_full_disk_queries_answer_from_the_index_as_it_was(kb: KnowledgeBas
     assert indexing.returncode == 1 and "free some disk space" in indexing.stderr  # kb index is asked to update
     listed = json_data(run_kb("ls", "--json").stdout)
     assert [row["id"] for row in listed] == ["2026-11-02-pending-000002", "2026-11-01-indexed-000001"]
+
+
+def _dead_writers_temporary(kb: KnowledgeBase) -> Path:
+    """What a `kb record` killed in the middle of writing its new entry leaves: a temporary file, cut short."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path = kb.entries_path / f".2026-11-30-cut-short-000002.md.{dead.pid}.0badf00d.tmp"
+    path.write_text("---\nid: 2026-11-30-cut-sh")
+    return path
+
+
+def test_a_dead_writers_temporary_file_is_removed_whenever_the_entries_folder_changed(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-11-01-indexed-000001", "Indexed run", recorded="2026-11-01T00:00:00Z", status="completed")
+    settled = time.time_ns() - 3600 * 10**9
+    os.utime(kb.entries_path, ns=(settled, settled))  # unchanged for an hour
+    assert run_kb("ls").returncode == 0
+    assert (kb.cache_path / LOOKED).read_text() == f"{settled}\n"  # found without temporary files then
+    left = _dead_writers_temporary(kb)  # which changes the folder's time
+    assert run_kb("ls").returncode == 0
+    assert not left.exists()
+
+
+def test_an_unchanged_entries_folder_is_not_listed_again(kb: KnowledgeBase) -> None:
+    settled = time.time_ns() - 3600 * 10**9
+    os.utime(kb.entries_path, ns=(settled, settled))
+    assert run_kb("ls").returncode == 0
+    left = _dead_writers_temporary(kb)
+    os.utime(kb.entries_path, ns=(settled, settled))  # as if the folder had not changed: kb does not look
+    assert run_kb("ls").returncode == 0
+    assert left.exists()
+    os.utime(kb.entries_path)  # now it has
+    assert run_kb("ls").returncode == 0
+    assert not left.exists()
+
+
+def test_a_recently_changed_entries_folder_is_listed_by_every_command(kb: KnowledgeBase) -> None:
+    # Within the same tick of the clock a new file may leave the folder's time as it was: no mark is kept.
+    write_entry(kb, "2026-11-01-indexed-000001", "Indexed run", recorded="2026-11-01T00:00:00Z", status="completed")
+    assert run_kb("ls").returncode == 0
+    assert not (kb.cache_path / LOOKED).exists()
