@@ -199,3 +199,19 @@ def test_a_journal_line_that_does_not_read_means_a_full_look(kb: KnowledgeBase, 
         journal.write('["p", "2026-01-01-fi\n')  # as a write cut short would leave it
     assert sync(kb).updated == 1
     assert _found(kb, "bunyip") == ["2026-01-01-first-000001"]
+    _outside_edit(kb, first, "yowie", tmp_path)
+    assert sync(kb).updated == 0  # the full look's position was stored: the journal vouches again
+
+
+def test_a_sync_that_finds_nothing_changed_writes_nothing(kb: KnowledgeBase, watcher) -> None:
+    # Each sync leaves its cookie in the journal, so the position it read up to moves on every command;
+    # storing it took a write transaction per command.
+    sync(kb)
+    written = {path.name: path.stat().st_mtime_ns for path in kb.cache_path.glob("index.db*")}
+    for _ in range(3):
+        assert sync(kb).unchanged == 1
+    assert {path.name: path.stat().st_mtime_ns for path in kb.cache_path.glob("index.db*")} == written
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    first.write_text(first.read_text() + "\nwendigo\n")
+    assert sync(kb).updated == 1
+    assert _found(kb, "wendigo") == ["2026-01-01-first-000001"]

@@ -40,6 +40,7 @@ RETIRED_FOLDERS = ("whoosh",)
 BULK_ENTRIES = 2000
 # Parsed entries are written this many at a time, inside the sync's one transaction.
 WRITE_BATCH = 500
+POSITION_SLACK = 16 * 1024  # journal bytes a sync may leave to read again (about 500 commands' cookies)
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
@@ -179,7 +180,10 @@ def _sync(
     moving = {relative for relative, _ in candidates}
 
     now = (watched.token, watched.offset) if watched else None
-    if not candidates and not gone and now == position:  # nothing changed: no write transaction at all
+    # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
+    # is stored, or every command would look at every file again.
+    kept = now == position or (changed is not None and _close_enough(now, position))
+    if not candidates and not gone and kept:
         return
     files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
     upserts: dict[str, str] = {}  # entry id -> path
@@ -258,6 +262,18 @@ def _sync(
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
+    """Whether the stored journal position may stay as it is: the same, or a little behind in the same journal.
+
+    With kb watch every command adds its cookie to the journal, so the position moves though no file changed;
+    storing it each time took a write transaction per command. The next sync reads again from the stored
+    position, and what it finds again has been indexed already (its files' signatures match).
+    """
+    if now is None or position is None:
+        return now == position
+    return now[0] == position[0] and 0 <= now[1] - position[1] < POSITION_SLACK
 
 
 def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
