@@ -7,11 +7,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 from kb.errors import KbError
 
 CONFIG_NAME = "kb.toml"
@@ -55,13 +50,23 @@ class Config:
     answers: AnswersConfig = field(default_factory=AnswersConfig)
 
 
+def loads_toml(text: str) -> dict[str, Any]:
+    """TOML read into a dict; a mistake in it raises ValueError (tomllib.TOMLDecodeError). Imported here, when a
+    file is read: most commands read none."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
 def load_config(path: Path) -> Config:
     """Read kb.toml; a syntax error or a wrong setting names the file and what to change."""
     try:
-        raw = tomllib.loads(path.read_text("utf-8"))
+        raw = loads_toml(path.read_text("utf-8"))
     except FileNotFoundError:
         return Config()
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         raise KbError(f"{path}: not valid TOML: {exc}") from None
     unknown = set(raw) - {"record", "answers"}
     if unknown:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from datetime import datetime
 
@@ -34,6 +33,8 @@ def reroll(entry_id: str) -> str:
 
 
 def _suffix() -> str:
+    import secrets  # only a new id needs it (0.01 s to import, for hmac)
+
     return secrets.token_hex(3)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -41,6 +40,8 @@ def settle_with(settle: Settle) -> None:
 def is_orphan(entry: Entry) -> bool:
     if entry.status != "running":
         return False
+    import socket
+
     recorder = entry.data.get("recorder") or {}
     if recorder.get("host") != socket.gethostname() or not isinstance(recorder.get("pid"), int):
         return False

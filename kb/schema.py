@@ -15,7 +15,6 @@ import os
 import re
 from datetime import date, datetime
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,10 @@ _FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z|[-+]
 
 @cache
 def entry_schema() -> dict[str, Any]:
+    from importlib import resources  # only an entry read or written needs it
+
     text = resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json").read_text("utf-8")
     return json.loads(text)
-
 
 
 def clipped(text: str, most: int) -> str:
@@ -44,6 +44,8 @@ def clipped(text: str, most: int) -> str:
 
 def schema_path() -> Path:
     """Where the schema file lies, for editors and for `kb schema`."""
+    from importlib import resources
+
     return Path(str(resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json")))
 
 
@@ -191,7 +193,7 @@ class _Plan:
         return plan
 
     def when(self) -> str | None:
-        """"time" or "date" when a text here must name a real moment or day."""
+        """ "time" or "date" when a text here must name a real moment or day."""
         if self.schema is None:
             return None
         if self.schema is entry_schema()["$defs"]["time"]:

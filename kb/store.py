@@ -11,10 +11,8 @@ Entries may be moved into sub-folders of entries/ by hand; every scan looks at t
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
@@ -195,6 +193,8 @@ class KnowledgeBase:
         if len(matches) > 1:
             shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
             raise EntryNotFound(f"'{ref}' matches {len(matches)} entries ({shown}); give more of the id")
+        import difflib
+
         near = difflib.get_close_matches(ref, list(stems), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(near)}?" if near else "; 'kb ls' lists the entries"
         raise EntryNotFound(f"no entry '{ref}' in {self.entries_path}{hint}")
@@ -206,6 +206,8 @@ class KnowledgeBase:
         """Delete an entry's file and its attachments (a recording the person asked not to keep)."""
         folder = self.attachments_path(entry)
         if folder.is_dir():
+            import shutil
+
             shutil.rmtree(folder)
         (entry.path or self.entry_path(entry.id)).unlink(missing_ok=True)
 
@@ -332,6 +334,8 @@ def _copy_masked(source: Path, target: Path) -> None:
         codec = _text_codec(handle.read(TEXT_SNIFF))
     if codec is None:
         if source != target:
+            import shutil
+
             shutil.copyfile(source, target)
         return
     from kb.redact import redact_pieces

@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kb.config import loads_toml
 from kb.errors import KbError
 from kb.index import answers
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 FILE_NAME = "expectations.toml"
 COUNTS = {"graph_breaks": ("compile", "graph_breaks", "count"), "recompiles": ("compile", "recompiles", "count")}
@@ -64,8 +59,8 @@ def read(path: Path) -> list[Expectation]:
         raise KbError(f"{path}: no expectations yet; write [[expect]] tables (kb expect --help shows one)")
     text = path.read_text("utf-8")
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        raw = loads_toml(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         raise KbError(f"{path}: not valid TOML: {exc}") from None
     lines = [number for number, line in enumerate(text.splitlines(), 1) if line.strip() == "[[expect]]"]
     found = []
