@@ -20,7 +20,7 @@ from kb.errors import KbError
 from kb.index import fulltext
 from kb.index.db import connect, index_path
 from kb.index.fulltext import Hit, compile_query, document
-from kb.index.query import Filters, search
+from kb.index.query import TIE_ROOM, Filters, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
@@ -273,15 +273,18 @@ def test_filters_restrict_hits(shared: sqlite3.Connection) -> None:
     assert find(shared, "compiling", backend="xla") == []
 
 
-def test_ties_are_broken_by_date_newest_first(tmp_path: Path) -> None:
+@pytest.mark.parametrize("older", [0, TIE_ROOM], ids=["tie-in-hand", "tie-past-what-is-fetched"])
+def test_ties_are_broken_by_date_newest_first(tmp_path: Path, older: int) -> None:
     days = ["2026-03-01", "2026-11-01", "2026-01-01", "2026-07-01", "2026-05-01"]
+    days += [f"2025-01-{day:02}" for day in range(1, older + 1)]  # more equal hits than are fetched past the cut
     _, db = build(
         tmp_path / "kb",
-        [make(f"{day}-same-00000{i}", "Same run", recorded=f"{day}T00:00:00Z") for i, day in enumerate(days)],
+        [make(f"{day}-same-{i:06}", "Same run", recorded=f"{day}T00:00:00Z") for i, day in enumerate(days)],
     )
     hits = find(db, "same", limit=2)  # the cut falls among equal scores
     assert ids(hits) == ["2026-11-01-same-000001", "2026-07-01-same-000003"]
-    assert ids(find(db, "same"))[-1] == "2026-01-01-same-000002"
+    oldest = "2025-01-01-same-000005" if older else "2026-01-01-same-000002"
+    assert ids(find(db, "same", limit=len(days)))[-1] == oldest
 
 
 @pytest.mark.parametrize(
@@ -495,7 +498,7 @@ def test_plain_words_compile_as_whoosh_would_parse_them(query: str) -> None:
     each = [fulltext._compile(fulltext.parse(word), None) for word in words]
     matches = [part.match if isinstance(part, fulltext.Compiled) else None for part in each]
     assert whoosh == fulltext.Compiled(match=fulltext._all([match for match in matches if match]))
-    assert compile_query(query) == fulltext.Compiled(match=fulltext._or_joined(words, matches))
+    assert compile_query(query) == fulltext.Compiled(match=fulltext._or_joined(words, matches, None))
 
 
 def test_plain_words_search_without_importing_whoosh(shared: sqlite3.Connection) -> None:

@@ -63,6 +63,13 @@ def test_a_joined_word_stands_for_its_two_words_only_so_a_third_word_still_narro
         'OR (("timeoutllama") AND ("compile"))'
     )
 
+    # With the index at hand, a joined word no entry holds is left out: it finds nothing, and costs time.
+    assert fulltext.compile_query("compile timeout llama", db).match == (
+        '(("compile") AND ("timeout") AND ("llama")) OR (("compiletimeout") AND ("llama"))'
+    )
+    assert fulltext.compile_query("neuron timeout", db).match == '("neuron") AND ("timeout")'
+    assert ids(find(db, "compile timeout neuron")) == [COMPILE, RUNTIME]
+
 
 def test_the_joined_word_is_indexed_last_and_matched_only_beside_the_other_words() -> None:
     failure = fulltext.document(runs()[1])["failure"]

@@ -18,6 +18,7 @@ from kb.index.rows import normalise_package
 COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "workload", "failure_class", "wall_s",
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
 MAX_LIMIT = 2**63 - 1
+TIE_ROOM = 10  # hits fetched past the limit, so that those tied at the cut are mostly all in hand
 COMPARED = ("run", "report")  # the kinds that comparisons and trends are made of
 KINDS_COMPARED = ", ".join(f"'{kind}'" for kind in COMPARED)
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
@@ -173,25 +174,31 @@ def list_entries(
 
 
 def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) -> tuple[list[tuple], dict] | None:
-    """The best `limit` by the words alone, as the ranked query gives them, with their snippets; None when equal
-    scores straddle the cut (then the date decides who is in, and every match is sorted). FTS5 ranks its own rows
-    without looking each one up in `entries` first (5 to 10 times faster on a common word), and cuts the snippets
-    of the rows it returns in the same pass (no second look-up of each hit in the words)."""
+    """The best `limit` by the words alone, as the ranked query gives them, with their snippets; None when hits
+    of equal score straddle the cut further than TIE_ROOM rows (then the date decides who is in, and every
+    match is sorted). FTS5 ranks its own rows without looking each one up in `entries` first (5 to 10 times
+    faster on a common word), and cuts the snippets of the rows it returns in the same pass (no second look-up
+    of each hit in the words)."""
     table = fulltext.TABLE
     top = db.execute(
         f"SELECT rowid, rank, {fulltext.snippet_sql(match)} FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
-        [match, limit + 1],
+        [match, limit + TIE_ROOM],
     ).fetchall()
-    if len(top) > limit and top[limit][1] == top[limit - 1][1]:
-        return None
-    rank = {row[0]: row[1] for row in top[:limit]}
+    if len(top) > limit:
+        tied = [row for row in top if row[1] <= top[limit - 1][1]]  # the best, and all that tie with the last
+        if len(tied) == len(top) == limit + TIE_ROOM:  # the tie may go on past what was fetched
+            return None
+        top = tied
+    rank = {row[0]: row[1] for row in top}
     marks = ", ".join("?" * len(rank))
     rows = db.execute(f"SELECT {columns}, e.rowid FROM entries e WHERE e.rowid IN ({marks})", list(rank)).fetchall()
     ranked = [(*row, -rank[row[-1]]) for row in rows]
     at = {name: COLUMNS.index(name) for name in ("id", "recorded")}
     ranked.sort(key=lambda row: (row[at["recorded"]], row[at["id"]]), reverse=True)  # newest first among equals
     ranked.sort(key=lambda row: -row[-1])  # stable: best first
-    return ranked, {row[0]: fulltext.snippet_of(*row[2:]) for row in top[:limit]}
+    ranked = ranked[:limit]
+    kept = {row[-2] for row in ranked}
+    return ranked, {row[0]: fulltext.snippet_of(*row[2:]) for row in top if row[0] in kept}
 
 
 def suggest(db: sqlite3.Connection, query: str) -> str | None:
