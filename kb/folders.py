@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from operator import attrgetter
+
+_NAME = attrgetter("name")
 
 
 def walk(
@@ -34,14 +37,17 @@ def walk(
             if on_folder:
                 on_folder(relative, folder)
             with os.scandir(folder) as listing:
-                items = sorted(listing, key=lambda item: item.name)
+                items = list(listing)
         except FileNotFoundError:
             continue
         except NotADirectoryError:
             if folder == top:
                 raise
             continue
+        items.sort(key=_NAME)
         yield relative, items
-        files = {item.name for item in items if item.is_file()}
-        below = [item for item in items if item.is_dir() and (enter is None or enter(item, files))]
+        below = [item for item in items if item.is_dir()]
+        if below and enter is not None:  # (the names of the files are only needed then: 90,000 in one folder)
+            files = {item.name for item in items if item.is_file()}
+            below = [item for item in below if enter(item, files)]
         stack.extend((f"{relative}{item.name}/", item.path) for item in reversed(below))

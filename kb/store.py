@@ -139,9 +139,11 @@ class KnowledgeBase:
         """
         top = str(self.entries_path / under)
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
-            for item in items:
-                if not item.name.startswith(".") and item.name.endswith(".md") and not item.is_dir():
-                    yield f"{prefix}{item.name}", item
+            yield from (
+                (f"{prefix}{item.name}" if prefix else item.name, item)
+                for item in items
+                if item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
+            )
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:

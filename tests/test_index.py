@@ -286,7 +286,7 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
     assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
-                       ("m005_board_facts",), ("m006_fulltext_joined_classes",)]  # fmt: skip
+                       ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -347,6 +347,22 @@ def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
     assert ls() == ["2026-01-01-touched-000001"]
     assert fulltext.count(connect(index_path(kb.cache_path))) == 1
+
+
+def test_an_unchanged_folder_is_told_by_one_digest_without_reading_the_manifest(kb: KnowledgeBase) -> None:
+    first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    assert sync(kb).added == 2
+    db = connect(index_path(kb.cache_path))
+    with db:  # a manifest row no sync wrote: were the manifest read, this file would be read again
+        db.execute("UPDATE files SET size = 0 WHERE path = ?", [first.name])
+    assert (sync(kb).unchanged, sync(kb).updated) == (2, 0)
+    assert db.execute("SELECT size FROM files WHERE path = ?", [first.name]).fetchone() == (0,)
+    first.write_text(first.read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # any change: the digest differs
+    report = sync(kb)
+    assert (report.updated, report.unchanged) == (1, 1)
+    assert [row["id"] for row in json_data(run_kb("search", "quokka", "--json").stdout)] == ["2026-01-01-first-000001"]
+    db.close()
 
 
 def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: KnowledgeBase) -> None:

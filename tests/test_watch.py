@@ -215,3 +215,20 @@ def test_a_sync_that_finds_nothing_changed_writes_nothing(kb: KnowledgeBase, wat
     first.write_text(first.read_text() + "\nwendigo\n")
     assert sync(kb).updated == 1
     assert _found(kb, "wendigo") == ["2026-01-01-first-000001"]
+
+
+def test_a_file_put_back_as_it_was_after_the_watcher_stopped_is_indexed_again(kb: KnowledgeBase, watcher) -> None:
+    # The digest of every file's size and time, stored by a sync that looked at every file, no longer tells the
+    # manifest once a sync that looked only at the journaled files changed it.
+    sync(kb)
+    first = kb.entries_path / "2026-01-01-first-000001.md"
+    text, before = first.read_text(), first.stat()
+    first.write_text(text + "\nmanticore\n")
+    assert sync(kb).updated == 1
+    watcher.kill()
+    watcher.wait()
+    first.write_text(text)  # back as it was, to the nanosecond
+    os.utime(first, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert first.stat().st_size == before.st_size
+    assert sync(kb).updated == 1
+    assert _found(kb, "manticore") == []

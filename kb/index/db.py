@@ -148,6 +148,8 @@ def _read_every_entry_again(db: Database) -> None:
     the entries of files that went meanwhile (an emptied manifest left those in the index for good)."""
     db.execute("UPDATE files SET size = -1, sha256 = ''")
     db.execute("DELETE FROM watch_position")
+    if db["files_digest"].exists():  # it would say nothing changed
+        db.execute("DELETE FROM files_digest")
 
 
 def m003_fulltext(db: Database) -> None:
@@ -266,9 +268,16 @@ def m006_fulltext_joined_classes(db: Database) -> None:
     _read_every_entry_again(db)
 
 
+def m007_files_digest(db: Database) -> None:
+    # One digest of the whole manifest (each file's path, size and time, in scan order): a sync that looks at every
+    # file tells an unchanged folder without reading the manifest back (kb/index/sync.py). At most one row.
+    db.execute("CREATE TABLE files_digest (digest TEXT NOT NULL)")
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
 MIGRATIONS = (
     m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts, m006_fulltext_joined_classes,
+    m007_files_digest,
 )  # fmt: skip
 
 

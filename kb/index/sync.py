@@ -1,23 +1,26 @@
 """Bring the index up to date with the entries folder, cheaply and safely.
 
-A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and
-mtime match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when
-its content changed (a git checkout resets mtimes without changing content). Added, edited, deleted
-and renamed files are all picked up, so an entry edited by hand or pulled from git is searchable at
-once. One writer at a time (a lock file in the cache); readers never wait for it. The entries' rows, their
-words (the full-text table) and the manifest change in one transaction, written in batches as the files are
-parsed, so that memory does not grow with the knowledge base; a sync that finds nothing changed writes nothing.
+A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and mtime
+match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when its content
+changed (a git checkout resets mtimes without changing content). When one digest of every file's path, size
+and mtime matches the one stored by the last sync that looked at every file, not even the manifest is read
+back. Added, edited, deleted and renamed files are all picked up, so an entry edited by hand or pulled from
+git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it. The
+entries' rows, their words (the full-text table) and the manifest change in one transaction, written in
+batches as the files are parsed, so that memory does not grow with the knowledge base; a sync that finds
+nothing changed writes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,6 +46,7 @@ WRITE_BATCH = 500
 POSITION_SLACK = 16 * 1024  # journal bytes a sync may leave to read again (about 500 commands' cookies)
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
+_Signature = tuple[int, int]  # a file's (size, mtime_ns): unchanged when both are
 _MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
@@ -147,29 +151,29 @@ def _sync(
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
     changed = watched.paths if watched else None
-    if changed is None:  # every file: only what tells an unchanged one, read as cheaply as SQLite gives it
-        signatures = {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
-        listing = ((relative, item.path, item.stat) for relative, item in kb.scan())
+    digest = None
+    vouched = False  # by the digest stored: nothing changed
+    if changed is None:  # every file
+        with contextlib.ExitStack() as folders:
+            present = _present(_every_file(kb, folders))
+        # One digest of every file's path, size and time tells an unchanged folder without reading the manifest.
+        digest = _digest(present)
+        vouched = digest == _stored_digest(db)
+        signatures = {} if vouched else _signatures(db)
     else:
         ordered = sorted(changed, key=kb.scan_order)
         signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
-        listing = (
+        present = _present(
             (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
             for relative in ordered
             if kb.is_entry_path(relative)
         )
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
-    for relative, path, stat_of in listing:
-        try:
-            stat = stat_of()
-        except GONE:  # deleted or renamed since the folder was listed: gone, not damage
-            continue
-        if S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
-            continue
+    for relative, path, signature in present:
         seen.add(relative)
-        if signatures.get(relative) == (stat.st_size, stat.st_mtime_ns):  # as git's index: same size and time
+        if vouched or signatures.get(relative) == signature:  # as git's index: same size and time
             report.unchanged += 1
         else:
             candidates.append((relative, Path(path)))
@@ -183,7 +187,7 @@ def _sync(
     # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
     # is stored, or every command would look at every file again.
     kept = now == position or (changed is not None and _close_enough(now, position))
-    if not candidates and not gone and kept:
+    if not candidates and not gone and kept and (vouched or digest is None):
         return
     files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
     upserts: dict[str, str] = {}  # entry id -> path
@@ -252,6 +256,12 @@ def _sync(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
+        if digest is not None:  # the manifest as it is now, every file looked at
+            written = {row[0]: (row[1], row[2]) for row in files}
+            after = [(r, path, written.get(r, signature)) for r, path, signature in present if r in seen]
+            _store_digest(db, _digest(after))
+        elif files or gone:  # the digest stored no longer tells this manifest
+            _store_digest(db, None)
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -262,6 +272,59 @@ def _sync(
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _every_file(
+    kb: KnowledgeBase, folders: contextlib.ExitStack
+) -> Iterator[tuple[str, str, Callable[[], os.stat_result]]]:
+    """(path relative to entries/, path, stat call) of every entry file (kb.scan). Each file is looked up from its
+    folder (one name to resolve, not the whole path: 0.6 s instead of 0.9 s for 100,000 stat calls here)."""
+    if os.stat not in os.supports_dir_fd:
+        yield from ((relative, item.path, item.stat) for relative, item in kb.scan())
+        return
+    opened: dict[str, int] = {}
+    for relative, item in kb.scan():
+        folder = relative[: -len(item.name)]
+        fd = opened.get(folder)
+        if fd is None:
+            fd = opened[folder] = os.open(kb.entries_path / folder, os.O_RDONLY)
+            folders.callback(os.close, fd)
+        yield relative, item.path, partial(os.stat, item.name, dir_fd=fd)
+
+
+def _present(listing: Iterable[tuple[str, str, Callable[[], os.stat_result]]]) -> list[tuple[str, str, _Signature]]:
+    """(path relative to entries/, path, (size, mtime_ns)) of each listed entry file still there, and a file."""
+    present = []
+    for relative, path, stat_of in listing:
+        try:
+            stat = stat_of()
+        except GONE:  # deleted or renamed since the folder was listed: gone, not damage
+            continue
+        if not S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
+            present.append((relative, path, (stat.st_size, stat.st_mtime_ns)))
+    return present
+
+
+def _digest(present: list[tuple[str, str, _Signature]]) -> str:
+    """Of every file's path, size and time, in scan order."""
+    lines = "".join(f"{relative}\0{size}\0{mtime}\n" for relative, _, (size, mtime) in present)
+    return hashlib.blake2b(lines.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+def _signatures(db: sqlite3.Connection) -> dict[str, _Signature]:
+    """path -> (size, mtime_ns) of the whole manifest, read as cheaply as SQLite gives it."""
+    return {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
+
+
+def _stored_digest(db: sqlite3.Connection) -> str | None:
+    row = db.execute("SELECT digest FROM files_digest").fetchone()
+    return row[0] if row else None
+
+
+def _store_digest(db: sqlite3.Connection, digest: str | None) -> None:
+    db.execute("DELETE FROM files_digest")
+    if digest is not None:
+        db.execute("INSERT INTO files_digest (digest) VALUES (?)", [digest])
 
 
 def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
