@@ -31,6 +31,10 @@ TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
 
 
+def _is_entry_file(item: os.DirEntry) -> bool:
+    return item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
+
+
 def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
     """Whether scan() enters a folder: not hidden, and not an entry's attachment folder (beside <name>.md)."""
     return not folder.name.startswith(".") and f"{folder.name}.md" not in files
@@ -137,13 +141,16 @@ class KnowledgeBase:
         folders are followed, each once. `on_folder(relative, path)` is called on each folder before it is
         listed (kb.folders.walk).
         """
+        for prefix, files in self.scan_folders(under, on_folder):
+            yield from ((prefix + item.name, item) for item in files)
+
+    def scan_folders(
+        self, under: str = "", on_folder: Callable[[str, str], None] | None = None
+    ) -> Iterator[tuple[str, list[os.DirEntry]]]:
+        """scan() a folder at a time: (folder relative to entries/, "" or "2026/", and its entry files)."""
         top = str(self.entries_path / under)
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
-            yield from (
-                (f"{prefix}{item.name}" if prefix else item.name, item)
-                for item in items
-                if item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
-            )
+            yield prefix, [item for item in items if _is_entry_file(item)]
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:

@@ -122,7 +122,8 @@ def test_an_unchanged_entries_folder_is_not_listed_again(kb: KnowledgeBase) -> N
 def test_a_recently_changed_entries_folder_is_listed_by_every_command(kb: KnowledgeBase) -> None:
     # Within the same tick of the clock a new file may leave the folder's time as it was: no mark is kept.
     write_entry(kb, "2026-11-01-indexed-000001", "Indexed run", recorded="2026-11-01T00:00:00Z", status="completed")
-    moments_ago = time.time_ns() + 10**9  # as the command starts (however long a busy machine takes to start it)
+    # Changed as the command starts, however long a busy machine takes to start it: a time not well before then.
+    moments_ago = time.time_ns() + 60 * 10**9
     os.utime(kb.entries_path, ns=(moments_ago, moments_ago))
     assert run_kb("ls").returncode == 0
     assert not (kb.cache_path / LOOKED).exists()

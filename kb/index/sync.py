@@ -20,7 +20,8 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -154,8 +155,7 @@ def _sync(
     digest = None
     vouched = False  # by the digest stored: nothing changed
     if changed is None:  # every file
-        with contextlib.ExitStack() as folders:
-            present = _present(_every_file(kb, folders))
+        present = _every_file(kb)
         # One digest of every file's path, size and time tells an unchanged folder without reading the manifest.
         digest = _digest(present)
         vouched = digest == _stored_digest(db)
@@ -164,11 +164,12 @@ def _sync(
         ordered = sorted(changed, key=kb.scan_order)
         signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
-        present = _present(
-            (relative, str(kb.entries_path / relative), partial(os.stat, kb.entries_path / relative))
+        present = [
+            (relative, path, signature)
             for relative in ordered
             if kb.is_entry_path(relative)
-        )
+            and (signature := _signature(path := str(kb.entries_path / relative))) is not None
+        ]
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
     for relative, path, signature in present:
@@ -274,41 +275,40 @@ def _sync(
         raise
 
 
-def _every_file(
-    kb: KnowledgeBase, folders: contextlib.ExitStack
-) -> Iterator[tuple[str, str, Callable[[], os.stat_result]]]:
-    """(path relative to entries/, path, stat call) of every entry file (kb.scan). Each file is looked up from its
-    folder (one name to resolve, not the whole path: 0.6 s instead of 0.9 s for 100,000 stat calls here)."""
-    if os.stat not in os.supports_dir_fd:
-        yield from ((relative, item.path, item.stat) for relative, item in kb.scan())
-        return
-    opened: dict[str, int] = {}
-    for relative, item in kb.scan():
-        folder = relative[: -len(item.name)]
-        fd = opened.get(folder)
-        if fd is None:
-            fd = opened[folder] = os.open(kb.entries_path / folder, os.O_RDONLY)
-            folders.callback(os.close, fd)
-        yield relative, item.path, partial(os.stat, item.name, dir_fd=fd)
-
-
-def _present(listing: Iterable[tuple[str, str, Callable[[], os.stat_result]]]) -> list[tuple[str, str, _Signature]]:
-    """(path relative to entries/, path, (size, mtime_ns)) of each listed entry file still there, and a file."""
+def _every_file(kb: KnowledgeBase) -> list[tuple[str, str, _Signature]]:
+    """(path relative to entries/, path, signature) of every entry file (kb.scan), each looked up from its folder
+    (one name to resolve, not the whole path: 0.6 s instead of 0.9 s for 100,000 lookups here)."""
     present = []
-    for relative, path, stat_of in listing:
+    for prefix, files in kb.scan_folders():
         try:
-            stat = stat_of()
-        except GONE:  # deleted or renamed since the folder was listed: gone, not damage
+            folder = os.open(kb.entries_path / prefix, os.O_RDONLY)
+        except GONE:
             continue
-        if not S_ISDIR(stat.st_mode):  # a journaled name that is a folder now
-            present.append((relative, path, (stat.st_size, stat.st_mtime_ns)))
+        try:
+            for item in files:
+                signature = _signature(item.name, folder)
+                if signature is not None:
+                    present.append((prefix + item.name, item.path, signature))
+        finally:
+            os.close(folder)
     return present
+
+
+def _signature(path: str, folder: int | None = None) -> _Signature | None:
+    """A file's (size, mtime_ns) (`path` relative to the `folder` descriptor, if given); None when it is gone
+    (deleted or renamed since it was listed: not damage) or a folder now (a journaled name)."""
+    try:
+        found = os.stat(path, dir_fd=folder)
+    except GONE:
+        return None
+    return None if S_ISDIR(found.st_mode) else (found.st_size, found.st_mtime_ns)
 
 
 def _digest(present: list[tuple[str, str, _Signature]]) -> str:
     """Of every file's path, size and time, in scan order."""
-    lines = "".join(f"{relative}\0{size}\0{mtime}\n" for relative, _, (size, mtime) in present)
-    return hashlib.blake2b(lines.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    names = "\0".join([relative for relative, _, _ in present]).encode("utf-8", "surrogateescape")
+    numbers = array("q", [number for _, _, signature in present for number in signature])
+    return hashlib.blake2b(names + numbers.tobytes(), digest_size=16).hexdigest()
 
 
 def _signatures(db: sqlite3.Connection) -> dict[str, _Signature]:
