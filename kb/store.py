@@ -31,10 +31,6 @@ TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
 
 
-def _is_entry_file(item: os.DirEntry) -> bool:
-    return item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
-
-
 def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
     """Whether scan() enters a folder: not hidden, and not an entry's attachment folder (beside <name>.md)."""
     return not folder.name.startswith(".") and f"{folder.name}.md" not in files
@@ -150,7 +146,14 @@ class KnowledgeBase:
         """scan() a folder at a time: (folder relative to entries/, "" or "2026/", and its entry files)."""
         top = str(self.entries_path / under)
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
-            yield prefix, [item for item in items if _is_entry_file(item)]
+            yield (
+                prefix,
+                [
+                    item
+                    for item in items
+                    if item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
+                ],
+            )
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:

@@ -172,12 +172,14 @@ def _sync(
         ]
     seen: set[str] = set()
     candidates: list[tuple[str, Path]] = []
+    looked: dict[str, _Signature] = {}  # each candidate's size and time as looked at
     for relative, path, signature in present:
         seen.add(relative)
         if vouched or signatures.get(relative) == signature:  # as git's index: same size and time
             report.unchanged += 1
         else:
             candidates.append((relative, Path(path)))
+            looked[relative] = signature
     gone = [relative for relative in signatures if relative not in seen]
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
@@ -258,9 +260,12 @@ def _sync(
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
         if digest is not None:  # the manifest as it is now, every file looked at
-            written = {row[0]: (row[1], row[2]) for row in files}
-            after = [(r, path, written.get(r, signature)) for r, path, signature in present if r in seen]
-            _store_digest(db, _digest(after))
+            if len(seen) < len(present) or any(looked[row[0]] != (row[1], row[2]) for row in files):
+                # Changed again, or gone, between the look and the read: as read.
+                written = {row[0]: (row[1], row[2]) for row in files}
+                present = [(r, path, written.get(r, signature)) for r, path, signature in present if r in seen]
+                digest = _digest(present)
+            _store_digest(db, digest)
         elif files or gone:  # the digest stored no longer tells this manifest
             _store_digest(db, None)
         if now != position:
