@@ -23,12 +23,10 @@ def writer_of(temporary: Path) -> int | None:
 
 def temporaries(folder: Path, pid: int | None = None) -> list[Path]:
     """The temporary files in `folder` (only writer `pid`'s, if given). A writer killed between writing one
-    and renaming it leaves it behind; a live writer's are in use, so only remove those of a dead one."""
-    try:
-        # The cheap test first: at 100,000 entries, sorting and matching every name took 0.2 s per command.
-        names = sorted(name for name in os.listdir(folder) if name.startswith(".") and name.endswith(".tmp"))
-    except OSError:
-        return []
+    and renaming it leaves it behind; a live writer's are in use, so only remove those of a dead one.
+    A folder that cannot be listed raises OSError."""
+    # The cheap test first: at 100,000 entries, sorting and matching every name took 0.2 s per command.
+    names = sorted(name for name in os.listdir(folder) if name.startswith(".") and name.endswith(".tmp"))
     writers = [(folder / name, writer_of(folder / name)) for name in names]
     return [path for path, writer in writers if writer is not None and pid in (None, writer)]
 

@@ -62,8 +62,9 @@ def remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
     if not _gone(pid):
         return  # the pid is another process's now, and its temporary files may be in use
     for folder in {(entry.path or kb.entry_path(entry.id)).parent, kb.attachments_path(entry)}:
-        for path in atomic.temporaries(folder, pid):
-            _remove(path)
+        with contextlib.suppress(OSError):  # gone, or unreadable: nothing to remove there
+            for path in atomic.temporaries(folder, pid):
+                _remove(path)
 
 
 def remove_unpublished(kb: KnowledgeBase) -> None:
@@ -81,7 +82,10 @@ def remove_unpublished(kb: KnowledgeBase) -> None:
     if _marked(mark) == changed:
         return
     began = time.time_ns()
-    found = atomic.temporaries(folder)
+    try:
+        found = atomic.temporaries(folder)
+    except OSError:  # not listed: nothing is known, so nothing is marked
+        return
     for path in found:
         try:
             entry = Entry.parse(path.read_text("utf-8"), path)

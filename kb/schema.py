@@ -31,10 +31,7 @@ _FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z|[-+]
 
 @cache
 def entry_schema() -> dict[str, Any]:
-    from importlib import resources  # only an entry read or written needs it
-
-    text = resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return json.loads(schema_path().read_text("utf-8"))
 
 
 def clipped(text: str, most: int) -> str:
@@ -44,7 +41,7 @@ def clipped(text: str, most: int) -> str:
 
 def schema_path() -> Path:
     """Where the schema file lies, for editors and for `kb schema`."""
-    from importlib import resources
+    from importlib import resources  # only an entry read or written needs it
 
     return Path(str(resources.files("kb").joinpath("schemas", f"entry-v{SCHEMA_VERSION}.schema.json")))
 

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.index import fulltext
+from kb.index import fulltext, parse
+from kb.index import sync as sync_module
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
@@ -328,6 +329,8 @@ def test_a_bad_query_or_filter_is_a_clear_error(sample: KnowledgeBase) -> None:
         assert too_long.stderr.count("\n") == 1
         too_many = run_kb(*command, "--limit", str(2**63))
         assert too_many.stderr == f"kb: error: --limit {2**63}: give at most {2**63 - 1}\n"
+        most = run_kb(*command, "--limit", str(2**63 - 1), "--json")
+        assert most.returncode == 0 and most.stderr == "", most.stderr
 
 
 def test_queries_do_not_import_heavy_modules_before_they_need_them() -> None:
@@ -354,14 +357,56 @@ def test_an_unchanged_folder_is_told_by_one_digest_without_reading_the_manifest(
     write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
     assert sync(kb).added == 2
     db = connect(index_path(kb.cache_path))
+    (digest,) = db.execute("SELECT digest FROM files_digest").fetchone()
     with db:  # a manifest row no sync wrote: were the manifest read, this file would be read again
         db.execute("UPDATE files SET size = 0 WHERE path = ?", [first.name])
+        db.execute("INSERT INTO files_digest VALUES (?)", [digest])  # (the change dropped it)
     assert (sync(kb).unchanged, sync(kb).updated) == (2, 0)
     assert db.execute("SELECT size FROM files WHERE path = ?", [first.name]).fetchone() == (0,)
     first.write_text(first.read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # any change: the digest differs
     report = sync(kb)
     assert (report.updated, report.unchanged) == (1, 1)
     assert [row["id"] for row in json_data(run_kb("search", "quokka", "--json").stdout)] == ["2026-01-01-first-000001"]
+    db.close()
+
+
+def test_the_digest_stored_is_of_the_files_as_read_when_one_changed_after_the_look(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    read = parse.read
+
+    def edited_between_the_look_and_the_read(job: parse.Job) -> parse.Read:
+        if job[0] == first:
+            first.write_text(first.read_text() + "\nwombat\n")
+        return read(job)
+
+    monkeypatch.setattr(parse, "read", edited_between_the_look_and_the_read)
+    assert sync(kb).added == 2
+    monkeypatch.setattr(parse, "read", read)
+    db = connect(index_path(kb.cache_path))
+    manifest = [(path, "", (size, mtime)) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")]
+    assert db.execute("SELECT digest FROM files_digest").fetchone() == (sync_module._digest(sorted(manifest)),)
+    db.close()
+    report = sync(kb)  # the digest of what was read matches the folder now: nothing to look at again
+    assert (report.updated, report.unchanged) == (0, 2)
+
+
+def test_any_write_to_the_manifest_drops_the_digest(kb: KnowledgeBase) -> None:
+    # Whoever writes it (a kb from before the digest, a migration that has every entry read again).
+    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    sync(kb)
+    db = connect(index_path(kb.cache_path))
+    for statement in (
+        "UPDATE files SET size = -1",
+        "DELETE FROM files",
+        "INSERT INTO files (path, size, mtime_ns, sha256) VALUES ('x.md', 1, 1, '')",
+    ):
+        db.execute("INSERT INTO files_digest VALUES ('d')")
+        with db:
+            db.execute(statement)
+        assert db.execute("SELECT count(*) FROM files_digest").fetchone() == (0,), statement
     db.close()
 
 

@@ -127,3 +127,23 @@ def test_a_recently_changed_entries_folder_is_listed_by_every_command(kb: Knowle
     os.utime(kb.entries_path, ns=(moments_ago, moments_ago))
     assert run_kb("ls").returncode == 0
     assert not (kb.cache_path / LOOKED).exists()
+
+
+def test_a_folder_that_could_not_be_listed_is_listed_again(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Out of file descriptors, say: nothing was found because nothing was looked at.
+    from kb import atomic, orphans
+
+    settled = time.time_ns() - 3600 * 10**9
+    left = _dead_writers_temporary(kb)
+    os.utime(kb.entries_path, ns=(settled, settled))
+    kb.ensure_cache()
+
+    def out_of_descriptors(folder: object) -> list[str]:
+        raise OSError(24, "Too many open files")
+
+    with monkeypatch.context() as failing:
+        failing.setattr(atomic.os, "listdir", out_of_descriptors)
+        orphans.remove_unpublished(kb)
+    assert left.exists() and not (kb.cache_path / LOOKED).exists()
+    orphans.remove_unpublished(kb)
+    assert not left.exists()

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kb.index import sync as sync_module
+from kb.index import watch
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
@@ -203,9 +205,12 @@ def test_a_journal_line_that_does_not_read_means_a_full_look(kb: KnowledgeBase, 
     assert sync(kb).updated == 0  # the full look's position was stored: the journal vouches again
 
 
-def test_a_sync_that_finds_nothing_changed_writes_nothing(kb: KnowledgeBase, watcher) -> None:
+def test_a_sync_that_finds_nothing_changed_writes_nothing(
+    kb: KnowledgeBase, watcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Each sync leaves its cookie in the journal, so the position it read up to moves on every command;
     # storing it took a write transaction per command.
+    monkeypatch.setattr(watch, "COOKIE_WAIT_S", 60.0)  # a busy machine's watcher answers late, not never
     sync(kb)
     written = {path.name: path.stat().st_mtime_ns for path in kb.cache_path.glob("index.db*")}
     for _ in range(3):
@@ -232,3 +237,24 @@ def test_a_file_put_back_as_it_was_after_the_watcher_stopped_is_indexed_again(kb
     assert first.stat().st_size == before.st_size
     assert sync(kb).updated == 1
     assert _found(kb, "manticore") == []
+
+
+def test_the_journal_position_is_stored_once_it_falls_far_enough_behind(
+    kb: KnowledgeBase, watcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watch, "COOKIE_WAIT_S", 60.0)
+    sync(kb)
+    stored = _position(kb)
+    sync(kb)
+    assert _position(kb) == stored  # a cookie's line behind: left so
+    monkeypatch.setattr(sync_module, "POSITION_SLACK", 1)
+    sync(kb)
+    assert _position(kb)[1] > stored[1]  # past the slack: stored, so the journal read again stays short
+
+
+def _position(kb: KnowledgeBase) -> tuple[str, int]:
+    db = connect(index_path(kb.cache_path))
+    try:
+        return db.execute("SELECT token, offset FROM watch_position").fetchone()
+    finally:
+        db.close()

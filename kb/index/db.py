@@ -148,8 +148,6 @@ def _read_every_entry_again(db: Database) -> None:
     the entries of files that went meanwhile (an emptied manifest left those in the index for good)."""
     db.execute("UPDATE files SET size = -1, sha256 = ''")
     db.execute("DELETE FROM watch_position")
-    if db["files_digest"].exists():  # it would say nothing changed
-        db.execute("DELETE FROM files_digest")
 
 
 def m003_fulltext(db: Database) -> None:
@@ -270,8 +268,13 @@ def m006_fulltext_joined_classes(db: Database) -> None:
 
 def m007_files_digest(db: Database) -> None:
     # One digest of the whole manifest (each file's path, size and time, in scan order): a sync that looks at every
-    # file tells an unchanged folder without reading the manifest back (kb/index/sync.py). At most one row.
+    # file tells an unchanged folder without reading the manifest back (kb/index/sync.py). At most one row. Any
+    # change to the manifest empties it, whoever makes it (an older kb too); a full look stores it again last.
     db.execute("CREATE TABLE files_digest (digest TEXT NOT NULL)")
+    for event in ("INSERT", "UPDATE", "DELETE"):
+        db.execute(
+            f"CREATE TRIGGER files_digest_{event.lower()} AFTER {event} ON files BEGIN DELETE FROM files_digest; END"
+        )
 
 
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.

@@ -182,7 +182,7 @@ def _top_by_words(db: sqlite3.Connection, match: str, limit: int, columns: str) 
     table = fulltext.TABLE
     top = db.execute(
         f"SELECT rowid, rank, {fulltext.snippet_sql(match)} FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
-        [match, limit + TIE_ROOM],
+        [match, min(limit + TIE_ROOM, MAX_LIMIT)],
     ).fetchall()
     if len(top) > limit:
         tied = [row for row in top if row[1] <= top[limit - 1][1]]  # the best, and all that tie with the last

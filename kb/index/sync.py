@@ -8,7 +8,7 @@ back. Added, edited, deleted and renamed files are all picked up, so an entry ed
 git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it. The
 entries' rows, their words (the full-text table) and the manifest change in one transaction, written in
 batches as the files are parsed, so that memory does not grow with the knowledge base; a sync that finds
-nothing changed writes nothing.
+nothing changed writes nothing (but the digest, when none matched).
 """
 
 from __future__ import annotations
@@ -266,8 +266,6 @@ def _sync(
                 present = [(r, path, written.get(r, signature)) for r, path, signature in present if r in seen]
                 digest = _digest(present)
             _store_digest(db, digest)
-        elif files or gone:  # the digest stored no longer tells this manifest
-            _store_digest(db, None)
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -312,7 +310,7 @@ def _signature(path: str, folder: int | None = None) -> _Signature | None:
 def _digest(present: list[tuple[str, str, _Signature]]) -> str:
     """Of every file's path, size and time, in scan order."""
     names = "\0".join([relative for relative, _, _ in present]).encode("utf-8", "surrogateescape")
-    numbers = array("q", [number for _, _, signature in present for number in signature])
+    numbers = array("q", [len(present), *(number for _, _, signature in present for number in signature)])
     return hashlib.blake2b(names + numbers.tobytes(), digest_size=16).hexdigest()
 
 
@@ -326,22 +324,20 @@ def _stored_digest(db: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _store_digest(db: sqlite3.Connection, digest: str | None) -> None:
+def _store_digest(db: sqlite3.Connection, digest: str) -> None:
     db.execute("DELETE FROM files_digest")
-    if digest is not None:
-        db.execute("INSERT INTO files_digest (digest) VALUES (?)", [digest])
+    db.execute("INSERT INTO files_digest (digest) VALUES (?)", [digest])
 
 
 def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
-    """Whether the stored journal position may stay as it is: the same, or a little behind in the same journal.
+    """Whether the stored journal position may stay a little behind where a sync read the journal up to (from that
+    position, so in the same journal).
 
     With kb watch every command adds its cookie to the journal, so the position moves though no file changed;
     storing it each time took a write transaction per command. The next sync reads again from the stored
     position, and what it finds again has been indexed already (its files' signatures match).
     """
-    if now is None or position is None:
-        return now == position
-    return now[0] == position[0] and 0 <= now[1] - position[1] < POSITION_SLACK
+    return now is not None and position is not None and 0 <= now[1] - position[1] < POSITION_SLACK
 
 
 def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
