@@ -26,7 +26,6 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kb import atomic, usercache
 from kb.redact import redact_env
 
 DEFAULT_PACKAGES: tuple[str, ...] = (
@@ -101,7 +100,6 @@ DEFAULT_ENV_PREFIXES: tuple[str, ...] = (
 )
 
 VERSIONS_TIMEOUT_S = 5.0
-KEPT_LOOKUPS = 16
 GIT_TIMEOUT_S = 5.0
 DIFF_CAP_BYTES = 5 * 1024 * 1024
 GIB = 1024**3
@@ -278,38 +276,9 @@ def _versions_from(found: Any) -> dict[str, str]:
 
 
 def _lookup_here(packages: Sequence[str]) -> dict[str, str]:
-    return _versions_from(_lookup_kept(list(packages)))
-
-
-def _lookup_kept(packages: list[str]) -> Any:
-    """The lookup in this interpreter, kept in kb's cache for as long as no folder on sys.path changes:
-    installing, upgrading or removing a distribution makes or removes its metadata folder there, which moves
-    the folder's modification time. Looking up took 0.07 s of a recording's start (importlib.metadata)."""
-    key = json.dumps([sys.executable, packages, [[entry, _modified(entry)] for entry in sys.path]])
-    path = usercache.folder("versions") / "lookups.json"
-    try:
-        kept = json.loads(path.read_text("utf-8"))
-        if not isinstance(kept, dict):
-            kept = {}
-    except (OSError, ValueError):
-        kept = {}
-    if key in kept:
-        return kept[key]
     namespace: dict[str, Any] = {}
     exec(_LOOKUP_SOURCE, namespace)  # our own constant source, the one the subprocess runs
-    found = namespace["lookup"](packages)
-    kept = dict(list(kept.items())[-(KEPT_LOOKUPS - 1) :]) | {key: found}  # the latest few interpreters and paths
-    with contextlib.suppress(OSError):  # a read-only home: looked up again next time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, json.dumps(kept))
-    return found
-
-
-def _modified(entry: str) -> int | None:
-    try:
-        return os.stat(entry or ".").st_mtime_ns
-    except OSError:
-        return None
+    return _versions_from(namespace["lookup"](list(packages)))
 
 
 def _lookup_in(python: str, packages: Sequence[str]) -> dict[str, str]:

@@ -18,7 +18,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kb import usercache
 from kb.errors import EntryError, Problem
 from kb.frontmatter import Lines, Plain, dotted
 
@@ -248,7 +247,7 @@ def _fast_validator() -> Any:
     schema = entry_schema()
     key = json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION + "named-f"  # files with `validate`, f-strings
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    path = usercache.folder("validators") / f"entry_v{SCHEMA_VERSION}_{digest}.py"
+    path = _cache_folder() / f"entry_v{SCHEMA_VERSION}_{digest}.py"
     try:
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -274,6 +273,11 @@ _FORMAT_LOCALS = re.compile(r'"((?:[^"\\]|\\.)*)"\.format\(\*\*locals\(\)\)')
 def _without_locals(code: str) -> str:
     """The same code with each such string as an f-string, which reads only the names it holds."""
     return _FORMAT_LOCALS.sub(r'f"\1"', code)
+
+
+def _cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kb" / "validators"
 
 
 @cache
