@@ -116,9 +116,11 @@ def lookup(names):
     versions = {"python": platform.python_version()}
     for name in names:
         try:
-            versions[name] = metadata.version(name)
+            version = metadata.version(name)
         except Exception:
-            pass
+            continue
+        if isinstance(version, str):  # None while an install has made the folder and not yet written METADATA
+            versions[name] = version
     try:
         version_py = str(metadata.distribution("torch").locate_file("torch/version.py"))
     except Exception:

@@ -66,6 +66,14 @@ def test_versions_in_this_interpreter_come_from_the_command() -> None:
     assert all(isinstance(value, str) for value in versions.values())
 
 
+def test_a_distribution_being_installed_has_no_version_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pip makes the metadata folder before it writes METADATA: importlib.metadata then finds no version (None).
+    (tmp_path / "kb_test_half-1.0.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    versions, _ = package_versions(["kb-test-half", "pytest"], None)
+    assert "kb-test-half" not in versions and versions["pytest"] == importlib.metadata.version("pytest")
+
+
 def test_torch_build_info_is_read_without_importing_torch() -> None:
     versions, _ = package_versions(["torch"], None)
     # torch/version.py run on its own, as a cross-check that needs no `import torch` either
