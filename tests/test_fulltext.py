@@ -509,7 +509,8 @@ _FIELDED = st.builds(
     st.sampled_from(["neuron", "compile_timeout", "cold", "torch=2.9.0", "OOM", "the", "flex-attention"] * 3
                     + ["AND", "2026-11", "a*", ""]),
 )  # fmt: skip
-_PHRASES = st.lists(st.sampled_from(["flex", "attention", "the", "torch=2.9.0", "é", "x_y"] * 3 + ["OR", ":"]),
+_PHRASES = st.lists(st.sampled_from(["flex", "attention", "the", "torch=2.9.0", "é", "x_y"] * 3
+                                    + ["OR", ":", "a\xa0b", "a\nb", "a\tb", "a\u3000b"]),
                     max_size=3).map(lambda words: '"' + " ".join(words) + '"')  # fmt: skip
 SIMPLE_QUERIES = st.lists(
     st.one_of(_WORDS, _FIELDED, _FIELDED, _PHRASES, _PHRASES, st.sampled_from(['"open', 'a"b'])), min_size=1, max_size=4

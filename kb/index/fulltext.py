@@ -344,7 +344,8 @@ def _plain_words(query: str) -> list[str] | None:
 # A query of plain words, `field:word` terms and quoted phrases of plain words, all of them required, is read
 # here as Whoosh reads it (its leaves, aliases resolved, a one-word phrase a word, a leaf given twice once):
 # tests/test_fulltext.py compares the two on generated queries.
-_SIMPLE_TOKEN = re.compile(r'"[^"]*"(?=\s|\Z)|[^\s"]+')
+_SIMPLE_TOKEN = re.compile(r'"[^"\n]*"(?=\s|\Z)|[^\s"]+')
+_PHRASE_BLANK = re.compile(r"[^\S \t\r]")  # Whoosh splits a phrase at space, tab and CR only (and ends it at LF)
 _FIELD_NAMES = {name: name for name in DEFAULT_FIELDS} | {a: name for name, names in ALIASES.items() for a in names}
 _Leaf = tuple[str, tuple[str, ...]]  # (field, its words): one word a term, more a phrase
 
@@ -358,7 +359,7 @@ def _simple_leaves(query: str) -> list[_Leaf] | None:
     for token in tokens:
         if token.startswith('"'):
             words = tuple(token[1:-1].split())
-            if not words or not all(_is_plain(word) for word in words):
+            if not words or _PHRASE_BLANK.search(token) or not all(_is_plain(word) for word in words):
                 return None
             leaves.append((_DEFAULT, words))
             continue
