@@ -336,7 +336,7 @@ def _plain_words(query: str) -> list[str] | None:
     """The words of a query of plain words only (Whoosh would read it as all of them, AND), else None."""
     _check_text(query)
     words = list(dict.fromkeys(query.split()))  # a word twice is one condition, as Whoosh has it
-    if all(_PLAIN.fullmatch(word) and word not in _OPERATORS for word in words):
+    if all(_is_plain(word) for word in words):
         return words
     return None
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import sqlite3
 import sys
@@ -309,6 +308,8 @@ def _signature(path: str, folder: int | None = None) -> _Signature | None:
 
 def _digest(present: list[tuple[str, str, _Signature]]) -> str:
     """Of every file's path, size and time, in scan order."""
+    import hashlib  # here: with kb watch a command never hashes (hashlib loads OpenSSL, 0.01 s)
+
     names = "\0".join([relative for relative, _, _ in present]).encode("utf-8", "surrogateescape")
     numbers = array("q", [len(present), *(number for _, _, signature in present for number in signature)])
     return hashlib.blake2b(names + numbers.tobytes(), digest_size=16).hexdigest()
