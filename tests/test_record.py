@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -140,6 +141,27 @@ def test_signal_to_kb_is_forwarded_and_recorded(kb: KnowledgeBase, signum: int) 
     name = signal.Signals(signum).name
     assert entry.data["failure"]["class"] == "interrupted"
     assert entry.data["failure"]["message"] == f"{name} sent to kb record and passed on to the command"
+
+
+def test_a_recording_suspended_and_resumed_still_passes_signals_on(kb: KnowledgeBase) -> None:
+    # Ctrl-Z then `fg`: a stop longer than a second once broke kb's signal waiter (Python's sigtimedwait
+    # returns garbage after an interrupted wait whose time ran out), and later signals were never passed on.
+    proc = start_recording()
+    command = psutil.Process(proc.pid).children()[0]
+    os.kill(proc.pid, signal.SIGSTOP)
+    command.suspend()
+    time.sleep(1.5)
+    command.resume()
+    os.kill(proc.pid, signal.SIGCONT)
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        _out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        command.kill()  # the signal was never passed on
+        raise
+    assert "Exception in thread" not in err, err
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert only_entry(kb).status == "interrupted"
 
 
 def test_sigkill_of_kb_leaves_a_running_entry_that_later_reads_as_killed(kb: KnowledgeBase) -> None:
