@@ -5,8 +5,9 @@ metric and a file, writes a large log and exits 0 or 3) and sends SIGINT, SIGTER
 the command at a random moment within one stage of the recording (the stages in turn, so that every one
 is aimed at; how long each lasts here is measured first). To know which stage the signal hit, the test
 freezes kb and everything under it (SIGSTOP), reads the stage off the disk (is there an entry yet, what
-status it has, how far the command got), sends the signal and lets them all go on (SIGCONT): a frozen
-process takes the signal exactly where it stopped, so the stage seen is the stage hit.
+status it has, how far the command got), sends the signal and lets them all go on (SIGCONT), kb first and
+the command once kb has passed the signal on: a frozen process takes the signal exactly where it stopped,
+so the stage seen is the stage hit.
 
 Afterwards `kb check` (which settles entries whose kb died) must pass, every entry must load, no
 temporary file may be left, the output log must hold the command's lines in order, and the status must
@@ -48,6 +49,7 @@ SEED = int(os.environ.get("KB_FAULT_SEED") or random.randrange(1 << 32))
 FINALISING_TRIES = 5  # a round that waits for the finalising stage may still find kb past it
 ATOMIC_WRITE_TRIES = 10  # an atomic write lasts milliseconds: a round may miss it
 EXIT_S = 120  # how long kb may take to end after the signal before the round counts as hung
+FORWARD_S = 2.0  # how long a stopped command waits for the signal kb may pass on, before it is thawed anyway
 
 STARTING = "kb starting, no entry yet"
 BEFORE = "entry written, command not started"
@@ -287,11 +289,34 @@ def strike(kb: KnowledgeBase, proc: subprocess.Popen, plan: Round) -> list[psuti
         plan.in_atomic_write = bool(litter(kb))
         plan.sent = plan.stage != EXITED and send(proc.pid, plan, command)
     finally:
+        # kb first, its children once kb has passed the signal on: a command thawed first could finish in
+        # between, and kb rightly leaves a signal that comes after the command ended without effect.
+        os.kill(proc.pid, signal.SIGCONT)
+        if plan.sent and plan.target == "kb" and plan.signum != signal.SIGKILL:
+            wait_forwarded(proc, children, plan.signum)
         for child in children:
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.resume()
-        os.kill(proc.pid, signal.SIGCONT)
     return children
+
+
+def wait_forwarded(proc: subprocess.Popen, children: list[psutil.Process], signum: int) -> None:
+    """Until the stopped command holds `signum` pending (kb forwarded it), kb ends, or FORWARD_S passes."""
+    command = next((child for child in children if is_command(child)), None)
+    if command is None:
+        return
+    deadline = time.monotonic() + FORWARD_S
+    poll_until(proc, lambda: signum in pending_signals(command.pid) or time.monotonic() >= deadline)
+
+
+def pending_signals(pid: int) -> set[int]:
+    """The signals sent to pid and not yet taken (it is stopped): /proc's ShdPnd mask, bit n-1 for signal n."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return set()
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("ShdPnd:")), 16)
+    return {number + 1 for number in range(64) if mask >> number & 1}
 
 
 def wait_for_command(proc: subprocess.Popen, plan: Round) -> psutil.Process | None:
