@@ -5,13 +5,13 @@ markup string, so `[/...]` in a message is printed, not parsed) and through `saf
 control character visible (an ESC from an entry never reaches the reader's terminal).
 
 In a terminal, tables fit its width (titles are cut last, with an ellipsis); in a pipe, lists are one
-tab-separated line per row, without padding or wrapping, so `grep`, `cut` and `awk` see whole rows.
+tab-separated line per row, without padding or wrapping, so `grep`, `cut` and `awk` see whole rows
+(kb.plain writes those, and a command whose output certainly goes to no terminal does not import this).
 """
 
 from __future__ import annotations
 
 import io
-import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -23,30 +23,13 @@ from rich.text import Text
 from kb import humanize
 from kb.entry import Entry
 from kb.ids import short_id
+from kb.plain import STATUS_STYLE, list_columns, safe, write_lines
 from kb.sections import IDENTITY, SECTIONS, flatten
 
-STATUS_STYLE = {"completed": "green", "failed": "red", "killed": "red", "interrupted": "yellow", "running": "cyan"}
 PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
 MIN_TITLE = 28  # columns kept for a title before other columns are left out
 GAP = "  "
 HEADLINE_STYLE = {"failure": "red", "why": "red", "environment": "yellow", "reported": "yellow"}
-
-# C0 and C1 controls, DEL, bidirectional overrides and isolates (they reorder what a reader sees), the BOM,
-# and lone surrogates (bytes that were not UTF-8, which a terminal cannot be sent at all).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
-_LINE_BREAKS = re.compile("\r\n|[\t\n\r\x0b\x0c\x85\u2028\u2029]")
-
-
-def safe(text: Any, *, one_line: bool = False) -> str:
-    """Text from an entry as data for the terminal: each control character shown as its escape (\\x1b);
-    with `one_line`, tabs and line breaks become spaces (a row stays one row)."""
-    value = _LINE_BREAKS.sub(" ", str(text)) if one_line else str(text).replace("\r\n", "\n")
-    return _CONTROL.sub(_visible, value)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def data(text: Any, style: str = "", *, one_line: bool = True) -> Text:
@@ -78,7 +61,7 @@ def emit_rows(db: Any, rows: list[dict[str, Any]], table: Callable[[Callable[[st
               lines: Callable[[], list[str]]) -> None:  # fmt: skip
     """A list: in a terminal, `table` with short ids (whole where a suffix is shared); in a pipe, `lines`."""
     if not is_terminal():
-        sys.stdout.write("".join(line + "\n" for line in lines()))
+        write_lines(lines())
         return
     from functools import partial
 
@@ -101,44 +84,13 @@ def kind_text(kind: str, source: str | None) -> Text:
 # Lists: kb ls and kb search
 
 
-class Column:
-    """One column of a list: its header, its cell for a row, how soon it is left out when space runs short."""
-
-    def __init__(self, header: str, cell: Callable[[dict[str, Any]], Text], drop: int, limit: int = 0) -> None:
-        self.header, self.cell, self.drop, self.limit = header, cell, drop, limit
-
-
-def _list_columns(sorted_by: str | None, short: Callable[[str], str], full_ids: bool) -> list[Column]:
-    """Columns of `kb ls`; `drop` orders what goes first when the terminal is narrow (0: never)."""
-    columns = [
-        Column("id", lambda r: data(r["id"] if full_ids else short(r["id"]), "bold"), 0),
-        Column("status", lambda r: status_text(r["status"]), 9),
-        Column("kind", lambda r: kind_text(r["kind"], r.get("source")), 6),
-        Column("workload", lambda r: data(r.get("workload") or ""), 5, limit=20),
-        Column("backend", lambda r: data(r.get("backend") or ""), 2, limit=12),
-        Column("mode", lambda r: data(r.get("mode") or ""), 1, limit=10),
-        Column("failure", lambda r: data(r.get("failure_class") or "", "red"), 7, limit=18),
-        Column("wall", lambda r: Text(humanize.duration(r["wall_s"]) if r.get("wall_s") is not None else ""), 3),
-    ]
-    if sorted_by:
-        header = sorted_by.split(".", 1)[-1]  # metric.tokens_per_s: the name says enough
-        columns.append(Column(header, lambda r: Text(_sort_value(sorted_by, r.get("sort_value"))), 8, limit=24))
-    return columns
-
-
-def _sort_value(sort: str, value: Any) -> str:
-    if value is None:
-        return ""
-    return humanize.duration(value) if sort.startswith("timing") else humanize.number(value)
-
-
 def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None, *, short: Callable[[str], str] = short_id,
                width: int | None = None) -> Text:  # fmt: skip
     """Index rows as a table that fits `width`: short ids, the title last and cut, not wrapped; columns
     that no row fills are left out, and the least telling ones too when the width runs short."""
     width = width or console().width
-    every = _list_columns(sorted_by, short, False)
-    all_cells = [[_cut(c.cell(row), c.limit) for c in every] for row in rows]
+    every = list_columns(sorted_by, short)
+    all_cells = [[_cut(data(c.text(row), c.style(row)), c.limit) for c in every] for row in rows]
     filled = [n for n in range(len(every)) if any(row_cells[n].plain for row_cells in all_cells)]
     columns = [every[n] for n in filled]
     cells = [[row_cells[n] for n in filled] for row_cells in all_cells]
@@ -155,14 +107,6 @@ def rows_table(rows: list[dict[str, Any]], sorted_by: str | None = None, *, shor
     for row, row_cells in zip(rows, cells, strict=True):
         lines.append(_line([row_cells[i] for i in keep], [widths[i] for i in keep], data(row["title"]), title_width))
     return Text("\n").join(lines)
-
-
-def rows_lines(rows: list[dict[str, Any]], sorted_by: str | None = None) -> list[str]:
-    """Index rows for a pipe: one tab-separated line per row (full id first, title last, whole), no header."""
-    columns = _list_columns(sorted_by, short_id, True)
-    return [
-        "\t".join([*(c.cell(row).plain or "-" for c in columns), safe(row["title"], one_line=True)]) for row in rows
-    ]
 
 
 def _cut(text: Text, limit: int) -> Text:
@@ -201,38 +145,12 @@ def search_results(results: list[tuple[Any, dict[str, Any]]], *, short: Callable
     return Group(*parts)
 
 
-def search_lines(results: list[tuple[Any, dict[str, Any]]]) -> list[str]:
-    """Hits for a pipe: id, status, source, backend, workload, mode, score, title, snippet, tab-separated."""
-    lines = []
-    for hit, row in results:
-        fields = [row["id"], row["status"], row.get("source"), row["backend"], row["workload"], row["mode"]]
-        cells = [safe(v, one_line=True) if v else "-" for v in fields]
-        cells += [
-            f"{hit.score:.2f}",
-            safe(row["title"], one_line=True),
-            safe(hit.snippet.replace("**", ""), one_line=True),
-        ]
-        lines.append("\t".join(cells))
-    return lines
-
-
 def snippet_text(snippet: str) -> Text:
     """A search snippet, its matched words (marked **like this**) in bold and the rest exactly as written."""
     text = Text()
     for index, piece in enumerate(snippet.split("**")):
         text.append(safe(piece, one_line=True), style="bold" if index % 2 else "")
     return text
-
-
-def write_csv(rows: list[dict[str, Any]]) -> None:
-    import csv
-
-    if not rows:
-        return
-    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    # Read in a terminal as often as by a program: an escape sequence in a title is shown, never sent.
-    writer.writerows({k: safe(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
 
 
 # One entry: kb show

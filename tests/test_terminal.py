@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import termios
 
@@ -118,6 +119,17 @@ def test_ls_in_a_pipe_is_one_whole_tab_separated_line_per_entry(shipped: Knowled
     assert "\x1b" not in as_csv and "ddp crash \\x1b]0;pwned\\x07" in as_csv
 
 
+def test_lists_into_a_pipe_do_without_rich_unless_a_variable_asks_for_a_terminal(shipped: KnowledgeBase) -> None:
+    # Importing Rich is a tenth of a second: a list that certainly goes to no terminal is written without it.
+    for args in (["ls"], ["search", "compile"]):
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kb", *args], capture_output=True, text=True)
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
+        assert out.returncode == 0 and "\t" in out.stdout and "rich" not in imported, args
+        # FORCE_COLOR makes the output a terminal's to Rich: then Rich lays it out, colours included
+        forced = run_kb(*args, env={"FORCE_COLOR": "1"})
+        assert "\t" not in forced.stdout and "\x1b[" in forced.stdout, args
+
+
 def test_short_ids_are_taken_by_every_command_and_named_when_ambiguous(shipped: KnowledgeBase) -> None:
     assert run_kb("show", "b5c3dc").stdout.startswith("tiny-lm cpu compiled\n")
     assert run_kb("show", "b5c3").stdout.startswith("tiny-lm cpu compiled\n")  # four characters, as git takes
@@ -220,7 +232,8 @@ _BRACKETED = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(title=_BRACKETED, message=_BRACKETED, body=_BRACKETED)
 def test_bracketed_text_and_control_characters_print_as_written(title: str, message: str, body: str) -> None:
-    from kb.render import entry_view, rows_table, safe
+    from kb.plain import safe
+    from kb.render import entry_view, rows_table
 
     entry = new_entry("2026-12-01-fuzz-abcdef", title or "t", "run", recorded="2026-12-01T00:00:00Z",
                       status="failed", failure={"class": "oom", "message": message})  # fmt: skip

@@ -49,16 +49,21 @@ def register(app: typer.Typer) -> None:
             print_json(rows)
             return
         if csv_:
-            from kb.render import write_csv
+            from kb.plain import write_csv
 
             write_csv(rows)
             return
-        from kb.render import emit_rows, rows_lines, rows_table
-
         if not rows:
             typer.echo(
                 "No entries match." if not chosen.empty() else "No entries yet: kb record -- <command> makes one."
             )
             return
+        from kb.plain import piped, rows_lines, write_lines
+
         sorted_by = sort if "." in sort else None
+        if piped():
+            write_lines(rows_lines(rows, sorted_by))
+            return
+        from kb.render import emit_rows, rows_table
+
         emit_rows(db, rows, lambda short: rows_table(rows, sorted_by, short=short), lambda: rows_lines(rows, sorted_by))

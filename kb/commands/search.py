@@ -55,7 +55,12 @@ def register(app: typer.Typer) -> None:
             better = suggest(db, query)  # from the index's own words: "complie" finds compile
             typer.echo("No entries match." + (f" Did you mean {quoted(better)}?" if better else ""))
             return
-        from kb.render import emit_rows, search_lines, search_results
+        from kb.plain import piped, search_lines, write_lines
+
+        if piped():
+            write_lines(search_lines(results))
+            return
+        from kb.render import emit_rows, search_results
 
         emit_rows(db, [row for _, row in results], lambda short: search_results(results, short=short),
                   lambda: search_lines(results))  # fmt: skip
