@@ -108,23 +108,70 @@ GIB = 1024**3
 _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*t?)?")
 
 # Runs in the command's interpreter (as `-c`) and, exec'd, in this one: one lookup, two places.
+# Distributions are found by their .dist-info folders on sys.path, as importlib.metadata finds them (the first
+# path entry holding one wins; names compared normalised), and the version is the Version header of METADATA.
+# Importing importlib.metadata (with email, zipfile, csv) costs more than the whole look, so it is asked only
+# for names in a layout this does not read: an .egg-info or .egg, or a zip file on the path.
 _LOOKUP_SOURCE = """
 def lookup(names):
+    import os
     import platform
-    from importlib import metadata
+    import re
+    import sys
 
-    versions = {"python": platform.python_version()}
-    for name in names:
+    def key(name):
+        return re.sub(r"[-_.]+", "_", name).lower()
+
+    def header_version(folder):
         try:
-            version = metadata.version(name)
-        except Exception:
+            with open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    if not line.strip():
+                        return None  # the headers end at the first blank line
+                    if line[:8].lower() == "version:":
+                        return line[8:].strip()
+        except OSError:
+            return None  # an install has made the folder and not yet written METADATA
+        return None
+
+    wanted = {key(name): name for name in names}
+    versions = {"python": platform.python_version()}
+    version_py = None
+    settled, elsewhere = set(), []
+    for place in sys.path:
+        try:
+            listing = sorted(os.listdir(place or "."))
+        except OSError:
+            if os.path.isfile(place):
+                elsewhere.extend(k for k in wanted if k not in settled)
+                settled.update(wanted)
             continue
-        if isinstance(version, str):  # None while an install has made the folder and not yet written METADATA
-            versions[name] = version
-    try:
-        version_py = str(metadata.distribution("torch").locate_file("torch/version.py"))
-    except Exception:
-        version_py = None
+        for item in listing:
+            stem, dot, kind = item.rpartition(".")
+            found = key(stem.partition("-")[0])
+            if not dot or kind not in ("dist-info", "egg-info", "egg") or found not in wanted or found in settled:
+                continue
+            settled.add(found)
+            if kind != "dist-info":
+                elsewhere.append(found)
+                continue
+            version = header_version(os.path.join(place or ".", item))
+            if version is not None:
+                versions[wanted[found]] = version
+                if found == "torch":
+                    version_py = os.path.join(place or ".", "torch", "version.py")
+    if elsewhere:
+        from importlib import metadata
+
+        for found in elsewhere:
+            try:
+                version = metadata.version(wanted[found])
+            except Exception:
+                continue
+            if isinstance(version, str):  # None while an install has made the folder and not yet written METADATA
+                versions[wanted[found]] = version
+                if found == "torch":
+                    version_py = str(metadata.distribution("torch").locate_file("torch/version.py"))
     return {"versions": versions, "torch_version_py": version_py}
 """
 _LOOKUP_MAIN = "\nimport json, sys\nprint(json.dumps(lookup(json.loads(sys.argv[1]))))\n"

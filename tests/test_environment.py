@@ -74,6 +74,33 @@ def test_a_distribution_being_installed_has_no_version_yet(tmp_path: Path, monke
     assert "kb-test-half" not in versions and versions["pytest"] == importlib.metadata.version("pytest")
 
 
+def test_every_installed_distribution_has_the_version_importlib_metadata_gives() -> None:
+    names = sorted({dist.metadata["Name"] for dist in importlib.metadata.distributions() if dist.metadata["Name"]})
+    versions, _ = package_versions(names, None)
+    expected = {name: importlib.metadata.version(name) for name in names}
+    assert len(names) > 50 and {name: versions.get(name) for name in names} == expected
+
+
+def test_the_first_folder_on_the_path_wins_and_other_layouts_are_read_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, version in ((first, "2.0"), (second, "1.0")):
+        (folder / "Kb_Test.Shadow-x.dist-info").mkdir(parents=True)
+        (folder / "Kb_Test.Shadow-x.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: kb-test-shadow\nVersion: {version}\n\nVersion: 9.9 in the description\n"
+        )
+    (second / "kb_test_legacy.egg-info").mkdir()  # setup.py develop: PKG-INFO, not METADATA
+    legacy = "Metadata-Version: 1.0\nName: kb-test-legacy\nVersion: 0.3\n"
+    (second / "kb_test_legacy.egg-info" / "PKG-INFO").write_text(legacy)
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    importlib.invalidate_caches()
+    versions, _ = package_versions(["kb-test-shadow", "kb_test_legacy"], None)
+    assert versions["kb-test-shadow"] == importlib.metadata.version("kb-test-shadow") == "2.0"
+    assert versions["kb_test_legacy"] == importlib.metadata.version("kb_test_legacy") == "0.3"
+
+
 def test_torch_build_info_is_read_without_importing_torch() -> None:
     versions, _ = package_versions(["torch"], None)
     # torch/version.py run on its own, as a cross-check that needs no `import torch` either
