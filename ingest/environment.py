@@ -108,10 +108,11 @@ GIB = 1024**3
 _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*t?)?")
 
 # Runs in the command's interpreter (as `-c`) and, exec'd, in this one: one lookup, two places.
-# Distributions are found by their .dist-info folders on sys.path, as importlib.metadata finds them (the first
-# path entry holding one wins; names compared normalised), and the version is the Version header of METADATA.
-# Importing importlib.metadata (with email, zipfile, csv) costs more than the whole look, so it is asked only
-# for names in a layout this does not read: an .egg-info or .egg, or a zip file on the path.
+# Distributions are found by their .dist-info folders on sys.path as importlib.metadata finds them (path
+# entries in order, each folder's names as listed, names compared normalised, suffixes in any case), and the
+# version is METADATA's (else PKG-INFO's) Version header. Importing importlib.metadata (with email, zipfile,
+# csv) costs more than the whole look, so it is asked only for names in a layout this does not read: an
+# .egg-info or .egg in a folder, or an egg or zip file that is itself on the path.
 _LOOKUP_SOURCE = """
 def lookup(names):
     import os
@@ -123,55 +124,71 @@ def lookup(names):
         return re.sub(r"[-_.]+", "_", name).lower()
 
     def header_version(folder):
-        try:
-            with open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as handle:
+        for name in ("METADATA", "PKG-INFO"):
+            try:
+                handle = open(os.path.join(folder, name), encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            with handle:
                 for line in handle:
-                    if not line.strip():
-                        return None  # the headers end at the first blank line
+                    if not line.rstrip("\\r\\n"):
+                        return None  # the headers end at the first empty line
                     if line[:8].lower() == "version:":
                         return line[8:].strip()
-        except OSError:
-            return None  # an install has made the folder and not yet written METADATA
-        return None
+            return None
+        return None  # an install has made the folder and not yet written METADATA
 
-    wanted = {key(name): name for name in names}
+    wanted = {}  # normalised name -> every spelling asked for
+    for name in names:
+        wanted.setdefault(key(name), []).append(name)
     versions = {"python": platform.python_version()}
     version_py = None
     settled, elsewhere = set(), []
     for place in sys.path:
+        if len(settled) == len(wanted):
+            break
+        folder = place or "."
+        if place.lower().endswith(".egg") or os.path.isfile(folder):  # an egg or a zip on the path
+            elsewhere.extend(k for k in wanted if k not in settled)
+            settled.update(wanted)
+            continue
         try:
-            listing = sorted(os.listdir(place or "."))
+            listing = os.listdir(folder)
         except OSError:
-            if os.path.isfile(place):
-                elsewhere.extend(k for k in wanted if k not in settled)
-                settled.update(wanted)
             continue
         for item in listing:
-            stem, dot, kind = item.rpartition(".")
+            stem, dot, kind = item.lower().rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info", "egg"):
+                continue
             found = key(stem.partition("-")[0])
-            if not dot or kind not in ("dist-info", "egg-info", "egg") or found not in wanted or found in settled:
+            if found not in wanted or found in settled:
                 continue
             settled.add(found)
             if kind != "dist-info":
                 elsewhere.append(found)
                 continue
-            version = header_version(os.path.join(place or ".", item))
+            version = header_version(os.path.join(folder, item))
             if version is not None:
-                versions[wanted[found]] = version
+                versions.update(dict.fromkeys(wanted[found], version))
                 if found == "torch":
-                    version_py = os.path.join(place or ".", "torch", "version.py")
+                    version_py = os.path.join(folder, "torch", "version.py")
     if elsewhere:
-        from importlib import metadata
-
+        try:
+            from importlib import metadata
+        except ImportError:  # before Python 3.8: those go without a version
+            elsewhere = []
         for found in elsewhere:
             try:
-                version = metadata.version(wanted[found])
+                version = metadata.version(wanted[found][0])
             except Exception:
                 continue
             if isinstance(version, str):  # None while an install has made the folder and not yet written METADATA
-                versions[wanted[found]] = version
+                versions.update(dict.fromkeys(wanted[found], version))
                 if found == "torch":
-                    version_py = str(metadata.distribution("torch").locate_file("torch/version.py"))
+                    try:
+                        version_py = str(metadata.distribution("torch").locate_file("torch/version.py"))
+                    except Exception:
+                        pass
     return {"versions": versions, "torch_version_py": version_py}
 """
 _LOOKUP_MAIN = "\nimport json, sys\nprint(json.dumps(lookup(json.loads(sys.argv[1]))))\n"

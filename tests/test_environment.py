@@ -101,6 +101,30 @@ def test_the_first_folder_on_the_path_wins_and_other_layouts_are_read_too(
     assert versions["kb_test_legacy"] == importlib.metadata.version("kb_test_legacy") == "0.3"
 
 
+def test_odd_layouts_and_spellings_read_as_importlib_metadata_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, egg = tmp_path / "site", tmp_path / "kb_test_egged-3.0-py3.11.egg"
+    files = {
+        site / "Kb_Test_Upper-1.0.DIST-INFO" / "METADATA": "Name: kb-test-upper\nVersion: 1.0\n",
+        site / "kb_test_pkginfo-0.5.dist-info" / "PKG-INFO": "Name: kb-test-pkginfo\nVersion: 0.5\n",
+        # a line of blanks continues a header: the headers go on
+        site / "kb_test_blank-2.0.dist-info" / "METADATA": "Name: kb-test-blank\n \nVersion: 2.0\n",
+        site / "kb_test_egged-1.0.dist-info" / "METADATA": "Name: kb-test-egged\nVersion: 1.0\n",
+        egg / "EGG-INFO" / "PKG-INFO": "Name: kb-test-egged\nVersion: 3.0\n",  # an egg on the path, first
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(egg))
+    importlib.invalidate_caches()
+    names = ["kb-test-upper", "KB.Test.Upper", "kb_test_pkginfo", "kb-test-blank", "kb-test-egged", "Kb-Test-Egged"]
+    versions, _ = package_versions(names, None)
+    assert {name: versions.get(name) for name in names} == {name: importlib.metadata.version(name) for name in names}
+    assert versions["KB.Test.Upper"] == "1.0" and versions["kb-test-egged"] == "3.0"
+
+
 def test_torch_build_info_is_read_without_importing_torch() -> None:
     versions, _ = package_versions(["torch"], None)
     # torch/version.py run on its own, as a cross-check that needs no `import torch` either
