@@ -37,14 +37,23 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def piped() -> bool:
-    """Whether output certainly goes to no terminal, as Rich would decide too: standard output is not a
-    tty and neither TTY_COMPATIBLE=1 nor FORCE_COLOR says otherwise. Anything else is Rich's to decide."""
-    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR") is not None:
-        return False
+    """Whether output goes to no terminal, told as Rich's Console.is_terminal tells it (TTY_COMPATIBLE=0 or 1
+    first, then FORCE_COLOR, empty or not, then whether standard output is a tty) without importing Rich."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "0"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force == ""
     try:
         return not sys.stdout.isatty()
     except (AttributeError, ValueError):  # replaced or closed
         return True
+
+
+def kind_label(kind: str, source: str | None) -> str:
+    """The kind, with reported figures marked so they are never read as measured ones."""
+    return kind + (" (reported)" if source == "reported" else "")
 
 
 def write_lines(lines: list[str]) -> None:
@@ -68,12 +77,8 @@ def list_columns(sorted_by: str | None, short: Callable[[str], str] = short_id) 
     columns = [
         Column("id", lambda r: short(r["id"]), 0, style=lambda r: "bold"),
         Column("status", lambda r: r["status"] or "", 9, style=lambda r: STATUS_STYLE.get(r["status"] or "", "")),
-        # reported figures are marked so they are never read as measured ones
         Column(
-            "kind",
-            lambda r: r["kind"] + (" (reported)" if r.get("source") == "reported" else ""),
-            6,
-            style=lambda r: "yellow" if r.get("source") == "reported" else "",
+            "kind", lambda r: kind_label(r["kind"], r.get("source")), 6, style=lambda r: reported_style(r.get("source"))
         ),
         Column("workload", lambda r: r.get("workload") or "", 5, limit=20),
         Column("backend", lambda r: r.get("backend") or "", 2, limit=12),
@@ -85,6 +90,10 @@ def list_columns(sorted_by: str | None, short: Callable[[str], str] = short_id) 
         header = sorted_by.split(".", 1)[-1]  # metric.tokens_per_s: the name says enough
         columns.append(Column(header, lambda r: _sort_value(sorted_by, r.get("sort_value")), 8, limit=24))
     return columns
+
+
+def reported_style(source: str | None) -> str:
+    return "yellow" if source == "reported" else ""
 
 
 def _sort_value(sort: str, value: Any) -> str:

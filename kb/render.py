@@ -23,7 +23,7 @@ from rich.text import Text
 from kb import humanize
 from kb.entry import Entry
 from kb.ids import short_id
-from kb.plain import STATUS_STYLE, list_columns, safe, write_lines
+from kb.plain import STATUS_STYLE, kind_label, list_columns, reported_style, safe, write_lines
 from kb.sections import IDENTITY, SECTIONS, flatten
 
 PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
@@ -78,7 +78,7 @@ def status_text(status: str | None) -> Text:
 
 def kind_text(kind: str, source: str | None) -> Text:
     """The kind, with reported figures marked so they are never read as measured ones."""
-    return Text.assemble(data(kind), (" (reported)", "yellow") if source == "reported" else "")
+    return data(kind_label(kind, source), reported_style(source))
 
 
 # Lists: kb ls and kb search

@@ -119,8 +119,12 @@ def test_ls_in_a_pipe_is_one_whole_tab_separated_line_per_entry(shipped: Knowled
     assert "\x1b" not in as_csv and "ddp crash \\x1b]0;pwned\\x07" in as_csv
 
 
-def test_lists_into_a_pipe_do_without_rich_unless_a_variable_asks_for_a_terminal(shipped: KnowledgeBase) -> None:
-    # Importing Rich is a tenth of a second: a list that certainly goes to no terminal is written without it.
+def test_lists_into_a_pipe_do_without_rich_unless_a_variable_asks_for_a_terminal(
+    shipped: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Importing Rich is a tenth of a second: a list that goes to no terminal is written without it.
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):  # what the environment running the tests may set
+        monkeypatch.delenv(name, raising=False)
     for args in (["ls"], ["search", "compile"]):
         out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kb", *args], capture_output=True, text=True)
         imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
