@@ -34,7 +34,11 @@ class SignalForwarder:
         self._previous: dict[int, object] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._blocking = hasattr(signal, "sigtimedwait") and threading.current_thread() is threading.main_thread()
+        self._blocking = (
+            hasattr(signal, "sigwaitinfo")
+            and hasattr(signal, "sigtimedwait")
+            and threading.current_thread() is threading.main_thread()
+        )
 
     def __enter__(self) -> SignalForwarder:
         # Until the command exists there is nobody to forward to: note what arrives and pass it on at attach().
@@ -99,7 +103,7 @@ class SignalForwarder:
             self._take(info)
 
     def _take(self, info: signal.struct_siginfo | None) -> None:
-        if info is not None and info.si_signo != signal.SIGCHLD:
+        if info is not None and info.si_signo in FORWARDED:  # never anything else, even from a faulty siginfo
             self._note(info.si_signo, "terminal" if info.si_code == SI_KERNEL else "sent")
 
     def _note(self, signum: int, origin: str) -> None:

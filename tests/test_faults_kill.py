@@ -290,7 +290,8 @@ def strike(kb: KnowledgeBase, proc: subprocess.Popen, plan: Round) -> list[psuti
         plan.sent = plan.stage != EXITED and send(proc.pid, plan, command)
     finally:
         # kb first, its children once kb has passed the signal on: a command thawed first could finish in
-        # between, and kb rightly leaves a signal that comes after the command ended without effect.
+        # between, and kb rightly leaves a signal that comes after the command ended without effect. (kb's own
+        # capture helpers, children too, wait with the command: at worst a capture notes a timeout.)
         os.kill(proc.pid, signal.SIGCONT)
         if plan.sent and plan.target == "kb" and plan.signum != signal.SIGKILL:
             wait_forwarded(proc, children, plan.signum)

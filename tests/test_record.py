@@ -158,6 +158,7 @@ def test_a_recording_suspended_and_resumed_still_passes_signals_on(kb: Knowledge
         _out, err = proc.communicate(timeout=20)
     except subprocess.TimeoutExpired:
         command.kill()  # the signal was never passed on
+        proc.wait()
         raise
     assert "Exception in thread" not in err, err
     assert proc.returncode == 128 + signal.SIGTERM
