@@ -124,17 +124,19 @@ def lookup(names):
         return re.sub(r"[-_.]+", "_", name).lower()
 
     def header_version(folder):
-        for name in ("METADATA", "PKG-INFO"):
+        for name in ("METADATA", "PKG-INFO"):  # as importlib.metadata reads them: an empty file counts as none
             try:
-                handle = open(os.path.join(folder, name), encoding="utf-8", errors="replace")
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
             except OSError:
                 continue
-            with handle:
-                for line in handle:
-                    if not line.rstrip("\\r\\n"):
-                        return None  # the headers end at the first empty line
-                    if line[:8].lower() == "version:":
-                        return line[8:].strip()
+            if not text:
+                continue
+            for line in text.split("\\n"):
+                if not line.rstrip("\\r"):
+                    return None  # the headers end at the first empty line
+                if line[:8].lower() == "version:":
+                    return line[8:].strip()
             return None
         return None  # an install has made the folder and not yet written METADATA
 
@@ -147,6 +149,12 @@ def lookup(names):
     for place in sys.path:
         if len(settled) == len(wanted):
             break
+        try:
+            place = os.fspath(place)  # a sitecustomize may have put a Path there
+        except TypeError:
+            continue
+        if not isinstance(place, str):
+            continue
         folder = place or "."
         if place.lower().endswith(".egg") or os.path.isfile(folder):  # an egg or a zip on the path
             elsewhere.extend(k for k in wanted if k not in settled)

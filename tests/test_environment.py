@@ -108,21 +108,31 @@ def test_odd_layouts_and_spellings_read_as_importlib_metadata_reads_them(
     files = {
         site / "Kb_Test_Upper-1.0.DIST-INFO" / "METADATA": "Name: kb-test-upper\nVersion: 1.0\n",
         site / "kb_test_pkginfo-0.5.dist-info" / "PKG-INFO": "Name: kb-test-pkginfo\nVersion: 0.5\n",
+        site / "kb_test_empty-0.7.dist-info" / "METADATA": "",  # an empty METADATA counts as none
+        site / "kb_test_empty-0.7.dist-info" / "PKG-INFO": "Name: kb-test-empty\nVersion: 0.7\n",
         # a line of blanks continues a header: the headers go on
         site / "kb_test_blank-2.0.dist-info" / "METADATA": "Name: kb-test-blank\n \nVersion: 2.0\n",
         site / "kb_test_egged-1.0.dist-info" / "METADATA": "Name: kb-test-egged\nVersion: 1.0\n",
-        egg / "EGG-INFO" / "PKG-INFO": "Name: kb-test-egged\nVersion: 3.0\n",  # an egg on the path, first
+        egg / "EGG-INFO" / "PKG-INFO": "Name: kb-test-egged\nVersion: 3.0\n",
     }
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.syspath_prepend(str(egg))
+    monkeypatch.setattr(sys, "path", [*sys.path, tmp_path / "a Path object"])  # a sitecustomize may add one
     importlib.invalidate_caches()
-    names = ["kb-test-upper", "KB.Test.Upper", "kb_test_pkginfo", "kb-test-blank", "kb-test-egged", "Kb-Test-Egged"]
-    versions, _ = package_versions(names, None)
-    assert {name: versions.get(name) for name in names} == {name: importlib.metadata.version(name) for name in names}
-    assert versions["KB.Test.Upper"] == "1.0" and versions["kb-test-egged"] == "3.0"
+    names = ["kb-test-upper", "KB.Test.Upper", "kb_test_pkginfo", "kb-test-empty", "kb-test-blank", "Kb-Test-Egged"]
+    expected = {name: importlib.metadata.version(name) for name in names}
+    with monkeypatch.context() as without:  # the folders are read here, not left to importlib.metadata
+        without.setitem(sys.modules, "importlib.metadata", None)
+        versions, _ = package_versions(names, None)
+    assert {name: versions.get(name) for name in names} == expected
+    assert versions["KB.Test.Upper"] == "1.0" and versions["kb-test-empty"] == "0.7"
+    monkeypatch.syspath_prepend(str(egg))  # an egg first on the path: left to importlib.metadata, which reads it
+    importlib.invalidate_caches()
+    versions, _ = package_versions(["kb-test-egged", "Kb-Test-Egged"], None)
+    assert versions["kb-test-egged"] == versions["Kb-Test-Egged"] == "3.0"
+    assert importlib.metadata.version("kb-test-egged") == "3.0"
 
 
 def test_torch_build_info_is_read_without_importing_torch() -> None:
