@@ -6,7 +6,7 @@ control character visible (an ESC from an entry never reaches the reader's termi
 
 In a terminal, tables fit its width (titles are cut last, with an ellipsis); in a pipe, lists are one
 tab-separated line per row, without padding or wrapping, so `grep`, `cut` and `awk` see whole rows
-(kb.plain writes those, and a command whose output certainly goes to no terminal does not import this).
+(kb.plain writes those: a command whose output goes to no terminal does not import this).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rich.text import Text
 from kb import humanize
 from kb.entry import Entry
 from kb.ids import short_id
-from kb.plain import STATUS_STYLE, kind_label, list_columns, reported_style, safe, write_lines
+from kb.plain import STATUS_STYLE, kind_label, list_columns, reported_style, safe
 from kb.sections import IDENTITY, SECTIONS, flatten
 
 PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
@@ -57,12 +57,8 @@ def emit(renderable: RenderableType) -> None:
     sys.stdout.write("".join(line.rstrip() + "\n" for line in wide.file.getvalue().splitlines()))  # type: ignore[attr-defined]
 
 
-def emit_rows(db: Any, rows: list[dict[str, Any]], table: Callable[[Callable[[str], str]], RenderableType],
-              lines: Callable[[], list[str]]) -> None:  # fmt: skip
-    """A list: in a terminal, `table` with short ids (whole where a suffix is shared); in a pipe, `lines`."""
-    if not is_terminal():
-        write_lines(lines())
-        return
+def emit_table(db: Any, rows: list[dict[str, Any]], table: Callable[[Callable[[str], str]], RenderableType]) -> None:
+    """A list in a terminal (kb.plain writes it for a pipe): `table` with short ids, whole where a suffix is shared."""
     from functools import partial
 
     from kb.index.short import clashing_suffixes

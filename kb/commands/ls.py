@@ -64,6 +64,6 @@ def register(app: typer.Typer) -> None:
         if piped():
             write_lines(rows_lines(rows, sorted_by))
             return
-        from kb.render import emit_rows, rows_table
+        from kb.render import emit_table, rows_table
 
-        emit_rows(db, rows, lambda short: rows_table(rows, sorted_by, short=short), lambda: rows_lines(rows, sorted_by))
+        emit_table(db, rows, lambda short: rows_table(rows, sorted_by, short=short))

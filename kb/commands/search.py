@@ -60,7 +60,6 @@ def register(app: typer.Typer) -> None:
         if piped():
             write_lines(search_lines(results))
             return
-        from kb.render import emit_rows, search_results
+        from kb.render import emit_table, search_results
 
-        emit_rows(db, [row for _, row in results], lambda short: search_results(results, short=short),
-                  lambda: search_lines(results))  # fmt: skip
+        emit_table(db, [row for _, row in results], lambda short: search_results(results, short=short))
