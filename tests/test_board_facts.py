@@ -5,6 +5,7 @@ or made before them and migrated, and a dtype given only as `precision.dtype` is
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -98,6 +99,41 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
     assert len(migrated) == len(expected[2]) + 1 and migrated != expected[2]
     sync(varied, rebuild=True)
     assert board_rows(varied) == migrated
+
+
+def facts_of(kb: KnowledgeBase, entry_id: str) -> dict | None:
+    conn = sqlite3.connect(db.index_path(kb.cache_path))
+    try:
+        (text,) = conn.execute("SELECT facts FROM board_rows WHERE entry_id = ?", [entry_id]).fetchone()
+    finally:
+        conn.close()
+    return json.loads(text) if text else None
+
+
+def test_the_facts_hold_only_what_the_board_reads(varied: KnowledgeBase) -> None:
+    sync(varied)
+    run_2 = "2026-11-02-lm-cuda-000002"
+    found = {key: value for key, value in facts_of(varied, run_2).items() if value is not None}
+    assert found == {
+        "id": run_2, "title": run_2, "recorded": "2026-11-02T00:00:00Z", "settings": {"batch": 8},
+        "timings": {"compile_s": 41.0, "step_s": {"median": 0.01}},  # not the steps' count
+        "metrics": {RATE: {"value": 64000.0, "unit": "tokens/s"}}, "precision": {"dtype": "fp32"}, "adaptations": 2,
+        "hardware": {"accelerators": [{"count": 8}]},  # not their names
+        "compile": {"cache": "fresh"}, "numerics": {"verdict": "pass"}, "fallbacks": {"stayed_on_device": True},
+    }  # fmt: skip
+    assert facts_of(varied, "2026-11-04-lm-cuda-000004") is None  # a failed run is counted, never judged
+
+
+def test_an_index_with_the_facts_of_before_gets_the_leaner_ones(varied: KnowledgeBase) -> None:
+    sync(varied)
+    expected = board_json(), board_rows(varied)
+    conn = sqlite3.connect(db.index_path(varied.cache_path))
+    with conn:  # as m005 kept them: more of each section (here the whole front matter)
+        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
+                     "WHERE facts IS NOT NULL")  # fmt: skip
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm008_leaner_board_facts'")
+    conn.close()
+    assert (board_json(), board_rows(varied)) == expected
 
 
 def test_the_facts_answer_every_column(varied: KnowledgeBase) -> None:

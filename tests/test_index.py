@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import json_data, run_kb, write_entry
@@ -287,7 +288,8 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
     assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
-                       ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",)]  # fmt: skip
+                       ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",),
+                       ("m008_leaner_board_facts",), ("m009_release_rows",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -504,19 +506,63 @@ def test_the_board_tables_follow_each_added_edited_and_deleted_entry(sample: Kno
     assert (kept, tallied) == _board_tables(sample)
 
 
+CHANGES = ("added", "removed", "changed")
+
+
 def test_an_index_made_before_the_board_tables_gets_them_filled(sample: KnowledgeBase) -> None:
     sync(sample)
     expected = _board_tables(sample)
     path = index_path(sample.cache_path)
     old = sqlite3.connect(path)
     for statement in (
-        *(f"DROP TRIGGER board_entry_{change}" for change in ("added", "removed", "changed")),
+        *(f"DROP TRIGGER {table}_entry_{change}" for table in ("board", "release") for change in CHANGES),
         "DROP TABLE board_rows",
         "DROP TABLE board_cells",
-        "DROP INDEX entries_releases",
-        "DELETE FROM _sqlite_migrations WHERE name IN ('m004_board', 'm005_board_facts')",
+        "DROP TABLE release_rows",
+        "DELETE FROM _sqlite_migrations WHERE name IN ('m004_board', 'm005_board_facts', 'm008_leaner_board_facts', "
+        "'m009_release_rows')",
     ):
         old.execute(statement)
     old.commit()
     old.close()
     assert _board_tables(sample) == expected
+
+
+def _releases(kb: KnowledgeBase) -> list[dict]:
+    from kb.index.answers import releases
+
+    db = connect(index_path(kb.cache_path))
+    try:
+        return releases(db)
+    finally:
+        db.close()
+
+
+def test_the_releases_follow_each_added_edited_and_deleted_release_entry(sample: KnowledgeBase) -> None:
+    def release(n: int, version: str) -> Path:
+        return write_entry(sample, f"2026-08-0{n}-torch-{n:06d}", kind="release", recorded=f"2026-08-0{n}T00:00:00Z",
+                           release={"package": "Torch", "version": version, "date": f"2026-08-0{n}"})  # fmt: skip
+
+    first, second = release(1, "2.10.0"), release(2, "2.11.0")
+    sync(sample)
+    found = _releases(sample)
+    assert [(r["id"], r["package"], r["version"], r["date"]) for r in found] == [
+        ("2026-08-01-torch-000001", "torch", "2.10.0", "2026-08-01"),
+        ("2026-08-02-torch-000002", "torch", "2.11.0", "2026-08-02"),
+    ]
+    path = index_path(sample.cache_path)
+    old = sqlite3.connect(path)  # an index from before the release rows: the migration fills them
+    for statement in (
+        *(f"DROP TRIGGER release_entry_{change}" for change in CHANGES),
+        "DROP TABLE release_rows",
+        "CREATE INDEX entries_releases ON entries(recorded, id) WHERE kind = 'release'",
+        "DELETE FROM _sqlite_migrations WHERE name = 'm009_release_rows'",
+    ):
+        old.execute(statement)
+    old.commit()
+    old.close()
+    assert _releases(sample) == found
+    second.write_text(second.read_text().replace("2.11.0", "2.11.1"))
+    first.unlink()
+    sync(sample)
+    assert [(r["id"], r["version"]) for r in _releases(sample)] == [("2026-08-02-torch-000002", "2.11.1")]

@@ -44,10 +44,7 @@ def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[st
     """Release entries (kb release), of one package (by its pip name) or all, oldest first."""
     rows = _dicts(
         db.execute(
-            "SELECT e.id, e.recorded, json_extract(e.front_matter, '$.release.package') AS package, "
-            "json_extract(e.front_matter, '$.release.version') AS version, "
-            "json_extract(e.front_matter, '$.release.date') AS date "
-            "FROM entries e WHERE e.kind = 'release' ORDER BY e.recorded, e.id"
+            "SELECT entry_id AS id, recorded, package, version, date FROM release_rows ORDER BY recorded, entry_id"
         )
     )
     for row in rows:

@@ -1,4 +1,4 @@
-"""The SQLite index: a derived cache of the entries, for structured questions. Schema in docs/index.md.
+"""The SQLite index: a derived cache of the entries, for structured questions. Schema in docs/search.md.
 
 One row per entry in `entries` with the fields people filter and sort on, plus normalised tables for
 tags, settings, versions, metrics, timings, failures, links and accelerators, and views for the common
@@ -212,50 +212,77 @@ def m004_board(db: Database) -> None:
         db.execute(statement)
 
 
-# What the board reads of a run, report or coverage entry, kept in its board row (m005) so that judging a cell
-# parses a few hundred bytes per candidate instead of the entry's front matter: a JSON object in the front
-# matter's shape, the small sections whole, of the others only what the board reads (the headline rates, the
-# coverage totals, the compile cache and the numerics and placement verdicts) and of adaptations their count.
-_FACTS_FIELDS = ", ".join(
-    f"'{name}', json_extract({{e}}.front_matter, '$.{name}')"
-    for name in ("id", "title", "kind", "status", "recorded", "tags", "timings", "settings", "versions")
-)
-_FACTS = (
-    f"json_object({_FACTS_FIELDS}, "
-    "'metrics', json_patch('{{}}', json_object("
-    "'tokens_per_s', json_extract({e}.front_matter, '$.metrics.tokens_per_s'), "
-    "'samples_per_s', json_extract({e}.front_matter, '$.metrics.samples_per_s'))), "
-    "'coverage', json_patch('{{}}', json_object("
-    "'passed', json_extract({e}.front_matter, '$.coverage.passed'), "
-    "'skipped', json_extract({e}.front_matter, '$.coverage.skipped'), "
-    "'total', json_extract({e}.front_matter, '$.coverage.total'))), "
-    "'provenance', json_object('publisher', json_extract({e}.front_matter, '$.provenance.publisher'), "
-    "'date', json_extract({e}.front_matter, '$.provenance.date')), "
-    "'precision', json_object('dtype', json_extract({e}.front_matter, '$.precision.dtype')), "
-    "'adaptations', CASE json_type({e}.front_matter, '$.adaptations') "
-    "WHEN 'array' THEN json_array_length({e}.front_matter, '$.adaptations') END, "
-    "'hardware', json_object('accelerators', json_extract({e}.front_matter, '$.hardware.accelerators')), "
-    "'compile', json_object('cache', json_extract({e}.front_matter, '$.compile.cache')), "
-    "'numerics', json_object('verdict', json_extract({e}.front_matter, '$.numerics.verdict')), "
-    "'fallbacks', json_object('stayed_on_device', CASE json_type({e}.front_matter, '$.fallbacks.stayed_on_device') "
-    "WHEN 'true' THEN json('true') WHEN 'false' THEN json('false') END))"  # a bare json_extract would give 1 or 0
-)
+# What the board reads of a run, report or coverage entry, kept in its board row (m005, leaner since m008) so that
+# judging a cell parses a few hundred bytes per candidate instead of the entry's front matter: a JSON object in the
+# front matter's shape holding only the members the board reads (kb/answers/board.py, figures.py), and a section
+# only when it holds one of them (the reader leaves out what is null, as absent). Parsing these objects was most of
+# what `kb board` spent per candidate, so each member left out is one Python object less per run.
+def _facts(src: str) -> str:
+    """The facts of the entry whose front matter is the SQL expression `src`."""
+
+    def at(path: str) -> str:
+        return f"{src} -> '$.{path}'"  # as JSON: true stays true, a number stays a number
+
+    def kept(section: str, *members: str) -> str:
+        """The section with these members, or NULL when none of them is there."""
+        present = " OR ".join(f"json_type({src}, '$.{section}.{m}') != 'null'" for m in members)
+        pairs = ", ".join(f"'{m}', {at(f'{section}.{m}')}" for m in members)
+        return f"CASE WHEN {present} THEN json_object({pairs}) END"
+
+    def metric(name: str) -> str:
+        return (
+            f"CASE json_type({src}, '$.metrics.{name}') WHEN 'object' THEN json_object('value', "
+            f"{at(f'metrics.{name}.value')}, 'unit', {at(f'metrics.{name}.unit')}) ELSE {at(f'metrics.{name}')} END"
+        )
+
+    step = (
+        f"CASE json_type({src}, '$.timings.step_s') WHEN 'object' THEN json_object('median', "
+        f"{at('timings.step_s.median')}) ELSE {at('timings.step_s')} END"
+    )
+    whole = ", ".join(f"'{name}', {at(name)}" for name in ("id", "title", "recorded", "tags", "settings", "versions"))
+    return (
+        f"json_object({whole}, "
+        # The one-off timings are read for being there; of the steps only their median.
+        f"'timings', CASE json_type({src}, '$.timings') WHEN 'object' THEN json_replace(json_remove("
+        f"{at('timings')}, '$.started', '$.ended', '$.wall_s'), '$.step_s', {step}) END, "
+        f"'metrics', NULLIF(json_patch('{{}}', json_object('tokens_per_s', {metric('tokens_per_s')}, "
+        f"'samples_per_s', {metric('samples_per_s')})), '{{}}'), "
+        f"'coverage', {kept('coverage', 'passed', 'skipped', 'total')}, "
+        f"'provenance', {kept('provenance', 'publisher', 'date')}, "
+        f"'precision', {kept('precision', 'dtype')}, "
+        f"'adaptations', CASE json_type({src}, '$.adaptations') WHEN 'array' THEN json_array_length({src}, "
+        "'$.adaptations') END, "
+        # Of the accelerators only their count (how many devices the run used).
+        f"'hardware', CASE json_type({src}, '$.hardware.accelerators') WHEN 'array' THEN json_object('accelerators', "
+        f"(SELECT json_group_array(json_object('count', value -> '$.count')) FROM json_each({src}, "
+        "'$.hardware.accelerators') WHERE type = 'object')) END, "
+        f"'compile', {kept('compile', 'cache')}, "
+        f"'numerics', {kept('numerics', 'verdict')}, "
+        f"'fallbacks', {kept('fallbacks', 'stayed_on_device')})"
+    )
+
+
 # Failed runs are counted and listed, never judged: they keep no facts.
-_FACTED_ROW = _BOARD_ROW.replace(
-    " {source}", f", CASE WHEN {_CATEGORY} = 'other' THEN NULL ELSE {_FACTS} END {{source}}", 1
-)
+def _row_with_facts(e: str) -> str:
+    facts = f"CASE WHEN {_CATEGORY.format(e=e)} = 'other' THEN NULL ELSE {_facts(f'{e}.front_matter')} END"
+    return _BOARD_ROW.format(e=e, source=f", {facts}")
 
 
 def m005_board_facts(db: Database) -> None:
-    added = _FACTED_ROW.format(e="NEW", source="")
+    db.execute("ALTER TABLE board_rows ADD COLUMN facts TEXT")
+    _keep_facts(db)
+
+
+def _keep_facts(db: Database) -> None:
+    """The board rows' facts as `_facts` reads them, now and (by the triggers) as the entries change."""
+    added = _row_with_facts("NEW")
     for statement in (
-        "ALTER TABLE board_rows ADD COLUMN facts TEXT",
         "DROP TRIGGER board_entry_added",
         "DROP TRIGGER board_entry_changed",
         f"CREATE TRIGGER board_entry_added AFTER INSERT ON entries BEGIN {added}; END",
         "CREATE TRIGGER board_entry_changed AFTER UPDATE ON entries BEGIN "
         f"DELETE FROM board_rows WHERE entry_id = OLD.id; {added}; END",
-        f"UPDATE board_rows SET facts = (SELECT {_FACTS.format(e='e')} FROM entries e "
+        f"UPDATE board_rows SET facts = (SELECT {_facts('e.front_matter')} FROM entries e "
         "WHERE e.id = board_rows.entry_id) WHERE category != 'other'",
     ):
         db.execute(statement)
@@ -277,10 +304,42 @@ def m007_files_digest(db: Database) -> None:
         )
 
 
+def m008_leaner_board_facts(db: Database) -> None:
+    # The facts keep only what the board reads (`_facts`): parsing them was most of `kb board`'s time per candidate.
+    _keep_facts(db)
+
+
+# The releases (kb release) the board's checklist and the decisions compare with, as one narrow row each, kept by
+# triggers as the entries change: reading them out of 2,000 release entries' front matter cost every `kb board` tens
+# of milliseconds at 100,000 entries.
+_RELEASE_ROW = (
+    "INSERT INTO release_rows SELECT {e}.id, {e}.recorded, json_extract({e}.front_matter, '$.release.package'), "
+    "json_extract({e}.front_matter, '$.release.version'), json_extract({e}.front_matter, '$.release.date') "
+    "{source} WHERE {e}.kind = 'release'"
+)
+
+
+def m009_release_rows(db: Database) -> None:
+    added = _RELEASE_ROW.format(e="NEW", source="")
+    for statement in (
+        "CREATE TABLE release_rows (entry_id TEXT PRIMARY KEY, recorded TEXT NOT NULL, package TEXT, version TEXT, "
+        "date TEXT)",
+        "CREATE INDEX release_rows_order ON release_rows(recorded, entry_id)",
+        f"CREATE TRIGGER release_entry_added AFTER INSERT ON entries BEGIN {added}; END",
+        "CREATE TRIGGER release_entry_removed AFTER DELETE ON entries BEGIN "
+        "DELETE FROM release_rows WHERE entry_id = OLD.id; END",
+        "CREATE TRIGGER release_entry_changed AFTER UPDATE ON entries BEGIN "
+        f"DELETE FROM release_rows WHERE entry_id = OLD.id; {added}; END",
+        "DROP INDEX entries_releases",  # what found them before
+        _RELEASE_ROW.format(e="e", source="FROM entries e"),
+    ):
+        db.execute(statement)
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
 MIGRATIONS = (
     m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts, m006_fulltext_joined_classes,
-    m007_files_digest,
+    m007_files_digest, m008_leaner_board_facts, m009_release_rows,
 )  # fmt: skip
 
 
