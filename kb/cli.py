@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -69,10 +70,12 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 1; tracebacks only with KB_DEBUG=1."""
+def main(command: Callable[[], object] = app) -> None:
+    """Entry point: user errors become one line on stderr and exit code 1; tracebacks only with KB_DEBUG=1.
+
+    `command` is the app, or the Click command Typer made of it (kb watch's fork server makes it once)."""
     try:
-        app()
+        command()
     except KbError as exc:
         if os.environ.get(ENV_DEBUG):
             raise

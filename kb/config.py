@@ -9,8 +9,6 @@ from typing import Any
 
 from kb.errors import KbError
 
-CONFIG_NAME = "kb.toml"
-
 TEMPLATE = """\
 # A kb knowledge base. entries/ holds the evidence (the truth); .kb/ holds derived caches (safe to delete).
 

@@ -6,6 +6,7 @@ kb would then go on as if nothing was sent. So until the command line is loaded,
 
 A process runs one command, so the program registers only that one with Typer (`asked_command`): Typer reads
 every registered command's options at each start, about a third of what a short command like `kb search` costs.
+While `kb watch` runs, its fork server runs the commands that only read (kb/forkserver.py), without any of that.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ def main() -> None:
     _program.append(True)
     noted: list[int] = []
     signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    from kb.forkserver import answer
+
+    served = answer(sys.argv[1:], noted)  # by kb watch's fork server, which has all this loaded (kb/forkserver.py)
+    if served is not None:
+        sys.exit(served)
     from kb.cli import main as run
 
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -18,13 +18,12 @@ from functools import cached_property
 from pathlib import Path
 
 from kb import atomic, folders, ids
-from kb.config import CONFIG_NAME, TEMPLATE, Config, load_config
+from kb.config import TEMPLATE, Config, load_config
 from kb.entry import Entry
-from kb.errors import DISK_FULL, EntryError, EntryNotFound, KbError, KbNotFound, Problem
+from kb.errors import DISK_FULL, EntryError, EntryNotFound, KbError, Problem
+from kb.home import CACHE, CONFIG_NAME, find_root
 
-ENV_HOME = "KB_HOME"
 ENTRIES = "entries"
-CACHE = ".kb"
 CREATE_ATTEMPTS = 8
 ATTACHMENT_NAME_MAX = 128
 TEXT_SNIFF = 8192
@@ -46,23 +45,7 @@ class KnowledgeBase:
     @classmethod
     def find(cls, explicit: Path | str | None = None, start: Path | None = None) -> KnowledgeBase:
         """The knowledge base named by `explicit`, else $KB_HOME, else the nearest folder upward with a kb.toml."""
-        named = explicit or os.environ.get(ENV_HOME)
-        if named:
-            root = Path(named).expanduser().resolve()
-            if not (root / CONFIG_NAME).is_file():
-                source = "--kb" if explicit else f"${ENV_HOME}"
-                raise KbNotFound(
-                    f"{root} is not a knowledge base (no {CONFIG_NAME}); run 'kb init {root}' or fix {source}"
-                )
-            return cls(root)
-        here = (start or Path.cwd()).resolve()
-        for folder in (here, *here.parents):
-            if (folder / CONFIG_NAME).is_file():
-                return cls(folder)
-        raise KbNotFound(
-            f"no knowledge base here: no {CONFIG_NAME} in {here} or above; run 'kb init' to make one, "
-            f"or point --kb or ${ENV_HOME} at one"
-        )
+        return cls(find_root(explicit, start))
 
     @classmethod
     def init(cls, root: Path) -> tuple[KnowledgeBase, bool]:

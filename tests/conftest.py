@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kb.entry import Entry, new_entry
-from kb.store import ENV_HOME, KnowledgeBase
+from kb.home import ENV_HOME
+from kb.store import KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,3 +104,18 @@ def write_entry(kb: KnowledgeBase, entry_id: str, title: str | None = None, body
     path = kb.entries_path / f"{entry_id}.md"
     path.write_text(entry.serialise())
     return path
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[subprocess.Popen]:
+    """`kb watch` running on the test's knowledge base, past its first sync; stopped with Ctrl-C after."""
+    process = subprocess.Popen([sys.executable, "-m", "kb", "watch"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()
+        assert "watching" in line, line
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)

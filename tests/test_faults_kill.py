@@ -36,7 +36,8 @@ from conftest import run_kb
 
 from ingest.signals import SignalForwarder
 from kb.entry import Entry
-from kb.store import ENV_HOME, KnowledgeBase
+from kb.home import ENV_HOME
+from kb.store import KnowledgeBase
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread states from /proc")
 

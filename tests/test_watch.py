@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -18,30 +17,15 @@ from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
-from tests.conftest import run_kb, write_entry
+from tests.conftest import run_kb, watching, write_entry
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kb watch needs Linux's inotify")
-
-
-@contextlib.contextmanager
-def _watching() -> Iterator[subprocess.Popen]:
-    """`kb watch` running on the test's knowledge base, past its first sync; stopped with Ctrl-C after."""
-    process = subprocess.Popen([sys.executable, "-m", "kb", "watch"], stderr=subprocess.PIPE, text=True)
-    try:
-        line = process.stderr.readline()
-        assert "watching" in line, line
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGCONT)
-            process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
 
 
 @pytest.fixture
 def watcher(kb: KnowledgeBase) -> Iterator[subprocess.Popen]:
     write_entry(kb, "2026-01-01-first-000001", "First", recorded="2026-01-01T10:00:00Z", status="completed")
-    with _watching() as process:
+    with watching() as process:
         yield process
 
 
@@ -109,7 +93,7 @@ def test_without_a_live_watcher_every_file_is_looked_at_again(kb: KnowledgeBase,
     _outside_edit(kb, first, "hippogriff", tmp_path)
     assert sync(kb).updated == 1
     assert _found(kb, "hippogriff") == ["2026-01-01-first-000001"]
-    with _watching():
+    with watching():
         _outside_edit(kb, first, "kraken", tmp_path)  # unseen again, now that a watcher vouches for the folder
         assert sync(kb).updated == 0
 

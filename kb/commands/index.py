@@ -27,14 +27,18 @@ def register(app: typer.Typer) -> None:
         of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`); once it
         stops, commands check every file again.
         """
+        from kb import forkserver
         from kb.commands.common import knowledge_base
         from kb.index.prepare import prepare
         from kb.index.watch import watch
 
         kb = knowledge_base(ctx)
+        servers = []
 
         def ready(folders: int) -> None:
             report = prepare(kb)  # from the watcher's first journal on, commands look only at what changed
+            # Only the watcher that holds the watch's lock starts one: its socket is the knowledge base's.
+            servers.extend(filter(None, [forkserver.start(kb.cache_path)]))
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",
@@ -45,3 +49,6 @@ def register(app: typer.Typer) -> None:
             watch(kb, ready)
         except KeyboardInterrupt:
             typer.echo("kb: stopped watching; commands check every entry file again", err=True)
+        finally:
+            for server in servers:
+                forkserver.stop(server)
