@@ -55,9 +55,15 @@ def answer(args: list[str], noted: list[int]) -> int | None:
     import json
     import socket
 
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if None in streams:  # one of them was closed when the program started
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ), "stamp": stamp(), "program": _program()}
+        request = {
+            "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "stamp": stamp(), "program": _program(),
+            "umask": _umask(), "streams": [[stream.encoding, stream.errors] for stream in streams],
+        }  # fmt: skip
         sock.settimeout(CONNECT_S)
         with _short(path.parent) as folder:
             sock.connect(f"{folder}/{path.name}")
@@ -106,6 +112,12 @@ def _line(sock: socket.socket) -> bytes:
             raise ConnectionError("closed")
         data += chunk
     return data[:-1]
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)  # reading it means setting it
+    os.umask(mask)
+    return mask
 
 
 def _program() -> list[str | None]:
@@ -326,11 +338,13 @@ def _run(
     import signal
 
     code = 1
+    noted: list[int] = []
     try:
         signal.set_wakeup_fd(-1)
         for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # Until the command runs, a Ctrl-C is noted and acted on then, as the program does while it starts.
+        signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
         # Not in the terminal's foreground: with `stty tostop`, writing to it would stop the copy.
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)
         for fd in inherited:
@@ -340,18 +354,10 @@ def _run(
         if conn.recv(1) != b"g":  # the program gave up: it runs the command itself
             os._exit(0)
         conn.close()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        # As Python makes them at start: a terminal's lines are written as they end, standard error's always.
-        sys.stdin = _text(0, "rb", sys.stdin, os.isatty(0))
-        sys.stdout = _text(1, "wb", sys.stdout, os.isatty(1))
-        sys.stderr = _text(2, "wb", sys.stderr, True)
-        script, sys.modules["__main__"].__package__ = request["program"]
-        sys.argv = [script, *request["args"]]
+        _become(fds, request)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if noted:
+            raise KeyboardInterrupt
         from kb.cli import main
 
         try:
@@ -359,13 +365,35 @@ def _run(
             code = 0
         except SystemExit as done:
             code = _exit_code(done.code)
-        except KeyboardInterrupt:
-            code = 130
+    except KeyboardInterrupt:
+        print("kb: interrupted", file=sys.stderr)
+        code = 130
+    except Exception:  # as Python ends a program on an error nothing caught: the traceback (KB_DEBUG=1)
+        sys.excepthook(*sys.exc_info())
+        code = 1
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         os._exit(code)
+
+
+def _become(fds: list[int], request: dict) -> None:
+    """Take the program's standard streams, environment, folder, file mode mask and name."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    # As Python makes them at start: a terminal's lines are written as they end, standard error's always.
+    (in_encoding, in_errors), (out_encoding, out_errors), (err_encoding, err_errors) = request["streams"]
+    sys.stdin = _text(0, "rb", in_encoding, in_errors, os.isatty(0))
+    sys.stdout = _text(1, "wb", out_encoding, out_errors, os.isatty(1))
+    sys.stderr = _text(2, "wb", err_encoding, err_errors, True)
+    script, sys.modules["__main__"].__package__ = request["program"]
+    sys.argv = [script, *request["args"]]
 
 
 def _exit_code(value: object) -> int:
@@ -377,11 +405,11 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def _text(fd: int, mode: str, like: io.TextIOWrapper, line_buffering: bool) -> io.TextIOWrapper:
+def _text(fd: int, mode: str, encoding: str, errors: str, line_buffering: bool) -> io.TextIOWrapper:
     import io
 
     binary = open(fd, mode, closefd=False)  # noqa: SIM115 (standard streams live as long as the process)
-    return io.TextIOWrapper(binary, encoding=like.encoding, errors=like.errors, line_buffering=line_buffering)
+    return io.TextIOWrapper(binary, encoding=encoding, errors=errors, line_buffering=line_buffering)
 
 
 def _remove(path: Path) -> None:

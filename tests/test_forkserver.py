@@ -83,6 +83,10 @@ def test_the_server_answers_as_the_program_would(entries: KnowledgeBase) -> None
             assert _served(*args)[0] is not None, args  # the server takes it
             served, local = run_kb(*args), run_kb(*args, env=LOCAL)
             assert (served.returncode, served.stdout, served.stderr) == (local.returncode, local.stdout, local.stderr)
+        # KB_DEBUG=1: the error's traceback, as Python prints one for an error nothing caught.
+        assert _served("show", "no-such-entry", patch="import os; os.environ['KB_DEBUG'] = '1'; ")[0] == "1"
+        debug = run_kb("show", "no-such-entry", env={"KB_DEBUG": "1"})
+        assert debug.returncode == 1 and "Traceback" in debug.stderr and "EntryNotFound" in debug.stderr
         # In a terminal: the copy writes to the program's own terminal, so it gets a table, as the program would.
         assert run_kb_in_terminal("ls") == run_kb_in_terminal("ls", env=LOCAL)
         # A command that writes, or one a server of another kb (or another version) would run, is not taken.

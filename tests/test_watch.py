@@ -242,3 +242,24 @@ def _position(kb: KnowledgeBase) -> tuple[str, int]:
         return db.execute("SELECT token, offset FROM watch_position").fetchone()
     finally:
         db.close()
+
+
+def _tgkill(pid: int, thread: int, signum: int) -> None:
+    """A signal to one thread of another process (Python's own calls reach a process, or a thread of its own)."""
+    import ctypes
+    import platform
+
+    number = {"x86_64": 234, "aarch64": 131}[platform.machine()]  # SYS_tgkill
+    assert ctypes.CDLL(None, use_errno=True).syscall(number, pid, thread, signum) == 0, ctypes.get_errno()
+
+
+def test_ctrl_c_taken_by_another_thread_still_stops_the_watcher(kb: KnowledgeBase) -> None:
+    # A new index makes sqlite-utils load pandas, and with it, where installed, pyarrow and its allocator's thread.
+    # The kernel may give a process's signal to any of its threads; Python acts on it in the main thread only.
+    with watching() as process:
+        threads = sorted(int(name) for name in os.listdir(f"/proc/{process.pid}/task"))
+        other = next((thread for thread in threads if thread != process.pid), process.pid)
+        _tgkill(process.pid, other, signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    assert "stopped watching" in err, err
+    assert process.returncode == 0
