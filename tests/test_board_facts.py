@@ -83,8 +83,8 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
             conn = sqlite3.connect(db.index_path(varied.cache_path))
             assert "facts" not in [row[1] for row in conn.execute("PRAGMA table_info(board_rows)")]
             conn.close()
-        with monkeypatch.context() as m005:  # m005 alone fills the facts of the rows there are
-            m005.setattr(db, "MIGRATIONS", db.MIGRATIONS[:5])
+        with monkeypatch.context() as m008:  # m008 alone fills the facts of the rows there are (m005 adds the column)
+            m008.setattr(db, "MIGRATIONS", db.MIGRATIONS[:8])
             db._migrations.cache_clear()
             db.connect(db.index_path(varied.cache_path)).close()
             assert board_rows(varied) == expected[2]
@@ -160,3 +160,10 @@ def test_a_dtype_kept_only_in_the_precision_section_is_a_shape_on_the_board(kb: 
     run(kb, 3, "cuda", 9000.0, precision={"dtype": "bf16"})
     cuda = cell(board_json("--incumbent", "cpu"), "cuda · eager")
     assert (cuda["figure"]["entry"], cuda["ratio"], cuda["differences"]) == (fp32, 4.0, [])
+
+
+def test_a_coverage_section_with_only_some_totals_says_what_it_lacks(kb: KnowledgeBase) -> None:
+    run(kb, 1, "cpu", 1000.0)
+    run(kb, 2, "cpu", None, kind="coverage", status=None, coverage={"passed": 7})
+    checks = {check["question"]: check["detail"] for check in cell(board_json(), "cpu · eager")["checklist"]}
+    assert checks["test coverage disclosed"] == "7 passed, ? skipped of ?"

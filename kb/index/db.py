@@ -218,47 +218,52 @@ def m004_board(db: Database) -> None:
 # only when it holds one of them (the reader leaves out what is null, as absent). Parsing these objects was most of
 # what `kb board` spent per candidate, so each member left out is one Python object less per run.
 def _facts(src: str) -> str:
-    """The facts of the entry whose front matter is the SQL expression `src`."""
+    """The facts of the entry whose front matter is the SQL expression `src`.
+
+    json_extract, not `->` (SQLite 3.38), and each nested object or array wrapped in json(): a value that
+    passes through CASE or a subquery may lose its JSON mark on newer SQLite and be kept as a string."""
 
     def at(path: str) -> str:
-        return f"{src} -> '$.{path}'"  # as JSON: true stays true, a number stays a number
+        return f"json_extract({src}, '$.{path}')"
 
     def kept(section: str, *members: str) -> str:
-        """The section with these members, or NULL when none of them is there."""
+        """The section with those of these members that hold a value, or NULL when none does."""
         present = " OR ".join(f"json_type({src}, '$.{section}.{m}') != 'null'" for m in members)
         pairs = ", ".join(f"'{m}', {at(f'{section}.{m}')}" for m in members)
-        return f"CASE WHEN {present} THEN json_object({pairs}) END"
+        return f"json(CASE WHEN {present} THEN json_patch('{{}}', json_object({pairs})) END)"
 
     def metric(name: str) -> str:
         return (
-            f"CASE json_type({src}, '$.metrics.{name}') WHEN 'object' THEN json_object('value', "
-            f"{at(f'metrics.{name}.value')}, 'unit', {at(f'metrics.{name}.unit')}) ELSE {at(f'metrics.{name}')} END"
+            f"json(CASE json_type({src}, '$.metrics.{name}') WHEN 'object' THEN json_object('value', "
+            f"{at(f'metrics.{name}.value')}, 'unit', {at(f'metrics.{name}.unit')}) ELSE {at(f'metrics.{name}')} END)"
         )
 
     step = (
-        f"CASE json_type({src}, '$.timings.step_s') WHEN 'object' THEN json_object('median', "
-        f"{at('timings.step_s.median')}) ELSE {at('timings.step_s')} END"
+        f"json(CASE json_type({src}, '$.timings.step_s') WHEN 'object' THEN json_object('median', "
+        f"{at('timings.step_s.median')}) ELSE json_quote({at('timings.step_s')}) END)"
     )
     whole = ", ".join(f"'{name}', {at(name)}" for name in ("id", "title", "recorded", "tags", "settings", "versions"))
     return (
         f"json_object({whole}, "
         # The one-off timings are read for being there; of the steps only their median.
-        f"'timings', CASE json_type({src}, '$.timings') WHEN 'object' THEN json_replace(json_remove("
-        f"{at('timings')}, '$.started', '$.ended', '$.wall_s'), '$.step_s', {step}) END, "
-        f"'metrics', NULLIF(json_patch('{{}}', json_object('tokens_per_s', {metric('tokens_per_s')}, "
-        f"'samples_per_s', {metric('samples_per_s')})), '{{}}'), "
+        f"'timings', json(CASE json_type({src}, '$.timings') WHEN 'object' THEN json_replace(json_remove("
+        f"{at('timings')}, '$.started', '$.ended', '$.wall_s'), '$.step_s', {step}) END), "
+        f"'metrics', json(NULLIF(json_patch('{{}}', json_object('tokens_per_s', {metric('tokens_per_s')}, "
+        f"'samples_per_s', {metric('samples_per_s')})), '{{}}')), "
         f"'coverage', {kept('coverage', 'passed', 'skipped', 'total')}, "
         f"'provenance', {kept('provenance', 'publisher', 'date')}, "
         f"'precision', {kept('precision', 'dtype')}, "
         f"'adaptations', CASE json_type({src}, '$.adaptations') WHEN 'array' THEN json_array_length({src}, "
         "'$.adaptations') END, "
         # Of the accelerators only their count (how many devices the run used).
-        f"'hardware', CASE json_type({src}, '$.hardware.accelerators') WHEN 'array' THEN json_object('accelerators', "
-        f"(SELECT json_group_array(json_object('count', value -> '$.count')) FROM json_each({src}, "
-        "'$.hardware.accelerators') WHERE type = 'object')) END, "
+        f"'hardware', json(CASE json_type({src}, '$.hardware.accelerators') WHEN 'array' THEN json_object("
+        f"'accelerators', json((SELECT json_group_array(json_object('count', json_extract(value, '$.count'))) "
+        f"FROM json_each({src}, '$.hardware.accelerators') WHERE type = 'object'))) END), "
         f"'compile', {kept('compile', 'cache')}, "
         f"'numerics', {kept('numerics', 'verdict')}, "
-        f"'fallbacks', {kept('fallbacks', 'stayed_on_device')})"
+        # json_extract gives 1 or 0 for true or false: the placement verdict is kept as JSON's true or false.
+        f"'fallbacks', json(CASE json_type({src}, '$.fallbacks.stayed_on_device') WHEN 'true' THEN "
+        "'{\"stayed_on_device\": true}' WHEN 'false' THEN '{\"stayed_on_device\": false}' END))"
     )
 
 
@@ -269,8 +274,9 @@ def _row_with_facts(e: str) -> str:
 
 
 def m005_board_facts(db: Database) -> None:
+    # The facts (and the triggers that keep them) came here first, in a fuller form; m008 makes them as they are
+    # now, and runs in the same connect, so an index from before both makes them once.
     db.execute("ALTER TABLE board_rows ADD COLUMN facts TEXT")
-    _keep_facts(db)
 
 
 def _keep_facts(db: Database) -> None:
