@@ -1,18 +1,20 @@
 """Commands answered by a warm process while `kb watch` runs: the start-up of Python, Typer and kb paid once.
 
 Most of a short command (`kb search`, `kb ls`, `kb board`) is starting: the interpreter, Typer and kb's modules,
-0.15 to 0.25 s on every run, where the answer itself takes a few hundredths of a second with `kb watch`. So
-`kb watch` starts a fork server beside it (as Python's multiprocessing does, and editors' language servers):
-a process that has imported the command line and waits on a Unix socket in `.kb/watch/`. The `kb` program,
-before it imports anything, asks it to run its command; the server forks a copy of itself, which takes the
-program's standard input, output and error (the descriptors themselves, passed over the socket: a terminal
-stays a terminal), its arguments, environment and working folder, runs the command exactly as the program
-would, and exits; the program exits with the copy's status. Ctrl-C and other signals the program gets are
-passed on to the copy.
+0.1 to 0.25 s on every run, where the answer itself takes a few hundredths of a second with `kb watch`. So
+`kb watch` starts a fork server beside it (as Python's multiprocessing does): a process that has imported the
+command line and waits on a Unix socket in `.kb/watch/`. The `kb` program, before it imports anything else,
+asks it to run its command; the server forks a copy of itself, which takes the program's standard input,
+output and error (the descriptors themselves, passed over the socket: a terminal stays a terminal), its
+arguments, environment, working folder and file mode mask, runs the command as the program would, and exits.
+The program exits as the copy did (with its status, or by its signal), passes its signals on to the copy, and
+stops and continues it with itself (Ctrl-Z, fg); a copy whose program is gone is killed.
 
-The program runs the command itself, as before, whenever the server cannot answer: no `kb watch`, a command
-not served (one that writes entries or reads standard input), another user, a kb or Python other than the
-server's (a new version installed, a module edited since it started), or KB_LOCAL=1 in the environment.
+The program runs the command itself, as before, whenever the server cannot take it: no `kb watch`, a command
+not served (one that writes, or asks questions), another user, a kb, Python or installed package other than the
+server's (a new version installed, a module edited since it started), or KB_LOCAL=1 in the environment. What
+Python reads only as it starts (PYTHON* variables such as PYTHONPATH or PYTHONWARNINGS, the locale) is the
+server's; the stream encodings and buffering, and the time zone, are the program's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: the program asks the server before it imports typing
 if TYPE_CHECKING:
     import io
+    import selectors
     import socket
     import subprocess
     from collections.abc import Callable, Iterator
@@ -42,64 +45,87 @@ def socket_path(cache: Path) -> Path:
     return cache / "watch" / SOCKET
 
 
+# The program's side.
+
+
 def answer(args: list[str], noted: list[int]) -> int | None:
     """Run `kb ARGS` in the server, if one can take it: its exit status; None when the program must run it.
     `noted`: the signals the program got meanwhile, passed on once the command runs."""
-    from kb.launch import command_of
+    from kb.launch import split
 
-    if os.environ.get(ENV_LOCAL) or command_of(args, tuple(SERVED)) is None:
+    explicit, command = split(args)
+    if os.environ.get(ENV_LOCAL) or command not in SERVED:
         return None
-    path = _socket_of(args)
-    if path is None or not path.exists():
+    path = _socket_of(explicit)
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if path is None or not path.exists() or None in streams:  # None: a stream closed when the program started
         return None
     import json
     import socket
 
-    streams = (sys.stdin, sys.stdout, sys.stderr)
-    if None in streams:  # one of them was closed when the program started
-        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         request = {
             "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "stamp": stamp(), "program": _program(),
-            "umask": _umask(), "streams": [[stream.encoding, stream.errors] for stream in streams],
+            "umask": _umask(), "streams": [[s.encoding, s.errors, s.line_buffering, s.write_through] for s in streams],
         }  # fmt: skip
         sock.settimeout(CONNECT_S)
         with _short(path.parent) as folder:
             sock.connect(f"{folder}/{path.name}")
         if _peer_uid(sock) != os.getuid():  # never the environment, secrets and all, to another user's process
-            raise ConnectionRefusedError(path)
-        socket.send_fds(sock, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
-        reply = _line(sock)
-        if not reply.startswith(b"pid "):  # refused: another kb, or another user
             return None
-        pid = int(reply[4:])
-        sock.sendall(b"g")  # the copy starts only now: a program that gave up before never runs the command twice
-    except (OSError, ValueError):
+        socket.send_fds(sock, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
+        if _line(sock) != b"ok":  # refused: another kb, another user
+            return None
+        sock.settimeout(None)
+        sock.sendall(b"g")  # from here the server runs the command: the program never runs it too
+    except (OSError, ValueError, AttributeError):  # AttributeError: a stream replaced by something else
         sock.close()
         return None
-    return _follow(sock, pid, noted)
+    return _follow(sock, noted)
 
 
-def _follow(sock: socket.socket, pid: int, noted: list[int]) -> int:
-    """Pass the program's signals on to the copy running its command until its status comes."""
+def _follow(sock: socket.socket, noted: list[int]) -> int:
+    """Pass the program's signals on to the copy running its command until the copy ends, and end as it did."""
     import signal
+
+    try:
+        reply = _line(sock)
+        pid = int(reply.removeprefix(b"pid ")) if reply.startswith(b"pid ") else None
+    except OSError:
+        pid = None
+    if pid is None:
+        print("kb: error: kb watch stopped before the command started; run it again", file=sys.stderr)
+        return 1
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
 
+    def suspend(signum: int, frame: object) -> None:  # Ctrl-Z: the copy stops with the program
+        forward(signal.SIGSTOP, frame)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, suspend)
+
     for name in _FORWARDED:
         signal.signal(getattr(signal, name), forward)
+    signal.signal(signal.SIGTSTP, suspend)
+    signal.signal(signal.SIGCONT, forward)
     for signum in noted:
         forward(signum, None)
-    sock.settimeout(None)
     try:
         reply = _line(sock)
     except OSError:
         reply = b""
     if reply.startswith(b"exit "):
-        return int(reply[5:])
+        return int(reply.removeprefix(b"exit "))
+    if reply.startswith(b"signal "):  # ended by a signal: so does the program, as its shell expects
+        signum = int(reply.removeprefix(b"signal "))
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return 128 + signum
+    forward(signal.SIGTERM, None)
     print("kb: error: kb watch stopped before the command ended; run it again", file=sys.stderr)
     return 1
 
@@ -112,6 +138,37 @@ def _line(sock: socket.socket) -> bytes:
             raise ConnectionError("closed")
         data += chunk
     return data[:-1]
+
+
+def _socket_of(explicit: str | None) -> Path | None:
+    """The server socket of the knowledge base the command would use, if there is one."""
+    from kb.errors import KbNotFound
+    from kb.home import CACHE, find_root
+
+    try:
+        return socket_path(find_root(explicit) / CACHE)
+    except (KbNotFound, OSError):
+        return None
+
+
+def stamp() -> str:
+    """What makes two processes the same kb: the interpreter, kb's folder, version and modules' times, and the
+    times of the package folders (a package installed, upgraded or removed changes its folder's)."""
+    import kb
+
+    folder = os.path.dirname(kb.__file__)
+    newest = 0
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                newest = max(newest, os.stat(os.path.join(top, name)).st_mtime_ns)
+    packages = []
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages")):
+            with contextlib.suppress(OSError):
+                packages.append(f"{entry}:{os.stat(entry).st_mtime_ns}")
+    return f"{sys.executable}|{folder}|{kb.__version__}|{newest}|{'|'.join(packages)}"
 
 
 def _umask() -> int:
@@ -143,41 +200,7 @@ def _peer_uid(sock: socket.socket) -> int:
     return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
 
 
-def _socket_of(args: list[str]) -> Path | None:
-    """The server socket of the knowledge base the command would use, if there is one."""
-    from kb.errors import KbNotFound
-    from kb.home import CACHE, find_root
-
-    explicit = None
-    rest = iter(args)
-    for arg in rest:  # kb's own options come before the command: `kb --kb PATH search ...`
-        if arg == "--kb":
-            explicit = next(rest, None)
-        elif arg.startswith("--kb="):
-            explicit = arg[5:]
-        else:
-            break
-    try:
-        return socket_path(find_root(explicit) / CACHE)
-    except (KbNotFound, OSError):
-        return None
-
-
-def stamp() -> str:
-    """What makes two processes the same kb: the interpreter, kb's folder and version, and its modules' times."""
-    import kb
-
-    folder = os.path.dirname(kb.__file__)
-    newest = 0
-    for top, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
-            if name.endswith(".py"):
-                newest = max(newest, os.stat(os.path.join(top, name)).st_mtime_ns)
-    return f"{sys.executable}|{folder}|{kb.__version__}|{newest}"
-
-
-# The server side: started by `kb watch`, stopped when the watch ends (its standard input closes).
+# The server's side: started by `kb watch`, stopped when the watch ends (its standard input closes).
 
 
 def start(cache: Path) -> subprocess.Popen | None:
@@ -186,12 +209,15 @@ def start(cache: Path) -> subprocess.Popen | None:
     import subprocess
 
     path = socket_path(cache)
+    # Not `-m`: that puts the watch's working folder first on the import path, where a local file named like a
+    # module (selectors.py) would be imported instead, which the program does not do.
+    code = "import sys; del sys.path[0]; from kb.forkserver import serve; serve()"
     try:
         # Its own errors go to a log beside the socket: on the watch's standard error they would keep it open
         # (to whoever reads it) for as long as the server finishes the commands it runs.
         with open(path.with_name(LOG), "ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "kb.forkserver", str(path)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                [sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                 stderr=log, start_new_session=True,  # not the watch's Ctrl-C
             )  # fmt: skip
     except OSError:
@@ -204,12 +230,13 @@ def stop(server: subprocess.Popen) -> None:
         server.stdin.close()
 
 
-def serve(path: Path) -> None:
-    """Take commands on the socket at `path` until standard input (the watch's pipe) closes."""
+def serve() -> None:
+    """Take commands on the socket named on the command line until standard input (the watch's pipe) closes."""
     import selectors
     import signal
     import socket
 
+    path = Path(sys.argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the watch's own Ctrl-C ends it through the pipe
     command = _preload()
     own = stamp()
@@ -235,15 +262,15 @@ def serve(path: Path) -> None:
     selector.register(wake_r, selectors.EVENT_READ)
     selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
     running: dict[int, socket.socket] = {}
+    own_fds = (listener.fileno(), wake_r, wake_w, sys.stdin.fileno(), selector.fileno())
     listening = True
     while listening or running:
         for key, _ in selector.select():
-            if key.fileobj is listener:
-                own_fds = (listener.fileno(), wake_r, wake_w, sys.stdin.fileno(), selector.fileno())
-                _take(listener, own, running, own_fds, command)
+            if key.fileobj is listener and listening:
+                _take(listener, own, running, selector, own_fds, command)
             elif key.fileobj == wake_r:
                 os.read(wake_r, 4096)
-            elif listening:  # the watch ended: take no more, finish what runs
+            elif key.fileobj == sys.stdin.fileno() and listening:  # the watch ended: take no more
                 listening = False
                 selector.unregister(listener)
                 selector.unregister(sys.stdin.fileno())
@@ -251,7 +278,12 @@ def serve(path: Path) -> None:
                 with contextlib.suppress(OSError):
                     if os.stat(path).st_ino == inode:  # not a newer watch's
                         _remove(path)
-        _collect(running)
+            elif key.data is not None:  # a program's end of the socket: closed means the program is gone
+                with contextlib.suppress(OSError):
+                    if key.fileobj.recv(1) == b"":
+                        selector.unregister(key.fileobj)
+                        os.kill(key.data, 9)  # as the program was killed, its command is
+        _collect(running, selector)
 
 
 def _preload() -> Callable[[], object]:
@@ -279,14 +311,19 @@ def _take(
     listener: socket.socket,
     own: str,
     running: dict[int, socket.socket],
+    selector: selectors.BaseSelector,
     own_fds: tuple[int, ...],
     command: Callable[[], object],
 ) -> None:
     import json
+    import selectors
     import socket
 
-    conn, _ = listener.accept()
     received: list[int] = []
+    try:
+        conn, _ = listener.accept()
+    except OSError:  # gone before it was taken, or no descriptor left: the program runs its command itself
+        return
     try:
         conn.settimeout(CONNECT_S)
         uid = _peer_uid(conn)
@@ -300,21 +337,30 @@ def _take(
         if uid != os.getuid() or request.get("stamp") != own or len(received) != 3:
             conn.sendall(b"no\n")
             raise ConnectionError("refused")
+        conn.sendall(b"ok\n")
+        if conn.recv(1) != b"g":  # the program gave up: it runs the command itself
+            raise ConnectionError("gave up")
         child = os.fork()
     except (OSError, ValueError):
         conn.close()
         for fd in received:
             os.close(fd)
         return
-    if child == 0:  # the copy keeps none of the server's descriptors, nor those of the other programs' copies
-        _run(conn, received, request, (*own_fds, *(other.fileno() for other in running.values())), command)
+    if child == 0:  # the copy keeps none of the server's descriptors, nor those of the programs' sockets
+        try:
+            _run(received, request, (*own_fds, conn.fileno(), *(c.fileno() for c in running.values())), command)
+        finally:
+            os._exit(1)
     for fd in received:
         os.close(fd)
     running[child] = conn
+    with contextlib.suppress(OSError):
+        conn.sendall(f"pid {child}\n".encode())
+    selector.register(conn, selectors.EVENT_READ, child)
 
 
-def _collect(running: dict[int, socket.socket]) -> None:
-    """Tell each program whose copy ended how it ended, as a shell would say it."""
+def _collect(running: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    """Tell each program whose copy ended how it ended."""
     while running:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -325,16 +371,16 @@ def _collect(running: dict[int, socket.socket]) -> None:
         conn = running.pop(pid, None)
         if conn is None:
             continue
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(conn)
         code = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
-            conn.sendall(f"exit {code if code >= 0 else 128 - code}\n".encode())
+            conn.sendall((f"exit {code}" if code >= 0 else f"signal {-code}").encode() + b"\n")
         conn.close()
 
 
-def _run(
-    conn: socket.socket, fds: list[int], request: dict, inherited: tuple[int, ...], command: Callable[[], object]
-) -> None:
-    """In the copy: become the program that asked, run its command, and exit with its status."""
+def _run(fds: list[int], request: dict, inherited: tuple[int, ...], command: Callable[[], object]) -> None:
+    """In the copy: become the program that asked, run its command, and exit as Python would have."""
     import signal
 
     code = 1
@@ -345,15 +391,8 @@ def _run(
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         # Until the command runs, a Ctrl-C is noted and acted on then, as the program does while it starts.
         signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
-        # Not in the terminal's foreground: with `stty tostop`, writing to it would stop the copy.
-        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
         for fd in inherited:
             os.close(fd)
-        conn.settimeout(CONNECT_S)
-        conn.sendall(f"pid {os.getpid()}\n".encode())
-        if conn.recv(1) != b"g":  # the program gave up: it runs the command itself
-            os._exit(0)
-        conn.close()
         _become(fds, request)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if noted:
@@ -371,29 +410,39 @@ def _run(
     except Exception:  # as Python ends a program on an error nothing caught: the traceback (KB_DEBUG=1)
         sys.excepthook(*sys.exc_info())
         code = 1
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(code)
+    os._exit(_flushed(code))
 
 
 def _become(fds: list[int], request: dict) -> None:
-    """Take the program's standard streams, environment, folder, file mode mask and name."""
+    """Take the program's standard streams, environment, folder, time zone, file mode mask and name."""
+    import time
+
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     os.environ.clear()
     os.environ.update(request["env"])
+    time.tzset()
     os.chdir(request["cwd"])
     os.umask(request["umask"])
-    # As Python makes them at start: a terminal's lines are written as they end, standard error's always.
-    (in_encoding, in_errors), (out_encoding, out_errors), (err_encoding, err_errors) = request["streams"]
-    sys.stdin = _text(0, "rb", in_encoding, in_errors, os.isatty(0))
-    sys.stdout = _text(1, "wb", out_encoding, out_errors, os.isatty(1))
-    sys.stderr = _text(2, "wb", err_encoding, err_errors, True)
+    # The streams as Python made the program's: their encodings, errors and buffering (PYTHONUNBUFFERED).
+    sys.stdin, sys.stdout, sys.stderr = (
+        _text(fd, "rb" if fd == 0 else "wb", *stream) for fd, stream in enumerate(request["streams"])
+    )
     script, sys.modules["__main__"].__package__ = request["program"]
     sys.argv = [script, *request["args"]]
+
+
+def _flushed(code: int) -> int:
+    """Write what the command left buffered; as Python at its end, a failure is reported and the status is 120."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError) as error:
+            with contextlib.suppress(OSError, ValueError):
+                print(f"Exception ignored in: {stream!r}\n{type(error).__name__}: {error}", file=sys.stderr)
+            code = 120
+    return code
 
 
 def _exit_code(value: object) -> int:
@@ -405,17 +454,15 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def _text(fd: int, mode: str, encoding: str, errors: str, line_buffering: bool) -> io.TextIOWrapper:
+def _text(
+    fd: int, mode: str, encoding: str, errors: str, line_buffering: bool, write_through: bool
+) -> io.TextIOWrapper:
     import io
 
-    binary = open(fd, mode, closefd=False)  # noqa: SIM115 (standard streams live as long as the process)
-    return io.TextIOWrapper(binary, encoding=encoding, errors=errors, line_buffering=line_buffering)
+    binary = open(fd, mode, buffering=0 if write_through else -1, closefd=False)  # noqa: SIM115 (as long as the copy)
+    return io.TextIOWrapper(binary, encoding, errors, line_buffering=line_buffering, write_through=write_through)
 
 
 def _remove(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
-
-
-if __name__ == "__main__":
-    serve(Path(sys.argv[1]))

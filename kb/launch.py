@@ -25,13 +25,22 @@ def asked_command(commands: tuple[str, ...]) -> str | None:
 def command_of(args: list[str], commands: tuple[str, ...]) -> str | None:
     """The command in `kb [--kb PATH] COMMAND ...`, if it is one of `commands`; None for anything else
     (`kb --help`, `kb --version`, a misspelt command: Typer answers those with every command registered)."""
+    found = split(args)[1]
+    return found if found in commands else None
+
+
+def split(args: list[str]) -> tuple[str | None, str | None]:
+    """The `--kb` value and the command of `kb [--kb PATH] COMMAND ...` (None for either not given)."""
+    explicit = None
     rest = iter(args)
     for arg in rest:
         if arg == "--kb":
-            next(rest, None)
-        elif not arg.startswith("--kb="):
-            return arg if arg in commands else None
-    return None
+            explicit = next(rest, None)
+        elif arg.startswith("--kb="):
+            explicit = arg.removeprefix("--kb=")
+        else:
+            return explicit, arg
+    return explicit, None
 
 
 def main() -> None:

@@ -95,22 +95,60 @@ def test_the_server_answers_as_the_program_would(entries: KnowledgeBase) -> None
         assert _served("ls", patch="import os; os.environ['KB_LOCAL'] = '1'; ")[0] is None
 
 
-def test_ctrl_c_reaches_the_command_the_server_runs(entries: KnowledgeBase) -> None:
-    with _serving(entries) as watcher:
+@contextlib.contextmanager
+def _held(kb: KnowledgeBase) -> Iterator[tuple[subprocess.Popen, int]]:
+    """A served `kb ls` and the copy running it, held in the command's wait for a stopped watcher (up to 2 s):
+    time to signal them."""
+    with _serving(kb) as watcher:
         (server,) = _children(watcher.pid)
-        # A stopped watcher holds the command in its wait for the watcher's answer (up to 2 s): time to press Ctrl-C.
         watcher.send_signal(signal.SIGSTOP)
         try:
             program = subprocess.Popen([sys.executable, "-m", "kb", "ls"], stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True)  # fmt: skip
-            _wait_for(lambda: _children(server))  # the copy running the program's command
-            program.send_signal(signal.SIGINT)
-            out, err = program.communicate(timeout=30)
+            _wait_for(lambda: _children(server))
+            (copy,) = _children(server)
+            yield program, copy
         finally:
             watcher.send_signal(signal.SIGCONT)
-    # As the program itself stops at Ctrl-C (Typer's exit code for it), not after the watcher's wait and a listing.
-    assert (program.returncode, out) == (130, ""), err
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])
+def test_signals_reach_the_command_the_server_runs(entries: KnowledgeBase, signum: int, status: int) -> None:
+    with _held(entries) as (program, _):
+        program.send_signal(signum)
+        out, err = program.communicate(timeout=30)
+    # As the program itself ends: at Ctrl-C with Typer's exit code for it, at SIGTERM killed by it; not after the
+    # watcher's wait and a listing.
+    assert (program.returncode, out) == (status, ""), err
     assert err in ("", "kb: interrupted\n")
+
+
+def test_ctrl_z_stops_the_command_with_the_program_and_a_killed_program_takes_it_along(entries: KnowledgeBase) -> None:
+    with _held(entries) as (program, copy):
+        program.send_signal(signal.SIGTSTP)
+        _wait_for(lambda: _state(copy) == "T" and _state(program.pid) == "T")
+        program.send_signal(signal.SIGCONT)
+        _wait_for(lambda: _state(copy) != "T")
+        program.kill()  # no chance to pass anything on: the server sees its end of the socket close
+        began = time.monotonic()
+        _wait_for(lambda: not os.path.exists(f"/proc/{copy}") or _state(copy) == "Z")
+        assert time.monotonic() - began < 1.5  # not the rest of the 2 s wait and the listing
+
+
+def test_a_full_disk_is_reported_as_by_the_program(entries: KnowledgeBase) -> None:
+    with _serving(entries):
+        ended = []
+        for env in ({}, LOCAL):
+            with open("/dev/full", "w") as full:
+                result = subprocess.run([sys.executable, "-m", "kb", "ls"], stdout=full, stderr=subprocess.PIPE,
+                                        text=True, env={**os.environ, **env}, timeout=60)  # fmt: skip
+            ended.append((result.returncode, result.stderr))
+    assert ended[0] == ended[1] and ended[0][0] != 0, ended
 
 
 def test_without_the_watch_the_program_runs_its_command_itself(entries: KnowledgeBase, tmp_path: Path) -> None:
