@@ -78,25 +78,22 @@ def answer(args: list[str], noted: list[int]) -> int | None:
         if _line(sock) != b"ok":  # refused: another kb, another user
             return None
         sock.settimeout(None)
-        sock.sendall(b"g")  # from here the server runs the command: the program never runs it too
+        # The server forks only once it has this: a program that gave up before never has its command run twice,
+        # and one too slow for the server (which then closes) runs it itself.
+        sock.sendall(b"g")
+        reply = _line(sock)
+        if not reply.startswith(b"pid "):
+            return None
+        pid = int(reply.removeprefix(b"pid "))
     except (OSError, ValueError, AttributeError):  # AttributeError: a stream replaced by something else
         sock.close()
         return None
-    return _follow(sock, noted)
+    return _follow(sock, pid, noted)
 
 
-def _follow(sock: socket.socket, noted: list[int]) -> int:
+def _follow(sock: socket.socket, pid: int, noted: list[int]) -> int:
     """Pass the program's signals on to the copy running its command until the copy ends, and end as it did."""
     import signal
-
-    try:
-        reply = _line(sock)
-        pid = int(reply.removeprefix(b"pid ")) if reply.startswith(b"pid ") else None
-    except OSError:
-        pid = None
-    if pid is None:
-        print("kb: error: kb watch stopped before the command started; run it again", file=sys.stderr)
-        return 1
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
