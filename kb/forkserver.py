@@ -75,23 +75,24 @@ def answer(args: list[str], noted: list[int]) -> int | None:
         if _peer_uid(sock) != os.getuid():  # never the environment, secrets and all, to another user's process
             return None
         socket.send_fds(sock, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
-        if _line(sock) != b"ok":  # refused: another kb, another user
+        replies = sock.makefile("rb")  # line by line: "pid" and "exit" may come in one read
+        if _line(replies) != b"ok":  # refused: another kb, another user
             return None
         sock.settimeout(None)
         # The server forks only once it has this: a program that gave up before never has its command run twice,
         # and one too slow for the server (which then closes) runs it itself.
         sock.sendall(b"g")
-        reply = _line(sock)
+        reply = _line(replies)
         if not reply.startswith(b"pid "):
             return None
         pid = int(reply.removeprefix(b"pid "))
     except (OSError, ValueError, AttributeError):  # AttributeError: a stream replaced by something else
         sock.close()
         return None
-    return _follow(sock, pid, noted)
+    return _follow(replies, pid, noted)
 
 
-def _follow(sock: socket.socket, pid: int, noted: list[int]) -> int:
+def _follow(replies: io.BufferedReader, pid: int, noted: list[int]) -> int:
     """Pass the program's signals on to the copy running its command until the copy ends, and end as it did."""
     import signal
 
@@ -112,14 +113,15 @@ def _follow(sock: socket.socket, pid: int, noted: list[int]) -> int:
     for signum in noted:
         forward(signum, None)
     try:
-        reply = _line(sock)
+        reply = _line(replies)
     except OSError:
         reply = b""
     if reply.startswith(b"exit "):
         return int(reply.removeprefix(b"exit "))
     if reply.startswith(b"signal "):  # ended by a signal: so does the program, as its shell expects
         signum = int(reply.removeprefix(b"signal "))
-        signal.signal(signum, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set, and needs not
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return 128 + signum
     forward(signal.SIGTERM, None)
@@ -127,14 +129,11 @@ def _follow(sock: socket.socket, pid: int, noted: list[int]) -> int:
     return 1
 
 
-def _line(sock: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = sock.recv(64)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data[:-1]
+def _line(replies: io.BufferedReader) -> bytes:
+    line = replies.readline()
+    if not line.endswith(b"\n"):
+        raise ConnectionError("closed")
+    return line[:-1]
 
 
 def _socket_of(explicit: str | None) -> Path | None:
@@ -150,7 +149,7 @@ def _socket_of(explicit: str | None) -> Path | None:
 
 def stamp() -> str:
     """What makes two processes the same kb: the interpreter, kb's folder, version and modules' times, and the
-    times of the package folders (a package installed, upgraded or removed changes its folder's)."""
+    packages installed beside it (a version is in its metadata folder's name)."""
     import kb
 
     folder = os.path.dirname(kb.__file__)
@@ -160,12 +159,12 @@ def stamp() -> str:
         for name in files:
             if name.endswith(".py"):
                 newest = max(newest, os.stat(os.path.join(top, name)).st_mtime_ns)
-    packages = []
+    installed = []  # what is installed: each distribution's metadata folder and each .pth, by name
     for entry in sys.path:
         if entry.endswith(("site-packages", "dist-packages")):
             with contextlib.suppress(OSError):
-                packages.append(f"{entry}:{os.stat(entry).st_mtime_ns}")
-    return f"{sys.executable}|{folder}|{kb.__version__}|{newest}|{'|'.join(packages)}"
+                installed += sorted(n for n in os.listdir(entry) if n.endswith((".dist-info", ".egg-info", ".pth")))
+    return f"{sys.executable}|{folder}|{kb.__version__}|{newest}|{'|'.join(installed)}"
 
 
 def _umask() -> int:
@@ -206,9 +205,9 @@ def start(cache: Path) -> subprocess.Popen | None:
     import subprocess
 
     path = socket_path(cache)
-    # Not `-m`: that puts the watch's working folder first on the import path, where a local file named like a
-    # module (selectors.py) would be imported instead, which the program does not do.
-    code = "import sys; del sys.path[0]; from kb.forkserver import serve; serve()"
+    # Not `-m`, and without `-c`'s '' on the path: the watch's working folder would be searched first, where a local
+    # file named like a module (selectors.py) would be imported instead, which the program does not do.
+    code = "import sys; sys.path = [p for p in sys.path if p]; from kb.forkserver import serve; serve()"  # '': cwd
     try:
         # Its own errors go to a log beside the socket: on the watch's standard error they would keep it open
         # (to whoever reads it) for as long as the server finishes the commands it runs.
@@ -331,7 +330,7 @@ def _take(
                 raise ConnectionError("closed")
             data += more
         request = json.loads(data)
-        if uid != os.getuid() or request.get("stamp") != own or len(received) != 3:
+        if uid != os.getuid() or not isinstance(request, dict) or request.get("stamp") != own or len(received) != 3:
             conn.sendall(b"no\n")
             raise ConnectionError("refused")
         conn.sendall(b"ok\n")
@@ -433,6 +432,8 @@ def _become(fds: list[int], request: dict) -> None:
 def _flushed(code: int) -> int:
     """Write what the command left buffered; as Python at its end, a failure is reported and the status is 120."""
     for stream in (sys.stdout, sys.stderr):
+        if stream.closed:  # as Python: a closed stream is not flushed
+            continue
         try:
             stream.flush()
         except (OSError, ValueError) as error:

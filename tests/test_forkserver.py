@@ -140,6 +140,39 @@ def test_ctrl_z_stops_the_command_with_the_program_and_a_killed_program_takes_it
         assert time.monotonic() - began < 1.5  # not the rest of the 2 s wait and the listing
 
 
+def test_a_copy_killed_outright_takes_its_program_along(entries: KnowledgeBase) -> None:
+    with _held(entries) as (program, copy):
+        os.kill(copy, signal.SIGKILL)  # the kernel's out-of-memory killer, say
+        program.communicate(timeout=30)
+    assert program.returncode == -signal.SIGKILL
+
+
+def test_replies_are_read_line_by_line_however_they_arrive() -> None:
+    # A copy can end before its program reads its pid: both replies then wait in one read.
+    from kb.forkserver import _line
+
+    server, program = socket.socketpair()
+    with server, program:
+        server.sendall(b"pid 123\nexit 0\n")
+        replies = program.makefile("rb")
+        assert (_line(replies), _line(replies)) == (b"pid 123", b"exit 0")
+
+
+def test_a_request_that_is_not_one_leaves_the_server_running(entries: KnowledgeBase) -> None:
+    with _serving(entries):
+        path = socket_path(entries.cache_path)
+        stray = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            stray.connect(f"/proc/self/fd/{folder}/{path.name}")
+            socket.send_fds(stray, [b"[]\n"], [0, 1, 2])
+            assert stray.recv(16) == b"no\n"
+        finally:
+            os.close(folder)
+            stray.close()
+        assert _served("ls")[0] == "0"
+
+
 def test_a_full_disk_is_reported_as_by_the_program(entries: KnowledgeBase) -> None:
     with _serving(entries):
         ended = []
