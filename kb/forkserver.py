@@ -79,20 +79,30 @@ def answer(args: list[str], noted: list[int]) -> int | None:
         if _line(replies) != b"ok":  # refused: another kb, another user
             return None
         sock.settimeout(None)
+    except (OSError, ValueError, AttributeError):  # AttributeError: a stream replaced by something else
+        sock.close()
+        return None
+    import signal
+
+    # Held from here until they can be passed on: the copy may start before its pid is known here.
+    held = {signal.SIGTSTP, signal.SIGCONT, *(getattr(signal, name) for name in _FORWARDED)}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
         # The server forks only once it has this: a program that gave up before never has its command run twice,
         # and one too slow for the server (which then closes) runs it itself.
         sock.sendall(b"g")
         reply = _line(replies)
-        if not reply.startswith(b"pid "):
-            return None
-        pid = int(reply.removeprefix(b"pid "))
-    except (OSError, ValueError, AttributeError):  # AttributeError: a stream replaced by something else
+        pid = int(reply.removeprefix(b"pid ")) if reply.startswith(b"pid ") else None
+    except (OSError, ValueError):
+        pid = None
+    if pid is None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         sock.close()
         return None
-    return _follow(replies, pid, noted)
+    return _follow(replies, pid, noted, held)
 
 
-def _follow(replies: io.BufferedReader, pid: int, noted: list[int]) -> int:
+def _follow(replies: io.BufferedReader, pid: int, noted: list[int], held: set[int]) -> int:
     """Pass the program's signals on to the copy running its command until the copy ends, and end as it did."""
     import signal
 
@@ -110,6 +120,7 @@ def _follow(replies: io.BufferedReader, pid: int, noted: list[int]) -> int:
         signal.signal(getattr(signal, name), forward)
     signal.signal(signal.SIGTSTP, suspend)
     signal.signal(signal.SIGCONT, forward)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # those that came meanwhile are passed on now
     for signum in noted:
         forward(signum, None)
     try:
