@@ -289,7 +289,7 @@ def serve() -> None:
                 with contextlib.suppress(OSError):
                     if key.fileobj.recv(1) == b"":
                         selector.unregister(key.fileobj)
-                        os.kill(key.data, 9)  # as the program was killed, its command is
+                        os.kill(key.data, signal.SIGKILL)  # as the program was killed, its command is
         _collect(running, selector)
 
 
