@@ -113,8 +113,9 @@ def _follow(replies: io.BufferedReader, pid: int, noted: list[int], held: set[in
     def suspend(signum: int, frame: object) -> None:  # Ctrl-Z: the copy stops with the program
         forward(signal.SIGSTOP, frame)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)
-        signal.signal(signal.SIGTSTP, suspend)
+        os.kill(os.getpid(), signal.SIGTSTP)  # returns once continued, or at once where the kernel drops it
+        signal.signal(signal.SIGTSTP, suspend)  # (a process group no shell controls: the program never stopped)
+        forward(signal.SIGCONT, frame)
 
     for name in _FORWARDED:
         signal.signal(getattr(signal, name), forward)

@@ -103,8 +103,10 @@ def _held(kb: KnowledgeBase) -> Iterator[tuple[subprocess.Popen, int]]:
         (server,) = _children(watcher.pid)
         watcher.send_signal(signal.SIGSTOP)
         try:
+            # In a process group of its own, as a shell starts a job: the kernel drops Ctrl-Z in a group no shell
+            # could continue (one whose parents are all in other sessions, as a test runner's may be).
             program = subprocess.Popen([sys.executable, "-m", "kb", "ls"], stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                       stderr=subprocess.PIPE, text=True, preexec_fn=os.setpgrp)  # fmt: skip
             _wait_for(lambda: _children(server))
             (copy,) = _children(server)
             yield program, copy
