@@ -35,12 +35,14 @@ def register(app: typer.Typer) -> None:
         from kb.index.watch import watch
 
         kb = knowledge_base(ctx)
-        servers = []
+        servers: list = []  # the fork server, once the watch holds its lock
 
         def ready(folders: int) -> None:
             report = prepare(kb)  # from the watcher's first journal on, commands look only at what changed
             # Only the watcher that holds the watch's lock starts one: its socket is the knowledge base's.
-            servers.extend(filter(None, [forkserver.start(kb.cache_path)]))
+            server = forkserver.start(kb.cache_path)
+            if server is not None:
+                servers.append(server)
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",
