@@ -33,7 +33,7 @@ def test_ordinary_text_is_markdown_and_not_counted() -> None:
 
 
 def test_one_heavy_entry_leaves_the_site_built_and_says_so(kb: KnowledgeBase) -> None:
-    write_entry(kb, "2026-01-02-heavy-000001", body=HEAVY["nested"] + "\n\n" + HEAVY["brackets"],
+    write_entry(kb, "2026-01-02-heavy-000001", body=HEAVY["nested"] + "\n\n" + HEAVY["brackets"] * 4,
                 recorded="2026-01-02T00:00:00Z", status="completed")  # fmt: skip
     write_entry(kb, "2026-01-03-light-000002", body="*fine*", recorded="2026-01-03T00:00:00Z", status="completed")
     result = run_kb("site", "build", timeout=90)

@@ -12,7 +12,9 @@ import re
 from kb.entry import Entry
 from kb.index.fulltext import DEFAULT_FIELDS, document
 
-_EXACT = re.compile(r"\S*[\ue000-\uefff]\S*\s?")  # a token fulltext.exact() made: its punctuation is private-use
+# A token fulltext.exact() made: its punctuation is private-use. Tried only where a word starts: from every
+# position of a long word, the search ran to the word's end and back (a line of 50,000 "[" took a minute).
+_EXACT = re.compile(r"(?<!\S)\S*[\ue000-\uefff]\S*\s?")
 _JOINED = re.compile(r"(?<=\w)[^\w\s]+(?=[^\W\d_])|_")  # flex-attention, torch.compile, compile_timeout
 _CAMEL = re.compile(r"\b[^\W_]+[A-Z][^\W_]*")  # OutOfMemoryError, CompileTime, NeuronCore
 
