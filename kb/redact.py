@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import cycle
 from typing import Any, TextIO
 
@@ -227,6 +227,28 @@ _SHAPES = re.compile(
     r")"
 )
 
+# What every match of _SHAPES holds, compared in lower case: a line holding none of them is not searched, since
+# the shapes cost 1 to 10 microseconds a character and most lines of a log hold none. A shape added above needs its
+# text here (tests/test_redact_speed.py checks each against samples of its shape). Discord's bot tokens have no
+# fixed text: _SHAPELESS finds their middle part.
+_HINTS = (
+    "://", "mysql", "mariadb", "login", "sshpass", "twine", "sqlcmd", "bcp", "osql", "ldap", "redis-cli", "smbclient",
+    "curl", "wget", "http", "-pass", "wandb", "password", "discord", "hooks.zapier.com", "webhook.office.com",
+    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "akia", "asia", "abia", "acca", "hf_", "ghp_", "gho_", "ghu_",
+    "ghs_", "ghr_", "github_pat_", "sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "xox", "hooks.slack.com/",
+    "eyj", "aiza", "npm_", "glpat-", "gloas-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-",
+    "glsoat-", "pypi-ag", "sg.", "gocspx-", "ya29.", "bearer", "xapp-", "whsec_", "atatt3", "dapi", "_v1_", "dp.",
+    "sl.", "figd_", "glc_", "glsa_", "hvs.", "hvb.", ".atlasv1.", "lin_api_", "lin_oauth_", "-us", "key-", "nrak-",
+    "nrii-", "secret_", "ntn_", "pmak-", "pul-", "r8_", "sntrys_", "sntryu_", "shpat_", "shpca_", "shppa_", "shpss_",
+    "sq0atp-", "sq0csp-", "eaaa", "sk", ":aa", "gsk_", "xai-", "pplx-", "fw_", "api_org_", "age-secret-key-1", "hrku-",
+    "fo1_", "fm1_", "fm2_", "nfp_", "nfc_", "rubygems_", "oy2", "cio", "dckr_", "atbb", "q~", "ewojimf1dghzijog",
+    "ewogicjhdxrocyi6",
+)  # fmt: skip
+_SHAPELESS = re.compile(r"\.[A-Za-z0-9_-]{6}\.")
+# The letters that a case-insensitive pattern matches and lower() does not make: the long s is s, the dotless i
+# and the dotted capital I are i (which lowers to two characters). The Kelvin sign lowers to k.
+_FOLDS = str.maketrans({"\u017f": "s", "\u0131": "i", "\u0130": "i"})
+
 # `name=value`, `name: value`, `"name": "value"`, `--name value`, `env["NAME"] = value` where the name
 # may be secret: the match is only a candidate, `is_secret_name` and the value decide. The value is a
 # quoted string (also with escaped quotes, as JSON inside a JSON string has them: `\"auth\": \"...\"`),
@@ -367,7 +389,61 @@ def redact_text(text: str) -> str:
 
 
 def _mask_shapes(text: str) -> str:
-    return _mask_assignments(_SHAPES.sub(_mask_shape, text))
+    """What _mask_everywhere gives, searching only where a match can be: the shapes on the lines holding a hint,
+    the assignments where a stem is (no match of either crosses a line)."""
+    lowered = _lowered(text)
+    if lowered is None:
+        return _mask_everywhere(text)
+    masked = _on_lines(text, _hinted_lines(text, lowered), _mask_shapes_on_line)
+    # The masks are ASCII and each character lowers to one: the masked text's lower case lines up with it too.
+    return _mask_assignments(masked, _starts(masked, masked.translate(_FOLDS).lower()))
+
+
+def _mask_everywhere(text: str) -> str:
+    """Every shape, then every assignment, searched for at every place in the text."""
+    text = _SHAPES.sub(_mask_shape, text)
+    return _mask_assignments(text, range(len(text)))
+
+
+def _lowered(text: str) -> str | None:
+    """The text in lower case, each character where it was; None where that cannot be (no character lowers to two
+    once folded, in the Unicode of Python 3.10 to 3.13; a later one might)."""
+    lowered = text.translate(_FOLDS).lower()
+    return lowered if len(lowered) == len(text) else None
+
+
+def _mask_shapes_on_line(line: str) -> str:
+    return _SHAPES.sub(_mask_shape, line)
+
+
+def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
+    """start -> end (after its newline) of each line holding one of _HINTS or what _SHAPELESS finds."""
+    lines: dict[int, int] = {}
+    for hint in _HINTS:
+        at = lowered.find(hint)
+        while at >= 0:
+            start, end = _line_around(text, at, at + len(hint))
+            lines[start] = end
+            at = lowered.find(hint, end)
+    for found in _SHAPELESS.finditer(text):
+        start, end = _line_around(text, found.start(), found.end())
+        lines[start] = end
+    return lines
+
+
+def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
+    after = text.find("\n", end)
+    return text.rfind("\n", 0, start) + 1, len(text) if after < 0 else after + 1
+
+
+def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
+    out: list[str] = []
+    done = 0
+    for start in sorted(lines):
+        out += (text[done:start], mask(text[start : lines[start]]))
+        done = lines[start]
+    out.append(text[done:])
+    return "".join(out)
 
 
 _BLANK_RUN = 4096
@@ -386,18 +462,52 @@ def _mask_shape(match: re.Match[str]) -> str:
     return (match[kept] if kept else "") + MASK
 
 
-def _mask_assignments(text: str) -> str:
+def _mask_assignments(text: str, starts: Iterable[int]) -> str:
+    """The assignments in the text, tried at `starts` (ascending, every place one can start), as a search from left
+    to right finds them."""
     out: list[str] = []
     done = start = 0
-    while match := _ASSIGNMENT.search(text, start):
+    for at in starts:
+        if at < start:
+            continue
+        match = _ASSIGNMENT.match(text, at)
+        start = at + 1
+        if match is None:
+            continue
         masked = _mask_assignment(match)
         if masked is None:  # not a secret after all; a secret may still start inside the candidate
-            start = match.start() + 1
             continue
         out += (text[done : match.start()], masked)
         done = start = match.end()
     out.append(text[done:])
     return "".join(out)
+
+
+_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_STEM_REACH = 66  # _ASSIGNMENT looks for a stem at most this far from where a name starts
+
+
+def _starts(text: str, lowered: str) -> Iterator[int]:
+    """Where _ASSIGNMENT can match, in order (`lowered` as _lowered gives it): the start of each run of name
+    characters that holds a stem within _STEM_REACH of it, and the place after an escaped line break that begins
+    the run."""
+    stems = sorted(at for stem in _STEMS for at in _occurrences(lowered, stem))
+    for stem in stems:
+        before = text[max(stem - _STEM_REACH - 1, 0) : stem]
+        run = len(before) - len(before.rstrip(_NAME_CHARS))
+        if run == len(before) and stem > len(before):  # the run goes on further back than a stem can be
+            continue
+        first = stem - run
+        yield first
+        if first and text[first - 1] == "\\" and text[first] in "nrt":
+            yield first + 1
+
+
+def _occurrences(text: str, part: str) -> Iterator[int]:
+    at = text.find(part)
+    while at >= 0:
+        yield at
+        at = text.find(part, at + 1)
 
 
 def _mask_assignment(match: re.Match[str]) -> str | None:

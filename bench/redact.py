@@ -1,0 +1,100 @@
+"""What masking credentials costs: a log's characters per second, and a chatty program under `kb record`.
+
+Two figures, each against a baseline measured in the same run:
+- `redact_text` on three generated logs (numbers only; `tokens/s=` on every line, as language-model training
+  prints; one endless line), against searching every character for every pattern (`kb.redact._mask_everywhere`,
+  how masking worked before it searched only where a credential can be), in MB a second;
+- a program that prints `lines` log lines as fast as it can, its own time under `kb record` against bare: the
+  recorder masks the output as it passes it on, so slow masking makes the program wait on its pipe.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.timing import machine, user_env
+
+CHATTY = """
+import sys, time
+started, written = time.perf_counter(), 0
+for step in range({lines}):
+    line = f"step {{step}} loss=0.{{step % 997:03d}} lr=3e-4 tokens/s=12345.6 /data/shard-{{step % 64}}.bin"
+    written += len(line) + 1
+    print(line)
+print(f"took {{time.perf_counter() - started:.4f}} s for {{written}} bytes", file=sys.stderr)
+"""
+TOOK = re.compile(r"took ([0-9.]+) s for ([0-9]+) bytes")
+
+
+def logs(megabytes: float) -> dict[str, str]:
+    size = int(megabytes * 1_000_000)
+    numbers = "".join(
+        f"step {i} loss=0.{i % 997:03d} lr=3e-4 grad_norm=1.23 /data/shard-{i % 64}.bin\n" for i in range(size // 60)
+    )
+    tokens = "".join(
+        f"step {i} loss=0.{i % 997:03d} tokens/s=12345.6 /data/shard-{i % 64}.bin\n" for i in range(size // 55)
+    )
+    return {"numbers": numbers[:size], "tokens/s on every line": tokens[:size], "one endless line": "x" * size}
+
+
+def _rate(mask: Callable[[str], str], text: str, repeats: int) -> float:
+    """MB a second, the median of `repeats` runs."""
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        mask(text)
+        seconds.append(time.perf_counter() - started)
+    return len(text) / 1e6 / statistics.median(seconds)
+
+
+def _program_seconds(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int]:
+    """The program's own time and the bytes it printed, as it reports them on stderr (kb record passes it on)."""
+    done = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    found = TOOK.findall(done.stderr)
+    if done.returncode != 0 or not found:
+        raise RuntimeError(f"{command} failed: {done.stderr[-2000:]}")
+    return float(found[-1][0]), int(found[-1][1])
+
+
+def run(quick: bool) -> None:
+    """A few MB of each log and a 16 MB program, medians of 5; `quick`: half a MB and 1.3 MB, once."""
+    measure(megabytes=0.5 if quick else 4, lines=20_000 if quick else 250_000, repeats=1 if quick else 5)
+
+
+def measure(megabytes: float, lines: int, repeats: int) -> None:
+    from kb.redact import _mask_everywhere, redact_text
+
+    print(f"masking credentials, medians of {repeats}; {machine()}")
+    print(f"{'log':<26}{'MB':>6}{'kb MB/s':>10}{'everywhere MB/s':>17}{'ratio':>8}")
+    for name, text in logs(megabytes).items():
+        now, before = _rate(redact_text, text, repeats), _rate(_mask_everywhere, text, 1)
+        print(f"{name:<26}{len(text) / 1e6:>6.1f}{now:>10.2f}{before:>17.2f}{now / before:>7.1f}x")
+
+    with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
+        root = Path(folder) / "kb"
+        env = user_env(KB_HOME=str(root))
+        subprocess.run([sys.executable, "-m", "kb", "init", str(root)], env=env, check=True, capture_output=True)
+        program = Path(folder) / "chatty.py"
+        program.write_text(CHATTY.format(lines=lines))
+        bare, recorded = [], []  # from inside the knowledge base: a folder named kb beside would shadow kb
+        for _ in range(repeats):  # alternated, so that a busy moment of the machine falls on both
+            seconds, written = _program_seconds([sys.executable, str(program)], env, root)
+            bare.append(seconds)
+            command = [sys.executable, "-m", "kb", "record", "--", sys.executable, str(program)]
+            recorded.append(_program_seconds(command, env, root)[0])
+    median_bare, median_recorded = statistics.median(bare), statistics.median(recorded)
+    print(
+        f"a program printing {lines:,} lines ({written / 1e6:.1f} MB) as fast as it can: {median_bare:.2f} s bare, "
+        f"{median_recorded:.2f} s under kb record ({median_recorded / median_bare:.1f}x)"
+    )
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv)

@@ -1,0 +1,138 @@
+"""Masking searches only where a credential can be, and finds exactly what a search everywhere finds.
+
+The shapes cost 1 to 10 microseconds a character: `kb record` of a program printing 10 MB a second slowed it
+25 times. So only lines holding a hint are searched for shapes, and assignments only where a stem is. These
+tests hold the hints to the patterns: every shape's samples hold one, and on mixed texts the answer is the same.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+
+import pytest
+from data.secrets_corpus import LOOK_ALIKES, SECRETS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kb import redact
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern, and those of a group that makes up a whole alternative."""
+    found = []
+    for alternative in _split(pattern):
+        alternative = _without_lookarounds(alternative)
+        whole_group = alternative.startswith("(?:") and _group_end(alternative, 0) == len(alternative)
+        inner = alternative[3:-1] if whole_group else ""
+        found += _alternatives(inner) if len(_split(inner)) > 1 else [alternative]
+    return found
+
+
+def _marks(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, depth after it) of each `(`, `)` and `|` outside classes and escapes."""
+    depth, at = 0, 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char == "[":
+            at += 2 if pattern[at + 1 : at + 2] in ("]", "^") else 1  # a ] first is a member
+            at += pattern[at] == "]" and pattern[at - 1] == "^"
+            while pattern[at] != "]":
+                at += 2 if pattern[at] == "\\" else 1
+        elif char in "()|":
+            depth += {"(": 1, ")": -1, "|": 0}[char]
+            yield at, char, depth
+        at += 1
+
+
+def _split(pattern: str) -> list[str]:
+    cuts = [at for at, char, depth in _marks(pattern) if char == "|" and depth == 0]
+    return [pattern[start + 1 : end] for start, end in zip([-1, *cuts], [*cuts, len(pattern)], strict=True)]
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index after the `)` that closes the group opening at `start`."""
+    depth = next(depth for at, _, depth in _marks(pattern) if at == start)
+    return next(at + 1 for at, char, after in _marks(pattern) if at > start and char == ")" and after == depth - 1)
+
+
+def _without_lookarounds(pattern: str) -> str:
+    """Lookarounds dropped: the pattern then matches more, so a hint every match of it holds is in every match of
+    the pattern as it is. Groups left empty are dropped too."""
+    while found := _LOOKAROUND.search(pattern):
+        pattern = pattern[: found.start()] + pattern[_group_end(pattern, found.start()) :]
+    while "(?:|)" in pattern or "(?:)" in pattern:
+        pattern = pattern.replace("(?:|)", "").replace("(?:)", "")
+    return pattern
+
+
+SHAPES = _alternatives(redact._SHAPES.pattern)
+
+
+def _hinted(text: str) -> bool:
+    lowered = text.translate(redact._FOLDS).lower()
+    return any(hint in lowered for hint in redact._HINTS) or redact._SHAPELESS.search(text) is not None
+
+
+def test_the_shapes_are_split_into_their_alternatives() -> None:
+    assert len(SHAPES) >= 80
+    for alternative in SHAPES:
+        re.compile(alternative)  # each is a pattern of its own
+    assert any(alternative.startswith("hf_") for alternative in SHAPES)
+    assert any("mysql" in alternative for alternative in SHAPES)
+
+
+@pytest.mark.parametrize("alternative", SHAPES)
+@settings(max_examples=30, deadline=None)  # enough to pick each branch of a shape (`(?:secret_|ntn_)`)
+@given(st.data())
+def test_every_match_of_every_shape_holds_a_hint(alternative: str, data: st.DataObject) -> None:
+    sample = data.draw(st.from_regex(alternative, fullmatch=True))
+    assert _hinted(sample), f"no hint in {sample!r}, a match of {alternative}: add its fixed text to _HINTS"
+
+
+def test_every_credential_of_the_corpus_is_masked_as_a_search_everywhere_masks_it() -> None:
+    for secret in SECRETS:
+        assert redact._mask_shapes(secret.text) == redact._mask_everywhere(secret.text), secret.id
+        assert secret.probe not in redact.redact_text(secret.text), secret.id
+
+
+def test_the_folds_cover_every_letter_a_case_insensitive_pattern_matches() -> None:
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        if 0xD800 <= code < 0xE000 or not re.fullmatch("(?i)[a-z]", char):
+            continue
+        assert len(char.translate(redact._FOLDS).lower()) == 1
+        assert re.fullmatch("(?i)" + char.translate(redact._FOLDS).lower(), char), hex(code)
+
+
+PIECES = [
+    *(secret.text for secret in SECRETS),
+    *(look_alike.text for look_alike in LOOK_ALIKES),
+    *("step 12 loss=0.1", "tokens/s=3", "password", "login u", "https://", "--token", '"key": ', "Bearer "),
+    *("\u017fecret=abcdefgh", "to\u212aen: zzzzzzzz", "\u0130", "a" * 70 + "token=abcdefghij", "\\ntoken=xyzxyzxyz"),
+    *("x", "\n", " ", "=", ":", "\\n", "AKIA", "[REDACTED]"),
+]
+GLUE = ["", " ", "\n", "\t", "=", ":", "\\n", ",", '"', "-", "_"]
+
+
+def test_masking_finds_what_a_search_everywhere_finds() -> None:
+    rng = random.Random(17)
+    for _ in range(3000):
+        text = "".join(rng.choice(PIECES) + rng.choice(GLUE) for _ in range(rng.randint(1, 12)))
+        assert redact._mask_shapes(text) == redact._mask_everywhere(text), text
+
+
+def test_a_log_of_numbers_keeps_its_secrets_masked_among_thousands_of_lines() -> None:
+    lines = [f"step {i} loss=0.{i % 997:03d} tokens/s=12345.6 /data/shard-{i % 64}.bin" for i in range(5000)]
+    lines[1234] += f" {SECRETS[0].text}"
+    lines[4321] = "HF_TOKEN=hf_" + "Ab1" * 12
+    text = "\n".join(lines)
+    masked = redact.redact_text(text)
+    assert masked == redact._mask_everywhere(text)
+    assert SECRETS[0].probe not in masked and "Ab1Ab1" not in masked
