@@ -72,7 +72,7 @@ def _without_lookarounds(pattern: str) -> str:
     return pattern
 
 
-SHAPES = _alternatives(redact._SHAPES.pattern)
+SHAPES = _alternatives(redact._SHAPES)
 
 
 def _hinted(text: str) -> bool:
