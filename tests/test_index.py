@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -12,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import json_data, run_kb, write_entry
+from conftest import json_data, run_kb, watching, write_entry
 
 from kb.index import fulltext, parse
 from kb.index import sync as sync_module
@@ -566,3 +567,25 @@ def test_the_releases_follow_each_added_edited_and_deleted_release_entry(sample:
     first.unlink()
     sync(sample)
     assert [(r["id"], r["version"]) for r in _releases(sample)] == [("2026-08-02-torch-000002", "2.11.1")]
+
+
+NO_INOTIFY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kb watch needs Linux's inotify")
+
+
+@pytest.mark.parametrize(
+    "watched", [pytest.param(False, id="full look"), pytest.param(True, id="kb watch", marks=NO_INOTIFY)]
+)
+def test_a_copy_refused_for_its_id_is_indexed_once_the_original_goes(kb: KnowledgeBase, watched: bool) -> None:
+    # Copying an entry file and deleting the original (a rename done in two steps): the copy was left refused for
+    # an id "also used by" a file that no longer existed, and the entry was gone from every answer.
+    original = write_entry(kb, "2026-01-01-moved-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    copy = kb.entries_path / "2026-01-02-moved.md"
+    with watching() if watched else contextlib.nullcontext():
+        assert run_kb("index").returncode == 0
+        shutil.copy2(original, copy)
+        assert "also used by" in run_kb("check").stdout
+        original.unlink()
+        listed = run_kb("ls", "--json")
+        checked = run_kb("check")
+    assert [entry["id"] for entry in json_data(listed.stdout)] == ["2026-01-01-moved-000001"], listed.stderr
+    assert checked.returncode == 0 and checked.stdout == "" and "0 problems" in checked.stderr, checked.stdout

@@ -180,6 +180,20 @@ def _sync(
             candidates.append((relative, Path(path)))
             looked[relative] = signature
     gone = [relative for relative in signatures if relative not in seen]
+    # A file refused because another file held its id is read again whenever a file changed or went: the other one
+    # may have (deleted, or its id changed), and the refused file itself is unchanged, so nothing else would read it.
+    again: set[str] = set()
+    if candidates or gone:
+        listed = {relative for relative, _ in candidates}
+        for relative in _refused_for_their_id(db):
+            path = str(kb.entries_path / relative)
+            if relative in listed or relative in gone or (signature := _signature(path)) is None:
+                continue
+            candidates.append((relative, Path(path)))
+            looked[relative] = signature
+            seen.add(relative)
+            again.add(relative)
+            report.unchanged -= 1  # counted above: its size and time are as indexed
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
     path_of = partial(_indexed_path, db)
@@ -197,7 +211,10 @@ def _sync(
     batch: list[tuple[str, Entry]] = []  # parsed, not yet written: a build never holds every entry in memory
     from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
 
-    jobs = [(path, kb.root, known[relative].sha256 if relative in known else None) for relative, path in candidates]
+    jobs = [
+        (path, kb.root, known[relative].sha256 if relative in known and relative not in again else None)
+        for relative, path in candidates
+    ]
     db.execute("BEGIN IMMEDIATE")
     try:
         # A first build of thousands takes a while: say so.
@@ -211,7 +228,7 @@ def _sync(
                 problems[relative] = read.problems
                 files.append((relative, read.size, read.mtime_ns, "", None))
                 continue
-            indexed = known.get(relative)
+            indexed = known.get(relative) if relative not in again else None
             if indexed is not None and indexed.sha256 == read.digest:  # touched, not changed: it keeps its entry
                 files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
                 moving.discard(relative)
@@ -352,6 +369,11 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
             children.setdefault(table, []).extend(table_rows)
     for table, table_rows in children.items():
         _insert(db, table, table_rows)
+
+
+def _refused_for_their_id(db: sqlite3.Connection) -> list[str]:
+    """The files indexed without an entry because of their id (another file's, or not an id at all)."""
+    return [row[0] for row in db.execute("SELECT DISTINCT path FROM problems WHERE field = 'id' ORDER BY path")]
 
 
 def _indexed_path(db: sqlite3.Connection, entry_id: str) -> str | None:
