@@ -411,7 +411,15 @@ def _mask_shapes(text: str) -> str:
 def _mask_everywhere(text: str) -> str:
     """Every shape, then every assignment, searched for at every place in the text."""
     text = _shapes().sub(_mask_shape, text)
-    return _mask_assignments(text, range(len(text)))
+    return _mask_assignments(text, _search_starts(text))
+
+
+def _search_starts(text: str) -> Iterator[int]:
+    """Where a search from left to right finds an assignment, and again from the place after each."""
+    at = 0
+    while match := _ASSIGNMENT.search(text, at):
+        yield match.start()
+        at = match.start() + 1
 
 
 def _lowered(text: str) -> str | None:
@@ -434,9 +442,11 @@ def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
             start, end = _line_around(text, at, at + len(hint))
             lines[start] = end
             at = lowered.find(hint, end)
-    for found in _SHAPELESS.finditer(text):
+    found = _SHAPELESS.search(text)
+    while found:  # once a line (every match on a long line looking for its ends would be quadratic)
         start, end = _line_around(text, found.start(), found.end())
         lines[start] = end
+        found = _SHAPELESS.search(text, end)
     return lines
 
 
@@ -472,8 +482,8 @@ def _mask_shape(match: re.Match[str]) -> str:
 
 
 def _mask_assignments(text: str, starts: Iterable[int]) -> str:
-    """The assignments in the text, tried at `starts` (ascending, every place one can start), as a search from left
-    to right finds them."""
+    """The assignments in the text, tried at `starts` (every place one can start, in order; a place given again is
+    skipped), as a search from left to right finds them."""
     out: list[str] = []
     done = start = 0
     for at in starts:
@@ -500,13 +510,12 @@ def _starts(text: str, lowered: str) -> Iterator[int]:
     """Where _ASSIGNMENT can match, in order (`lowered` as _lowered gives it): the start of each run of name
     characters that holds a stem within _STEM_REACH of it, and the place after an escaped line break that begins
     the run."""
-    stems = sorted(at for stem in _STEMS for at in _occurrences(lowered, stem))
-    for stem in stems:
-        before = text[max(stem - _STEM_REACH - 1, 0) : stem]
+    for stem_at in sorted(at for stem in _STEMS for at in _occurrences(lowered, stem)):
+        before = text[max(stem_at - _STEM_REACH - 1, 0) : stem_at]
         run = len(before) - len(before.rstrip(_NAME_CHARS))
-        if run == len(before) and stem > len(before):  # the run goes on further back than a stem can be
+        if run == len(before) and stem_at > len(before):  # the run goes on further back than a stem can be
             continue
-        first = stem - run
+        first = stem_at - run
         yield first
         if first and text[first - 1] == "\\" and text[first] in "nrt":
             yield first + 1
