@@ -456,11 +456,18 @@ def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
+    """`mask` applied to each run of these lines (one call for lines that follow each other), the rest as it is."""
     out: list[str] = []
     done = 0
+    runs: list[list[int]] = []
     for start in sorted(lines):
-        out += (text[done:start], mask(text[start : lines[start]]))
-        done = lines[start]
+        if runs and runs[-1][1] == start:
+            runs[-1][1] = lines[start]
+        else:
+            runs.append([start, lines[start]])
+    for start, end in runs:
+        out += (text[done:start], mask(text[start:end]))
+        done = end
     out.append(text[done:])
     return "".join(out)
 
