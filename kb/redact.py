@@ -15,7 +15,7 @@ Masking errs towards hiding: a harmless value next to a secret-looking name is m
 look-alikes that evidence needs (commit hashes, digests, versions, `TOKENIZERS_PARALLELISM=false`,
 `num_tokens: 4096`, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in the
 text's length, and each is tried only where it can match (a shape on a line holding its fixed text, an
-assignment where a secret word is): 3 to 5 MB of log a second.
+assignment where a secret word is): 4 to 5 MB of log a second, 0.5 MB where every line holds a URL.
 """
 
 from __future__ import annotations
