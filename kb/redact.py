@@ -423,8 +423,8 @@ def _search_starts(text: str) -> Iterator[int]:
 
 
 def _lowered(text: str) -> str | None:
-    """The text in lower case, each character where it was; None where that cannot be (no character lowers to two
-    once folded, in the Unicode of Python 3.10 to 3.13; a later one might)."""
+    """The text in lower case, each character where it was; None where that cannot be (once folded, no character
+    lowers to two in the Unicode of Python 3.11; a later one might)."""
     lowered = text.translate(_FOLDS).lower()
     return lowered if len(lowered) == len(text) else None
 
