@@ -43,8 +43,9 @@ def _marks(pattern: str) -> Iterator[tuple[int, str, int]]:
             at += 2
             continue
         if char == "[":
-            at += 2 if pattern[at + 1 : at + 2] in ("]", "^") else 1  # a ] first is a member
-            at += pattern[at] == "]" and pattern[at - 1] == "^"
+            at += 1
+            at += pattern[at] == "^"
+            at += pattern[at] == "]"  # a ] first is a member
             while pattern[at] != "]":
                 at += 2 if pattern[at] == "\\" else 1
         elif char in "()|":
