@@ -7,6 +7,9 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter
 
 _NAME = attrgetter("name")
+# A folder's modification time vouches for its listing only when this much older than the listing: a name made in
+# the same tick of the clock leaves the time as it was.
+SETTLED_NS = 2_000_000_000
 
 
 def walk(

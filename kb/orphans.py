@@ -20,12 +20,12 @@ from pathlib import Path
 from kb import atomic
 from kb.entry import Entry
 from kb.errors import KbError
+from kb.folders import SETTLED_NS
 from kb.store import KnowledgeBase
 
 START_TIME_SLACK_S = 1.0
 # In the cache folder: the entries folder's modification time when it was last found without temporary files.
 LOOKED = "entries-without-temporaries"
-SETTLED_NS = 2_000_000_000
 
 Settle = Callable[[KnowledgeBase, Entry], Entry]
 _settle: Settle | None = None

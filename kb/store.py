@@ -35,6 +35,19 @@ def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
     return not folder.name.startswith(".") and f"{folder.name}.md" not in files
 
 
+def _is_entry_file(item: os.DirEntry) -> bool:
+    return item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
+
+
+def entry_file_names(items: list[os.DirEntry]) -> tuple[list[str], list[str]]:
+    """A folder's listing (in name order) as scan() takes it: its entry files' names and the folders it enters."""
+    below = [item for item in items if item.is_dir()]
+    files = {item.name for item in items if item.is_file()} if below else set()
+    return [item.name for item in items if _is_entry_file(item)], [
+        item.name for item in below if _scan_enters(item, files)
+    ]
+
+
 class KnowledgeBase:
     def __init__(self, root: Path):
         self.root = root
@@ -129,14 +142,7 @@ class KnowledgeBase:
         """scan() a folder at a time: (folder relative to entries/, "" or "2026/", and its entry files)."""
         top = str(self.entries_path / under)
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
-            yield (
-                prefix,
-                [
-                    item
-                    for item in items
-                    if item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
-                ],
-            )
+            yield prefix, [item for item in items if _is_entry_file(item)]
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:

@@ -11,8 +11,7 @@ import sqlite3
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.index import db
-from kb.index import sync as sync_module
+from kb.index import db, look
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
@@ -76,8 +75,8 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
     try:
         with monkeypatch.context() as older:  # the index as a kb with the migrations up to m004 made it
             older.setattr(db, "MIGRATIONS", db.MIGRATIONS[:4])
-            older.setattr(sync_module, "_stored_digest", lambda _: None)  # nor the digest of m007
-            older.setattr(sync_module, "_store_digest", lambda *_: None)
+            older.setattr(look, "_stored", lambda _: iter(()))  # nor the looks of m010
+            older.setattr(look.Look, "store", lambda *_: None)
             db._migrations.cache_clear()
             sync(varied)
             conn = sqlite3.connect(db.index_path(varied.cache_path))

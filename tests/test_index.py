@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +17,6 @@ import pytest
 from conftest import json_data, run_kb, watching, write_entry
 
 from kb.index import fulltext, parse
-from kb.index import sync as sync_module
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
@@ -290,7 +290,7 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
     assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
                        ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",),
-                       ("m008_leaner_board_facts",), ("m009_release_rows",)]  # fmt: skip
+                       ("m008_leaner_board_facts",), ("m009_release_rows",), ("m010_folder_looks",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -355,49 +355,193 @@ def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
     assert fulltext.count(connect(index_path(kb.cache_path))) == 1
 
 
-def test_an_unchanged_folder_is_told_by_one_digest_without_reading_the_manifest(kb: KnowledgeBase) -> None:
+def _settled(folder: Path, seconds_later: int = 0) -> None:
+    """Give a folder a modification time old enough to vouch for its names (kb.folders.SETTLED_NS), always the same
+    unless told (as a change would move it)."""
+    when = SETTLED_TIME_NS + seconds_later * 1_000_000_000
+    os.utime(folder, ns=(when, when))
+
+
+SETTLED_TIME_NS = 1_767_225_600_000_000_000  # 2026-01-01
+
+
+def _looks(kb: KnowledgeBase) -> list[tuple]:
+    db = connect(index_path(kb.cache_path))
+    try:
+        return db.execute(
+            "SELECT folder, l.mtime_ns, f.names, l.below, f.signatures "
+            "FROM folder_looks l JOIN folder_files f USING (folder) ORDER BY folder"
+        ).fetchall()
+    finally:
+        db.close()
+
+
+def _restore_looks(kb: KnowledgeBase, rows: list[tuple], statement: str, *values: object) -> None:
+    """Change the manifest by hand (which drops the looks), then put the looks back as they were."""
+    db = connect(index_path(kb.cache_path))
+    with db:
+        db.execute(statement, values)
+        db.executemany("INSERT INTO folder_looks VALUES (?, ?, ?)", [(row[0], row[1], row[3]) for row in rows])
+    db.close()
+
+
+def _looks_are_the_manifest(kb: KnowledgeBase) -> bool:
+    """Whether the stored looks name every indexed file with its size and time, and nothing else."""
+    db = connect(index_path(kb.cache_path))
+    manifest = {path: [size, mtime] for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
+    db.close()
+    looked = {}
+    for folder, _, names, _, signatures in _looks(kb):
+        numbers = array("q", signatures).tolist()
+        for i, name in enumerate(names.decode().split("\0") if names else []):
+            looked[folder + name] = numbers[2 * i : 2 * i + 2]
+    return looked == manifest
+
+
+def test_an_unchanged_folder_is_told_by_its_last_look_without_reading_the_manifest(kb: KnowledgeBase) -> None:
     first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
     assert sync(kb).added == 2
-    db = connect(index_path(kb.cache_path))
-    (digest,) = db.execute("SELECT digest FROM files_digest").fetchone()
-    with db:  # a manifest row no sync wrote: were the manifest read, this file would be read again
-        db.execute("UPDATE files SET size = 0 WHERE path = ?", [first.name])
-        db.execute("INSERT INTO files_digest VALUES (?)", [digest])  # (the change dropped it)
+    # A manifest row no sync wrote: were the manifest read, this file would be read again.
+    _restore_looks(kb, _looks(kb), "UPDATE files SET size = 0 WHERE path = ?", first.name)
     assert (sync(kb).unchanged, sync(kb).updated) == (2, 0)
+    db = connect(index_path(kb.cache_path))
     assert db.execute("SELECT size FROM files WHERE path = ?", [first.name]).fetchone() == (0,)
-    first.write_text(first.read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # any change: the digest differs
+    db.close()
+    first.write_text(first.read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # any change: its size or time moves
     report = sync(kb)
     assert (report.updated, report.unchanged) == (1, 1)
     assert [row["id"] for row in json_data(run_kb("search", "quokka", "--json").stdout)] == ["2026-01-01-first-000001"]
-    db.close()
 
 
-def test_the_digest_stored_is_of_the_files_as_read_when_one_changed_after_the_look(
+def test_a_folder_whose_time_is_settled_is_not_listed_again_but_its_files_are_looked_at(kb: KnowledgeBase) -> None:
+    first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    (kb.entries_path / "2026").mkdir()
+    write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed").rename(
+        kb.entries_path / "2026" / "2026-01-02-second-000002.md"
+    )
+    for folder in (kb.entries_path, kb.entries_path / "2026"):
+        _settled(folder)
+    assert sync(kb).added == 2
+    assert [(row[0], row[1] is not None) for row in _looks(kb)] == [("", True), ("2026/", True)]
+    # A name made in a folder moves its time, which kb takes as the sign to list it again. Were the time put back,
+    # kb would not see the name: the folder's listing is not read. (So does git's untracked cache.)
+    hidden = write_entry(kb, "2026-01-03-third-000003", recorded="2026-01-03T00:00:00Z", status="completed")
+    _settled(kb.entries_path)
+    assert sync(kb).added == 0
+    # Each file is still looked at: an edit in place moves only the file's own time.
+    first.write_text(first.read_text().replace("\n---\n", "\n---\nwombat\n", 1))
+    _settled(kb.entries_path)
+    report = sync(kb)
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 1)
+    assert _looks_are_the_manifest(kb)  # (its size and time written in place)
+    hidden.touch()  # moves the file's time, not the folder's: still not seen
+    assert sync(kb).added == 0
+    os.utime(kb.entries_path)  # the time moves: listed again
+    report = sync(kb)
+    assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 2)
+    assert _looks_are_the_manifest(kb)
+    # A file deleted is missed by no look: it cannot be looked up.
+    first.unlink()
+    _settled(kb.entries_path)
+    assert sync(kb).removed == 1
+    shutil.rmtree(kb.entries_path / "2026")
+    _settled(kb.entries_path)
+    assert sync(kb).removed == 1
+    assert ls() == ["2026-01-03-third-000003"]
+    assert _looks_are_the_manifest(kb)
+    assert [row[0] for row in _looks(kb)] == [""]
+
+
+def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(kb: KnowledgeBase, tmp_path: Path) -> None:
+    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    sync(kb)  # the folder was changed a moment ago: its time is not stored
+    assert [row[1] for row in _looks(kb)] == [None]
+    _settled(kb.entries_path)
+    sync(kb)  # now it is, once (a write of the looks alone)
+    assert [row[1] is not None for row in _looks(kb)] == [True]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (kb.entries_path / "linked").symlink_to(elsewhere)
+    _settled(kb.entries_path, seconds_later=1)
+    sync(kb)
+    assert _looks(kb)[0][:2] == ("", None)  # its listing holds a link
+    write_entry(kb, "2026-01-02-far-000002", recorded="2026-01-02T00:00:00Z", status="completed").rename(
+        elsewhere / "2026-01-02-far-000002.md"
+    )
+    _settled(elsewhere)
+    assert sync(kb).added == 1
+    assert sorted(ls()) == ["2026-01-01-first-000001", "2026-01-02-far-000002"]
+
+
+def test_the_looks_stored_are_of_the_files_as_read_when_one_changed_after_the_look(
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
-    write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    second = write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
     read = parse.read
 
-    def edited_between_the_look_and_the_read(job: parse.Job) -> parse.Read:
+    def changed_between_the_look_and_the_read(job: parse.Job) -> parse.Read:
         if job[0] == first:
             first.write_text(first.read_text() + "\nwombat\n")
+        if job[0] == second:
+            second.unlink()
         return read(job)
 
-    monkeypatch.setattr(parse, "read", edited_between_the_look_and_the_read)
-    assert sync(kb).added == 2
+    monkeypatch.setattr(parse, "read", changed_between_the_look_and_the_read)
+    assert sync(kb).added == 1
     monkeypatch.setattr(parse, "read", read)
     db = connect(index_path(kb.cache_path))
-    manifest = [(path, "", (size, mtime)) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")]
-    assert db.execute("SELECT digest FROM files_digest").fetchone() == (sync_module._digest(sorted(manifest)),)
+    manifest = db.execute("SELECT path, size, mtime_ns FROM files").fetchall()
     db.close()
-    report = sync(kb)  # the digest of what was read matches the folder now: nothing to look at again
-    assert (report.updated, report.unchanged) == (0, 2)
+    ((_, _, names, _, signatures),) = _looks(kb)
+    assert (names.decode(), array("q", signatures).tolist()) == (first.name, [manifest[0][1], manifest[0][2]])
+    assert [row[0] for row in manifest] == [first.name]
+    report = sync(kb)  # what was read matches the folder now: nothing to look at again
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
 
 
-def test_any_write_to_the_manifest_drops_the_digest(kb: KnowledgeBase) -> None:
-    # Whoever writes it (a kb from before the digest, a migration that has every entry read again).
+HALVED_SYNC = """
+import sys
+from kb.index import look
+from kb.index.sync import sync
+from kb.store import KnowledgeBase
+
+halved = look._halved
+calls = []
+look._halved = lambda descriptor, names: calls.append(len(names)) or halved(descriptor, names)
+look.HALVED_FROM = 10
+report = sync(KnowledgeBase.find(sys.argv[1]))
+print(calls, report.added, report.updated, report.removed, report.unchanged)
+"""
+
+
+def test_a_big_folder_is_looked_at_by_two_processes_with_the_same_answers(kb: KnowledgeBase) -> None:
+    # (In a process of its own: the test runner has threads, and the look halves a folder only in a process without.)
+    def halved_sync() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", HALVED_SYNC, str(kb.root)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    paths = [
+        write_entry(kb, f"2026-01-01-many-{n:06d}", recorded="2026-01-01T00:00:00Z", status="completed")
+        for n in range(41)
+    ]
+    assert halved_sync() == "[41] 41 0 0 0"
+    _settled(kb.entries_path)
+    assert halved_sync() == "[41] 0 0 0 41"  # (the folder's time stored)
+    paths[3].write_text(paths[3].read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # first half
+    paths[37].write_text(paths[37].read_text().replace("\n---\n", "\n---\nwombat\n", 1))  # second half
+    assert halved_sync() == "[41] 0 2 0 39"
+    paths[30].unlink()
+    assert halved_sync() == "[40] 0 0 1 40"
+    assert _looks_are_the_manifest(kb)
+    found = json_data(run_kb("search", "quokka OR wombat", "--json").stdout)
+    assert sorted(row["id"] for row in found) == ["2026-01-01-many-000003", "2026-01-01-many-000037"]
+
+
+def test_any_write_to_the_manifest_drops_the_looks(kb: KnowledgeBase) -> None:
+    # Whoever writes it (a kb from before the looks, a migration that has every entry read again).
     write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     sync(kb)
     db = connect(index_path(kb.cache_path))
@@ -406,10 +550,10 @@ def test_any_write_to_the_manifest_drops_the_digest(kb: KnowledgeBase) -> None:
         "DELETE FROM files",
         "INSERT INTO files (path, size, mtime_ns, sha256) VALUES ('x.md', 1, 1, '')",
     ):
-        db.execute("INSERT INTO files_digest VALUES ('d')")
+        db.execute("INSERT OR REPLACE INTO folder_looks VALUES ('', NULL, x'')")
         with db:
             db.execute(statement)
-        assert db.execute("SELECT count(*) FROM files_digest").fetchone() == (0,), statement
+        assert db.execute("SELECT count(*) FROM folder_looks").fetchone() == (0,), statement
     db.close()
 
 

@@ -19,7 +19,6 @@ import os
 import sqlite3
 import sys
 import time
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,7 +27,7 @@ from stat import S_ISDIR
 
 from kb.entry import Entry
 from kb.errors import Problem
-from kb.index import fulltext, watch
+from kb.index import fulltext, look, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
 from kb.progress import counted
@@ -151,35 +150,31 @@ def _sync(
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
     changed = watched.paths if watched else None
-    digest = None
-    vouched = False  # by the digest stored: nothing changed
+    candidates: list[tuple[str, Path]] = []
+    looked: dict[str, _Signature] = {}  # each candidate's size and time as looked at
+    full: look.Look | None = None
     if changed is None:  # every file
-        present = _every_file(kb)
-        # One digest of every file's path, size and time tells an unchanged folder without reading the manifest.
-        digest = _digest(present)
-        vouched = digest == _stored_digest(db)
-        signatures = {} if vouched else _signatures(db)
+        full = look.look(kb, db)
+        candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
+        looked = {relative: signature for relative, _, signature in full.changed}
+        gone = full.gone
+        report.unchanged = full.unchanged
     else:
         ordered = sorted(changed, key=kb.scan_order)
         signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
-        present = [
-            (relative, path, signature)
-            for relative in ordered
-            if kb.is_entry_path(relative)
-            and (signature := _signature(path := str(kb.entries_path / relative))) is not None
-        ]
-    seen: set[str] = set()
-    candidates: list[tuple[str, Path]] = []
-    looked: dict[str, _Signature] = {}  # each candidate's size and time as looked at
-    for relative, path, signature in present:
-        seen.add(relative)
-        if vouched or signatures.get(relative) == signature:  # as git's index: same size and time
-            report.unchanged += 1
-        else:
-            candidates.append((relative, Path(path)))
-            looked[relative] = signature
-    gone = [relative for relative in signatures if relative not in seen]
+        seen: set[str] = set()
+        for relative in ordered:
+            path = str(kb.entries_path / relative)
+            if not kb.is_entry_path(relative) or (signature := _signature(path)) is None:
+                continue
+            seen.add(relative)
+            if signatures.get(relative) == signature:  # as git's index: same size and time
+                report.unchanged += 1
+            else:
+                candidates.append((relative, Path(path)))
+                looked[relative] = signature
+        gone = [relative for relative in signatures if relative not in seen]
     # A file refused because another file held its id is read again whenever a file changed or went: the other one
     # may have (deleted, or its id changed), and the refused file itself is unchanged, so nothing else would read it.
     again: set[str] = set()
@@ -191,21 +186,22 @@ def _sync(
                 continue
             candidates.append((relative, Path(path)))
             looked[relative] = signature
-            seen.add(relative)
             again.add(relative)
             report.unchanged -= 1  # counted above: its size and time are as indexed
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
     path_of = partial(_indexed_path, db)
     moving = {relative for relative, _ in candidates}
+    leaving = set(gone)  # indexed and not there: whatever is indexed and not in it still is
 
     now = (watched.token, watched.offset) if watched else None
     # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
     # is stored, or every command would look at every file again.
     kept = now == position or (changed is not None and _close_enough(now, position))
-    if not candidates and not gone and kept and (vouched or digest is None):
+    if not candidates and not gone and kept and (full is None or not full.stale):
         return
     files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
+    vanished: list[str] = []  # gone between the look and the read
     upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
     batch: list[tuple[str, Entry]] = []  # parsed, not yet written: a build never holds every entry in memory
@@ -220,9 +216,10 @@ def _sync(
         # A first build of thousands takes a while: say so.
         for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
             if read.gone:  # as above
-                seen.discard(relative)
+                vanished.append(relative)
                 if relative in known:
                     gone.append(relative)
+                    leaving.add(relative)
                 continue
             if not read.digest:  # refused unread
                 problems[relative] = read.problems
@@ -240,7 +237,7 @@ def _sync(
                 if (
                     other is not None
                     and other != relative
-                    and (other in seen or (changed is not None and other not in changed))  # still there
+                    and other not in leaving  # still there
                     and (other not in moving or entry.id in upserts)
                 ):
                     line = entry.lines.get(("id",), 1)
@@ -275,13 +272,8 @@ def _sync(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
-        if digest is not None:  # the manifest as it is now, every file looked at
-            if len(seen) < len(present) or any(looked[row[0]] != (row[1], row[2]) for row in files):
-                # Changed again, or gone, between the look and the read: as read.
-                written = {row[0]: (row[1], row[2]) for row in files}
-                present = [(r, path, written.get(r, signature)) for r, path, signature in present if r in seen]
-                digest = _digest(present)
-            _store_digest(db, digest)
+        if full is not None:  # the folders as they are now, every file looked at: last, as the triggers drop them
+            full.store(db, {row[0]: (row[1], row[2]) for row in files} | dict.fromkeys(vanished))
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -294,57 +286,14 @@ def _sync(
         raise
 
 
-def _every_file(kb: KnowledgeBase) -> list[tuple[str, str, _Signature]]:
-    """(path relative to entries/, path, signature) of every entry file (kb.scan), each looked up from its folder
-    (one name to resolve, not the whole path: 0.6 s instead of 0.9 s for 100,000 lookups here)."""
-    present = []
-    for prefix, files in kb.scan_folders():
-        try:
-            folder = os.open(kb.entries_path / prefix, os.O_RDONLY)
-        except GONE:
-            continue
-        try:
-            for item in files:
-                signature = _signature(item.name, folder)
-                if signature is not None:
-                    present.append((prefix + item.name, item.path, signature))
-        finally:
-            os.close(folder)
-    return present
-
-
-def _signature(path: str, folder: int | None = None) -> _Signature | None:
-    """A file's (size, mtime_ns) (`path` relative to the `folder` descriptor, if given); None when it is gone
-    (deleted or renamed since it was listed: not damage) or a folder now (a journaled name)."""
+def _signature(path: str) -> _Signature | None:
+    """A file's (size, mtime_ns); None when it is gone (deleted or renamed since it was listed: not damage) or a
+    folder now (a journaled name)."""
     try:
-        found = os.stat(path, dir_fd=folder)
+        found = os.stat(path)
     except GONE:
         return None
     return None if S_ISDIR(found.st_mode) else (found.st_size, found.st_mtime_ns)
-
-
-def _digest(present: list[tuple[str, str, _Signature]]) -> str:
-    """Of every file's path, size and time, in scan order."""
-    import hashlib  # here: with kb watch a command never hashes (hashlib loads OpenSSL, 0.01 s)
-
-    names = "\0".join([relative for relative, _, _ in present]).encode("utf-8", "surrogateescape")
-    numbers = array("q", [len(present), *(number for _, _, signature in present for number in signature)])
-    return hashlib.blake2b(names + numbers.tobytes(), digest_size=16).hexdigest()
-
-
-def _signatures(db: sqlite3.Connection) -> dict[str, _Signature]:
-    """path -> (size, mtime_ns) of the whole manifest, read as cheaply as SQLite gives it."""
-    return {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
-
-
-def _stored_digest(db: sqlite3.Connection) -> str | None:
-    row = db.execute("SELECT digest FROM files_digest").fetchone()
-    return row[0] if row else None
-
-
-def _store_digest(db: sqlite3.Connection, digest: str) -> None:
-    db.execute("DELETE FROM files_digest")
-    db.execute("INSERT INTO files_digest (digest) VALUES (?)", [digest])
 
 
 def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
