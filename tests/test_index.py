@@ -453,6 +453,17 @@ def test_a_folder_whose_time_is_settled_is_not_listed_again_but_its_files_are_lo
     assert [row[0] for row in _looks(kb)] == [""]
 
 
+def test_kb_index_lists_every_folder_even_one_whose_time_was_put_back(kb: KnowledgeBase) -> None:
+    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    _settled(kb.entries_path)
+    assert sync(kb).added == 1
+    write_entry(kb, "2026-01-02-restored-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    _settled(kb.entries_path)  # as `rsync -a` or `tar` would put it back
+    assert "2026-01-02-restored-000002" not in run_kb("ls").stdout
+    assert run_kb("index").stdout.startswith("Indexed: 1 added, 0 updated, 0 removed, 1 unchanged")
+    assert "2026-01-02-restored-000002" in run_kb("ls").stdout
+
+
 def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(kb: KnowledgeBase, tmp_path: Path) -> None:
     write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     sync(kb)  # the folder was changed a moment ago: its time is not stored

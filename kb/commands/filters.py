@@ -32,7 +32,9 @@ PACKAGE = typer.Option(
     [], "--package", help="A package version range (PEP 440), e.g. 'torch>=2.9'; repeatable.", metavar="SPEC"
 )
 SETTING = typer.Option(
-    [], "--setting", help="Only entries with this setting, e.g. batch=8; repeatable (all must match).",
+    [],
+    "--setting",
+    help="Only entries with this setting, e.g. batch=8; repeatable (all must match).",
     metavar="NAME=VALUE",
 )
 

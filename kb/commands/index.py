@@ -11,11 +11,15 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         rebuild: bool = typer.Option(False, "--rebuild", help="Throw the indexes away and build them from scratch."),
     ) -> None:
-        """Update the indexes (every query command does this first, so you rarely need to)."""
+        """Update the indexes (every query command does this first, so you rarely need to).
+
+        Other commands list again only the folders whose modification time moved; this one lists every folder,
+        for a folder whose time was put back (a restore with `rsync -a` or `tar` over newer files).
+        """
         from kb.commands.common import knowledge_base, report_problems
         from kb.index.prepare import prepare
 
-        report = prepare(knowledge_base(ctx), rebuild=rebuild)
+        report = prepare(knowledge_base(ctx), rebuild=rebuild, every_folder=True)
         report_problems(report.problems)
         typer.echo(f"Indexed: {report.summary()}")
 

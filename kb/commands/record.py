@@ -143,4 +143,3 @@ def register(app: typer.Typer) -> None:
                 "pass --failure CLASS to correct it",
                 err=True,
             )
-

@@ -101,10 +101,11 @@ class Look:
         return None
 
 
-def look(kb: KnowledgeBase, db: sqlite3.Connection) -> Look:
-    """Every entry file's size and time, compared with the last full look's, or with the manifest if none is stored."""
+def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = False) -> Look:
+    """Every entry file's size and time, compared with the last full look's, or with the manifest if none is stored.
+    `every_folder`: list each folder, even one whose time vouches for its names."""
     stored = {folder.prefix: folder for folder in _stored(db)}
-    folders = list(_walk(kb, stored))
+    folders = list(_walk(kb, {} if every_folder else stored))
     if not stored:
         return _against_manifest(kb, db, folders)
     found = Look(folders, [], [], 0, stale=len(folders) != len(stored), before=dict(stored))
@@ -161,9 +162,9 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
     return found
 
 
-def _walk(kb: KnowledgeBase, stored: dict[str, Folder]) -> Iterator[Folder]:
+def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
     """Each folder the scan enters (kb.store.KnowledgeBase.scan), in scan order, with its files' sizes and times;
-    listed only where its time does not vouch for the names stored. Linked folders are followed, each once."""
+    listed unless its time vouches for the names in `trusted`. Linked folders are followed, each once."""
     began = time.time_ns()
     top = str(kb.entries_path)
     seen: set[tuple[int, int]] = set()
@@ -181,7 +182,7 @@ def _walk(kb: KnowledgeBase, stored: dict[str, Folder]) -> Iterator[Folder]:
         if (folder_stat.st_dev, folder_stat.st_ino) in seen:
             continue
         seen.add((folder_stat.st_dev, folder_stat.st_ino))
-        before = stored.get(prefix)
+        before = trusted.get(prefix)
         if before is not None and before.mtime_ns == folder_stat.st_mtime_ns:
             folder = Folder(prefix, before.mtime_ns, before.names, before.below)
         else:

@@ -10,14 +10,16 @@ from kb.index.sync import SyncReport, sync
 from kb.store import KnowledgeBase
 
 
-def prepare(kb: KnowledgeBase, *, rebuild: bool = False, stale_ok: bool = False) -> SyncReport:
+def prepare(
+    kb: KnowledgeBase, *, rebuild: bool = False, stale_ok: bool = False, every_folder: bool = False
+) -> SyncReport:
     """Sync, settle dead recorders' entries, and sync again if any was settled; the first sync's report.
 
     `stale_ok`: on a full disk or a read-only cache folder, an index that exists is read as it was (the report's
-    `stale` says why) instead of the error.
+    `stale` says why) instead of the error. `every_folder`: see kb.index.sync.sync.
     """
     try:
-        report = sync(kb, rebuild=rebuild)
+        report = sync(kb, rebuild=rebuild, every_folder=every_folder)
     except IndexUnwritable as exc:
         path = index_path(kb.cache_path)
         if not stale_ok or not path.is_file() or not path.stat().st_size:

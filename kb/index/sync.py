@@ -77,8 +77,9 @@ class _Indexed:
     entry_id: str | None
 
 
-def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
-    """Update the index from the entries folder; `rebuild` starts from nothing.
+def sync(kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False) -> SyncReport:
+    """Update the index from the entries folder; `rebuild` starts from nothing. `every_folder`: a full look lists
+    every folder, even one whose time vouches for the names it had (kb.index.look).
 
     An index found damaged (or removed while in use) is rebuilt at once; a full or read-only disk is a KbError
     that names the file: the entries are untouched, and the next sync catches up.
@@ -87,17 +88,17 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False) -> SyncReport:
     cache = kb.ensure_cache()
     with _exclusive(cache / LOCK_NAME), _storage_errors(index_path(cache)):
         try:
-            report = _update(kb, rebuild=rebuild)
+            report = _update(kb, rebuild=rebuild, every_folder=every_folder)
         except Exception as exc:
             if not _is_damage(exc):
                 raise
-            report = _update(kb, rebuild=True)
+            report = _update(kb, rebuild=True, every_folder=every_folder)
             report.repaired = str(exc)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
+def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncReport:
     cache = kb.ensure_cache()  # again: another process may have deleted it
     for retired in RETIRED_FOLDERS:
         if (cache / retired).is_dir():
@@ -111,11 +112,11 @@ def _update(kb: KnowledgeBase, *, rebuild: bool) -> SyncReport:
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             if not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
                 db.close()
-                return _update(kb, rebuild=True)
+                return _update(kb, rebuild=True, every_folder=every_folder)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         position = _watch_position(db)
         report = SyncReport()
-        _sync(kb, db, report, position, watch.changes(cache, position))
+        _sync(kb, db, report, position, watch.changes(cache, position), every_folder)
     finally:
         db.close()
     return report
@@ -147,6 +148,7 @@ def _sync(
     report: SyncReport,
     position: tuple[str, int] | None,
     watched: watch.Changes | None,
+    every_folder: bool,
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
     changed = watched.paths if watched else None
@@ -154,7 +156,7 @@ def _sync(
     looked: dict[str, _Signature] = {}  # each candidate's size and time as looked at
     full: look.Look | None = None
     if changed is None:  # every file
-        full = look.look(kb, db)
+        full = look.look(kb, db, every_folder=every_folder)
         candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
         looked = {relative: signature for relative, _, signature in full.changed}
         gone = full.gone
