@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
     def watch_command(ctx: typer.Context) -> None:
         """Watch the entries folder, so that each command looks only at the files that changed (Linux).
 
-        Without it every command checks every entry file (seconds at 100,000 entries). While it runs, the
+        Without it every command checks every entry file (about a second at 100,000 entries). While it runs, the
         commands that only read (search, ls, show, board, compare, trend) are also run by a copy of a kb
         already started, which saves them Python's and kb's start (KB_LOCAL=1: each runs by itself). Run it
         in a terminal of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`);
