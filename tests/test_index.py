@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import json_data, run_kb, watching, write_entry
 
-from kb.index import fulltext, parse
+from kb.index import fulltext, look, parse
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
@@ -355,25 +355,23 @@ def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
     assert fulltext.count(connect(index_path(kb.cache_path))) == 1
 
 
-def _settled(folder: Path, seconds_later: int = 0) -> None:
-    """Give a folder a modification time old enough to vouch for its names (kb.folders.SETTLED_NS), always the same
-    unless told (as a change would move it)."""
-    when = SETTLED_TIME_NS + seconds_later * 1_000_000_000
-    os.utime(folder, ns=(when, when))
-
-
-SETTLED_TIME_NS = 1_767_225_600_000_000_000  # 2026-01-01
+@pytest.fixture
+def any_time_vouches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every folder's ctime vouches for its names at once, instead of 2 s after (kb.folders.SETTLED_NS)."""
+    monkeypatch.setattr(look, "SETTLED_NS", -(10**15))
 
 
 def _looks(kb: KnowledgeBase) -> list[tuple]:
+    """(folder, ctime_ns, names, below, signatures) of each folder stored, the folder as text."""
     db = connect(index_path(kb.cache_path))
     try:
-        return db.execute(
-            "SELECT folder, l.mtime_ns, f.names, l.below, f.signatures "
+        rows = db.execute(
+            "SELECT folder, l.ctime_ns, f.names, l.below, f.signatures "
             "FROM folder_looks l JOIN folder_files f USING (folder) ORDER BY folder"
         ).fetchall()
     finally:
         db.close()
+    return [(row[0].decode("utf-8", "surrogateescape"), *row[1:]) for row in rows]
 
 
 def _restore_looks(kb: KnowledgeBase, rows: list[tuple], statement: str, *values: object) -> None:
@@ -381,7 +379,10 @@ def _restore_looks(kb: KnowledgeBase, rows: list[tuple], statement: str, *values
     db = connect(index_path(kb.cache_path))
     with db:
         db.execute(statement, values)
-        db.executemany("INSERT INTO folder_looks VALUES (?, ?, ?)", [(row[0], row[1], row[3]) for row in rows])
+        db.executemany(
+            "INSERT INTO folder_looks VALUES (?, ?, ?)",
+            [(row[0].encode("utf-8", "surrogateescape"), row[1], row[3]) for row in rows],
+        )
     db.close()
 
 
@@ -393,9 +394,13 @@ def _looks_are_the_manifest(kb: KnowledgeBase) -> bool:
     looked = {}
     for folder, _, names, _, signatures in _looks(kb):
         numbers = array("q", signatures).tolist()
-        for i, name in enumerate(names.decode().split("\0") if names else []):
+        for i, name in enumerate(names.decode("utf-8", "surrogateescape").split("\0") if names else []):
             looked[folder + name] = numbers[2 * i : 2 * i + 2]
     return looked == manifest
+
+
+def _edit(path: Path, word: str) -> None:
+    path.write_text(path.read_text().replace("\n---\n", f"\n---\n{word}\n", 1))
 
 
 def test_an_unchanged_folder_is_told_by_its_last_look_without_reading_the_manifest(kb: KnowledgeBase) -> None:
@@ -408,80 +413,104 @@ def test_an_unchanged_folder_is_told_by_its_last_look_without_reading_the_manife
     db = connect(index_path(kb.cache_path))
     assert db.execute("SELECT size FROM files WHERE path = ?", [first.name]).fetchone() == (0,)
     db.close()
-    first.write_text(first.read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # any change: its size or time moves
+    _edit(first, "quokka")  # any change: its size or time moves
     report = sync(kb)
     assert (report.updated, report.unchanged) == (1, 1)
     assert [row["id"] for row in json_data(run_kb("search", "quokka", "--json").stdout)] == ["2026-01-01-first-000001"]
 
 
-def test_a_folder_whose_time_is_settled_is_not_listed_again_but_its_files_are_looked_at(kb: KnowledgeBase) -> None:
+@pytest.mark.usefixtures("any_time_vouches")
+def test_a_folder_whose_time_vouches_is_not_listed_again_but_its_files_are_looked_at(kb: KnowledgeBase) -> None:
     first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     (kb.entries_path / "2026").mkdir()
     write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed").rename(
         kb.entries_path / "2026" / "2026-01-02-second-000002.md"
     )
-    for folder in (kb.entries_path, kb.entries_path / "2026"):
-        _settled(folder)
     assert sync(kb).added == 2
     assert [(row[0], row[1] is not None) for row in _looks(kb)] == [("", True), ("2026/", True)]
-    # A name made in a folder moves its time, which kb takes as the sign to list it again. Were the time put back,
-    # kb would not see the name: the folder's listing is not read. (So does git's untracked cache.)
-    hidden = write_entry(kb, "2026-01-03-third-000003", recorded="2026-01-03T00:00:00Z", status="completed")
-    _settled(kb.entries_path)
-    assert sync(kb).added == 0
+    # A name made in a folder moves its ctime: listed again. So does putting its modification time back, as
+    # `rsync -a` or `tar` do over files made since: nothing can put a ctime back.
+    third = write_entry(kb, "2026-01-03-third-000003", recorded="2026-01-03T00:00:00Z", status="completed")
+    os.utime(kb.entries_path, ns=(1_767_225_600_000_000_000,) * 2)
+    assert sync(kb).added == 1
     # Each file is still looked at: an edit in place moves only the file's own time.
-    first.write_text(first.read_text().replace("\n---\n", "\n---\nwombat\n", 1))
-    _settled(kb.entries_path)
+    before = _looks(kb)[0][1]
+    _edit(first, "wombat")
     report = sync(kb)
-    assert (report.added, report.updated, report.unchanged) == (0, 1, 1)
-    assert _looks_are_the_manifest(kb)  # (its size and time written in place)
-    hidden.touch()  # moves the file's time, not the folder's: still not seen
-    assert sync(kb).added == 0
-    os.utime(kb.entries_path)  # the time moves: listed again
-    report = sync(kb)
-    assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 2)
-    assert _looks_are_the_manifest(kb)
-    # A file deleted is missed by no look: it cannot be looked up.
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 2)
+    assert _looks(kb)[0][1] == before  # (not listed: the folder's ctime did not move)
+    assert _looks_are_the_manifest(kb)  # (the file's size and time written in place)
+    # A copy refused for its id is read again whenever another file changes: its place is found too.
+    shutil.copy(third, kb.entries_path / "2026-01-04-copy-000004.md")
+    assert len(sync(kb).problems) == 1
+    _edit(first, "numbat")
+    assert (sync(kb).updated, _looks_are_the_manifest(kb)) == (1, True)
+    # A file or a folder deleted is missed by no look.
+    (kb.entries_path / "2026-01-04-copy-000004.md").unlink()
     first.unlink()
-    _settled(kb.entries_path)
     assert sync(kb).removed == 1
     shutil.rmtree(kb.entries_path / "2026")
-    _settled(kb.entries_path)
     assert sync(kb).removed == 1
     assert ls() == ["2026-01-03-third-000003"]
     assert _looks_are_the_manifest(kb)
     assert [row[0] for row in _looks(kb)] == [""]
 
 
-def test_kb_index_lists_every_folder_even_one_whose_time_was_put_back(kb: KnowledgeBase) -> None:
-    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
-    _settled(kb.entries_path)
+@pytest.mark.usefixtures("any_time_vouches")
+def test_without_blob_io_a_changed_folder_is_stored_whole(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Python 3.10 has no sqlite3 blobopen.)
+    monkeypatch.setattr(look, "in_place", lambda db: False)
+    first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    write_entry(kb, "2026-01-02-second-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    sync(kb)
+    _edit(first, "wombat")
+    assert (sync(kb).updated, _looks_are_the_manifest(kb)) == (1, True)
+    assert [row["id"] for row in json_data(run_kb("search", "wombat", "--json").stdout)] == ["2026-01-01-first-000001"]
+
+
+def test_a_folder_named_in_no_utf_8_is_looked_at_like_any(kb: KnowledgeBase) -> None:
+    # (Its folder is stored as bytes. An entry file in it cannot be indexed yet: its path is not UTF-8 text.)
+    Path(os.fsdecode(bytes(kb.entries_path) + b"/caf\xe9")).mkdir()
+    first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     assert sync(kb).added == 1
-    write_entry(kb, "2026-01-02-restored-000002", recorded="2026-01-02T00:00:00Z", status="completed")
-    _settled(kb.entries_path)  # as `rsync -a` or `tar` would put it back
-    assert "2026-01-02-restored-000002" not in run_kb("ls").stdout
+    assert [row[0] for row in _looks(kb)] == ["", "caf\udce9/"]
+    _edit(first, "wombat")
+    assert (sync(kb).updated, _looks_are_the_manifest(kb)) == (1, True)
+
+
+def test_kb_index_lists_every_folder_even_where_folder_times_do_not_move(kb: KnowledgeBase) -> None:
+    # As on some FUSE mounts of object stores: here the time stored is made the folder's time after the change.
+    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
+    assert run_kb("index").stdout.startswith("Indexed: 1 added")
+    write_entry(kb, "2026-01-02-unseen-000002", recorded="2026-01-02T00:00:00Z", status="completed")
+    db = connect(index_path(kb.cache_path))
+    with db:
+        db.execute("UPDATE folder_looks SET ctime_ns = ?", [kb.entries_path.stat().st_ctime_ns])
+    db.close()
+    assert "2026-01-02-unseen-000002" not in run_kb("ls").stdout
     assert run_kb("index").stdout.startswith("Indexed: 1 added, 0 updated, 0 removed, 1 unchanged")
-    assert "2026-01-02-restored-000002" in run_kb("ls").stdout
+    assert "2026-01-02-unseen-000002" in run_kb("ls").stdout
 
 
-def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(kb: KnowledgeBase, tmp_path: Path) -> None:
+def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(look, "SETTLED_NS", 300_000_000)  # (2 s in kb: shorter here)
     write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     sync(kb)  # the folder was changed a moment ago: its time is not stored
     assert [row[1] for row in _looks(kb)] == [None]
-    _settled(kb.entries_path)
+    time.sleep(0.35)
     sync(kb)  # now it is, once (a write of the looks alone)
-    assert [row[1] is not None for row in _looks(kb)] == [True]
+    assert [row[1] == kb.entries_path.stat().st_ctime_ns for row in _looks(kb)] == [True]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (kb.entries_path / "linked").symlink_to(elsewhere)
-    _settled(kb.entries_path, seconds_later=1)
-    sync(kb)
-    assert _looks(kb)[0][:2] == ("", None)  # its listing holds a link
     write_entry(kb, "2026-01-02-far-000002", recorded="2026-01-02T00:00:00Z", status="completed").rename(
         elsewhere / "2026-01-02-far-000002.md"
     )
-    _settled(elsewhere)
+    time.sleep(0.35)
     assert sync(kb).added == 1
+    assert [row[:2] for row in _looks(kb)] == [("", None), ("linked/", elsewhere.stat().st_ctime_ns)]  # (the link)
     assert sorted(ls()) == ["2026-01-01-first-000001", "2026-01-02-far-000002"]
 
 
@@ -522,6 +551,7 @@ halved = look._halved
 calls = []
 look._halved = lambda descriptor, names: calls.append(len(names)) or halved(descriptor, names)
 look.HALVED_FROM = 10
+look.SETTLED_NS = -(10**15)  # every folder's time vouches at once
 report = sync(KnowledgeBase.find(sys.argv[1]))
 print(calls, report.added, report.updated, report.removed, report.unchanged)
 """
@@ -539,10 +569,9 @@ def test_a_big_folder_is_looked_at_by_two_processes_with_the_same_answers(kb: Kn
         for n in range(41)
     ]
     assert halved_sync() == "[41] 41 0 0 0"
-    _settled(kb.entries_path)
-    assert halved_sync() == "[41] 0 0 0 41"  # (the folder's time stored)
-    paths[3].write_text(paths[3].read_text().replace("\n---\n", "\n---\nquokka\n", 1))  # first half
-    paths[37].write_text(paths[37].read_text().replace("\n---\n", "\n---\nwombat\n", 1))  # second half
+    assert halved_sync() == "[41] 0 0 0 41"
+    _edit(paths[3], "quokka")  # first half
+    _edit(paths[37], "wombat")  # second half
     assert halved_sync() == "[41] 0 2 0 39"
     paths[30].unlink()
     assert halved_sync() == "[40] 0 0 1 40"
@@ -561,10 +590,12 @@ def test_any_write_to_the_manifest_drops_the_looks(kb: KnowledgeBase) -> None:
         "DELETE FROM files",
         "INSERT INTO files (path, size, mtime_ns, sha256) VALUES ('x.md', 1, 1, '')",
     ):
-        db.execute("INSERT OR REPLACE INTO folder_looks VALUES ('', NULL, x'')")
+        db.execute("INSERT OR REPLACE INTO folder_looks VALUES (x'', NULL, x'')")
+        db.execute("INSERT INTO files_digest VALUES ('d')")  # (kept for a kb from before the looks, which reads it)
         with db:
             db.execute(statement)
         assert db.execute("SELECT count(*) FROM folder_looks").fetchone() == (0,), statement
+        assert db.execute("SELECT count(*) FROM files_digest").fetchone() == (0,), statement
     db.close()
 
 

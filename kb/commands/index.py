@@ -13,8 +13,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Update the indexes (every query command does this first, so you rarely need to).
 
-        Other commands list again only the folders whose modification time moved; this one lists every folder,
-        for a folder whose time was put back (a restore with `rsync -a` or `tar` over newer files).
+        Other commands list again only the folders whose status-change time (ctime) moved; this one lists every
+        folder, for a file system whose folder times do not move (some FUSE mounts of object stores).
         """
         from kb.commands.common import knowledge_base, report_problems
         from kb.index.prepare import prepare

@@ -344,20 +344,19 @@ def m009_release_rows(db: Database) -> None:
 
 def m010_folder_looks(db: Database) -> None:
     # What the last full look found, per folder (kb/index/look.py): it tells an unchanged folder without listing it
-    # or reading the manifest back, and a changed one's changed files. `folder_looks` (the folder's time, the folders
-    # entered below it) stands for the manifest only while no one wrote it since: any change to the manifest empties
-    # it, whoever makes it (an older kb too), and a full look stores it again last. `folder_files` (the names, and
-    # each file's size and time) is kept beside it, apart, so that an edit changes 16 bytes of it in place rather than
-    # the whole (7 MB for 90,000 files in one folder). It replaces m007's one digest of the whole manifest.
+    # or reading the manifest back, and a changed one's changed files. `folder_looks` (the folder's ctime, the
+    # folders entered below it) stands for the manifest only while no one wrote it since: any change to the manifest
+    # empties it, whoever makes it, and a full look stores it again last. `folder_files` (the names, and each file's
+    # size and time) is kept beside it, apart, so that an edit changes 16 bytes of it in place rather than the whole
+    # (7 MB for 90,000 files in one folder). Folders are bytes: a name need not be UTF-8. This kb no longer reads
+    # m007's digest; its table stays, for a kb from before this one.
     for statement in (
-        "CREATE TABLE folder_looks (folder TEXT PRIMARY KEY, mtime_ns INTEGER, below BLOB NOT NULL)",
-        "CREATE TABLE folder_files (folder TEXT PRIMARY KEY, names BLOB NOT NULL, signatures BLOB NOT NULL)",
+        "CREATE TABLE folder_looks (folder BLOB PRIMARY KEY, ctime_ns INTEGER, below BLOB NOT NULL)",
+        "CREATE TABLE folder_files (folder BLOB PRIMARY KEY, names BLOB NOT NULL, signatures BLOB NOT NULL)",
         *(
             f"CREATE TRIGGER folder_looks_{event.lower()} AFTER {event} ON files BEGIN DELETE FROM folder_looks; END"
             for event in ("INSERT", "UPDATE", "DELETE")
         ),
-        *(f"DROP TRIGGER IF EXISTS files_digest_{event}" for event in ("insert", "update", "delete")),
-        "DROP TABLE IF EXISTS files_digest",
     ):
         db.execute(statement)
 

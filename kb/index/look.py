@@ -1,11 +1,13 @@
 """The full look at the entries folder, as git's index looks at a work tree: every entry file's size and time.
 
-What the last full look found is kept in the index, per folder: its modification time and the folders the scan
-entered below it (`folder_looks`), its entry files' names in scan order and each one's size and time (`folder_files`).
-- Making, renaming or removing a file in a folder moves the folder's time, so a folder whose time is as stored holds
-  the same names and is not listed again (90,000 names in one folder took 0.35 s to list and sort a command). A time
-  within `SETTLED_NS` of the look that found it vouches for nothing (a name made in the same tick of the clock leaves
-  it as it was), nor does the time of a folder holding a link (what a link points to changes without it).
+What the last full look found is kept in the index, per folder: its status-change time (ctime) and the folders the
+scan entered below it (`folder_looks`), its entry files' names in scan order and each one's size and time
+(`folder_files`).
+- Making, renaming or removing a file in a folder moves the folder's ctime, and so does putting its modification time
+  back (`rsync -a`, `tar`): nothing can set a ctime. So a folder whose ctime is as stored holds the same names and is
+  not listed again (listing and sorting 90,000 names in one folder took 0.35 s a command). A ctime within
+  `SETTLED_NS` of the look that found it vouches for nothing (a name made in the same tick of the clock leaves it as
+  it was), nor does a folder holding a link (what a link points to changes without it).
 - Each file is still looked up (`stat`): an edit in place moves only the file's own time.
 - The sizes and times, compared with the stored ones as one array per folder, tell what changed without reading the
   manifest back. Storing them again after an edit writes the 16 bytes that changed, in place.
@@ -24,6 +26,7 @@ import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from stat import S_ISDIR
 
 from kb.folders import SETTLED_NS
@@ -37,7 +40,7 @@ HALVED_FROM = 20_000  # a folder with this many entry files is looked at by two 
 @dataclass
 class Folder:
     prefix: str  # relative to entries/: "" or "2026/"
-    mtime_ns: int | None  # its modification time, None where it vouches for nothing
+    ctime_ns: int | None  # its status-change time, None where it vouches for nothing
     names: list[str]  # its entry files, in scan order
     below: list[str]  # the folders the scan entered, in scan order
     signatures: array = field(default_factory=lambda: array("q"))  # each name's size and time, one after the other
@@ -68,7 +71,7 @@ class Look:
         """Store the folders as looked at, each file the sync read (`written`) as read: None where it was gone."""
         gone: dict[int, set[int]] = {}  # id(folder) -> its places
         for relative, signature in written.items():
-            spot = self.where.get(relative) or self._place(relative)
+            spot = self.where.get(relative) or self._places.get(relative)
             if spot is None:
                 continue
             folder, i = spot
@@ -80,7 +83,7 @@ class Look:
             if id(folder) in gone:
                 _leave_out(folder, gone[id(folder)])
         db.execute("DELETE FROM folder_looks")
-        prefixes = {folder.prefix for folder in self.folders}
+        prefixes = {_encoded(folder.prefix) for folder in self.folders}
         db.executemany(
             "DELETE FROM folder_files WHERE folder = ?",
             [row for row in db.execute("SELECT folder FROM folder_files") if row[0] not in prefixes],
@@ -88,17 +91,14 @@ class Look:
         for folder in self.folders:
             _store_files(db, folder, self.before.get(folder.prefix))
         db.executemany(
-            "INSERT INTO folder_looks (folder, mtime_ns, below) VALUES (?, ?, ?)",
-            [(folder.prefix, folder.mtime_ns, _joined(folder.below)) for folder in self.folders],
+            "INSERT INTO folder_looks (folder, ctime_ns, below) VALUES (?, ?, ?)",
+            [(_encoded(folder.prefix), folder.ctime_ns, _joined(folder.below)) for folder in self.folders],
         )
 
-    def _place(self, relative: str) -> tuple[Folder, int] | None:
-        """Where an unchanged file is (a file read again for its id): rare, so looked for."""
-        prefix, _, name = relative.rpartition("/")
-        for folder in self.folders:
-            if folder.prefix == (prefix + "/" if prefix else "") and name in folder.names:
-                return folder, folder.names.index(name)
-        return None
+    @cached_property
+    def _places(self) -> dict[str, tuple[Folder, int]]:
+        """Where every file is: for the unchanged files a sync reads again (those refused for their id)."""
+        return {folder.prefix + name: (folder, i) for folder in self.folders for i, name in enumerate(folder.names)}
 
 
 def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = False) -> Look:
@@ -115,21 +115,21 @@ def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = Fals
             found.stale = True
             found.add(kb, folder, range(len(folder.names)))
             continue
-        if (before.mtime_ns, before.below) != (folder.mtime_ns, folder.below):
+        if (before.ctime_ns, before.below) != (folder.ctime_ns, folder.below):
             found.stale = True
         if before.names == folder.names:
             if before.signatures == folder.signatures:
                 found.unchanged += len(folder.names)
                 continue
-            moved = _differing(before.signatures, folder.signatures)
+            changed = _differing(before.signatures, folder.signatures)
         else:
             was = {name: before.signature(i) for i, name in enumerate(before.names)}
-            moved = [i for i, name in enumerate(folder.names) if was.get(name) != folder.signature(i)]
+            changed = [i for i, name in enumerate(folder.names) if was.get(name) != folder.signature(i)]
             now = set(folder.names)
             found.gone += [folder.prefix + name for name in before.names if name not in now]
         found.stale = True
-        found.unchanged += len(folder.names) - len(moved)
-        found.add(kb, folder, moved)
+        found.unchanged += len(folder.names) - len(changed)
+        found.add(kb, folder, changed)
     for before in stored.values():  # folders not there any more
         found.gone += [before.prefix + name for name in before.names]
     return found
@@ -153,11 +153,11 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
     indexed = {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
     found = Look(folders, [], [], 0, stale=True)
     for folder in folders:
-        moved = [
+        changed = [
             i for i, name in enumerate(folder.names) if indexed.pop(folder.prefix + name, None) != folder.signature(i)
         ]
-        found.unchanged += len(folder.names) - len(moved)
-        found.add(kb, folder, moved)
+        found.unchanged += len(folder.names) - len(changed)
+        found.add(kb, folder, changed)
     found.gone = list(indexed)
     return found
 
@@ -183,8 +183,8 @@ def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
             continue
         seen.add((folder_stat.st_dev, folder_stat.st_ino))
         before = trusted.get(prefix)
-        if before is not None and before.mtime_ns == folder_stat.st_mtime_ns:
-            folder = Folder(prefix, before.mtime_ns, before.names, before.below)
+        if before is not None and before.ctime_ns == folder_stat.st_ctime_ns:
+            folder = Folder(prefix, before.ctime_ns, before.names, before.below)
         else:
             try:
                 with os.scandir(path) as listing:
@@ -192,8 +192,8 @@ def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
             except GONE:
                 continue
             names, below = entry_file_names(items)
-            vouches = folder_stat.st_mtime_ns < began - SETTLED_NS and not any(item.is_symlink() for item in items)
-            folder = Folder(prefix, folder_stat.st_mtime_ns if vouches else None, names, below)
+            vouches = folder_stat.st_ctime_ns < began - SETTLED_NS and not any(item.is_symlink() for item in items)
+            folder = Folder(prefix, folder_stat.st_ctime_ns if vouches else None, names, below)
         if not _look_up(path, folder):
             continue
         yield folder
@@ -214,7 +214,7 @@ def _look_up(path: str, folder: Folder) -> bool:
     finally:
         os.close(descriptor)
     folder.signatures = numbers
-    if -1 in numbers:  # (rare: a name gone since the listing, or a folder now)
+    if -1 in numbers[::2]:  # (rare: a name gone since the listing, or a folder now)
         _leave_out(folder, {i for i in range(len(folder.names)) if numbers[2 * i] == -1})
     return True
 
@@ -248,7 +248,12 @@ def _halved(descriptor: int, names: list[str]) -> array:
     """
     half = len(names) // 2
     reading, writing = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had (a limit, memory): all here
+        os.close(reading)
+        os.close(writing)
+        return _sizes_and_times(descriptor, names)
     if pid == 0:  # the copy: its half into the pipe, then gone at once (no exit handlers, no buffers flushed)
         status = 1
         try:
@@ -278,40 +283,56 @@ def _leave_out(folder: Folder, places: set[int]) -> None:
     kept = [i for i in range(len(folder.names)) if i not in places]
     folder.names = [folder.names[i] for i in kept]
     folder.signatures = array("q", [number for i in kept for number in folder.signature(i)])
-    folder.mtime_ns = None  # (it moved, or will)
+    folder.ctime_ns = None  # (it moved, or will)
 
 
 def _stored(db: sqlite3.Connection) -> Iterator[Folder]:
-    for prefix, mtime_ns, below, names, signatures in db.execute(
-        "SELECT folder, l.mtime_ns, l.below, f.names, f.signatures "
+    for prefix, ctime_ns, below, names, signatures in db.execute(
+        "SELECT folder, l.ctime_ns, l.below, f.names, f.signatures "
         "FROM folder_looks l JOIN folder_files f USING (folder)"
     ):
         numbers = array("q")
         numbers.frombytes(signatures)
-        yield Folder(prefix, mtime_ns, _split(names), _split(below), numbers)
+        yield Folder(_decoded(prefix), ctime_ns, _split(names), _split(below), numbers)
 
 
 def _store_files(db: sqlite3.Connection, folder: Folder, before: Folder | None) -> None:
     """A folder's names and sizes and times: where only sizes and times changed, those bytes alone, in place."""
+    key = _encoded(folder.prefix)
     if before is not None and before.names == folder.names:
         places = _differing(before.signatures, folder.signatures)
         if not places:
             return
-        (rowid,) = db.execute("SELECT rowid FROM folder_files WHERE folder = ?", [folder.prefix]).fetchone()
-        with db.blobopen("folder_files", "signatures", rowid) as blob:
-            for i in places:
-                blob.seek(16 * i)
-                blob.write(folder.signatures[2 * i : 2 * i + 2].tobytes())
-        return
+        if in_place(db):
+            (rowid,) = db.execute("SELECT rowid FROM folder_files WHERE folder = ?", [key]).fetchone()
+            with db.blobopen("folder_files", "signatures", rowid) as blob:
+                for i in places:
+                    blob.seek(16 * i)
+                    blob.write(folder.signatures[2 * i : 2 * i + 2].tobytes())
+            return
     db.execute(
         "INSERT OR REPLACE INTO folder_files (folder, names, signatures) VALUES (?, ?, ?)",
-        [folder.prefix, _joined(folder.names), folder.signatures.tobytes()],
+        [key, _joined(folder.names), folder.signatures.tobytes()],
     )
 
 
+def in_place(db: sqlite3.Connection) -> bool:
+    """Whether SQLite's blob I/O is to be had (Python 3.11 on): else a changed folder's row is written whole."""
+    return hasattr(db, "blobopen")
+
+
+def _encoded(text: str) -> bytes:
+    """A path or names as stored: bytes, as a name need not be UTF-8."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _decoded(stored: bytes) -> str:
+    return stored.decode("utf-8", "surrogateescape")
+
+
 def _joined(names: list[str]) -> bytes:
-    return "\0".join(names).encode("utf-8", "surrogateescape")
+    return _encoded("\0".join(names))
 
 
 def _split(names: bytes) -> list[str]:
-    return names.decode("utf-8", "surrogateescape").split("\0") if names else []
+    return _decoded(names).split("\0") if names else []

@@ -2,13 +2,13 @@
 
 A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and mtime
 match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when its content
-changed (a git checkout resets mtimes without changing content). When one digest of every file's path, size
-and mtime matches the one stored by the last sync that looked at every file, not even the manifest is read
-back. Added, edited, deleted and renamed files are all picked up, so an entry edited by hand or pulled from
-git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it. The
+changed (a git checkout resets mtimes without changing content). A sync that looks at every file compares
+the sizes and times with those the last such look stored (kb.index.look), so the manifest is read back only
+for what changed. Added, edited, deleted and renamed files are all picked up, so an entry edited by hand or
+pulled from git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it. The
 entries' rows, their words (the full-text table) and the manifest change in one transaction, written in
 batches as the files are parsed, so that memory does not grow with the knowledge base; a sync that finds
-nothing changed writes nothing (but the digest, when none matched).
+nothing changed writes nothing (but the looks, when they were not as stored).
 """
 
 from __future__ import annotations
