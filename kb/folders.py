@@ -12,6 +12,33 @@ _NAME = attrgetter("name")
 SETTLED_NS = 2_000_000_000
 
 
+def each_folder_once(top: str, prefix: str = "") -> Iterator[tuple[str, str, os.stat_result, list[str]]]:
+    """(prefix, path, stat, below) of `top` and of the folders below it that the caller enters, depth first.
+
+    The caller puts the names of the folders to enter into `below` before asking for the next. Linked folders are
+    followed, each folder once: a link may point back up. A folder below `top` gone since its parent was listed is
+    skipped; `top` gone is skipped too, and `top` under a file is an error.
+    """
+    seen: set[tuple[int, int]] = set()
+    stack = [(prefix, top)]
+    while stack:
+        relative, folder = stack.pop()
+        try:
+            stat = os.stat(folder)
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            if folder == top:
+                raise
+            continue
+        if (stat.st_dev, stat.st_ino) in seen:
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        below: list[str] = []
+        yield relative, folder, stat, below
+        stack.extend((f"{relative}{name}/", os.path.join(folder, name)) for name in reversed(below))
+
+
 def walk(
     top: str,
     prefix: str = "",
@@ -28,15 +55,8 @@ def walk(
     A folder below `top` that is gone, or a file now, since its parent was listed is skipped, as is a
     folder for which `on_folder` raises either error.
     """
-    seen: set[tuple[int, int]] = set()
-    stack = [(prefix, top)]
-    while stack:
-        relative, folder = stack.pop()
+    for relative, folder, _, below in each_folder_once(top, prefix):
         try:
-            stat = os.stat(folder)
-            if (stat.st_dev, stat.st_ino) in seen:
-                continue
-            seen.add((stat.st_dev, stat.st_ino))
             if on_folder:
                 on_folder(relative, folder)
             with os.scandir(folder) as listing:
@@ -49,8 +69,8 @@ def walk(
             continue
         items.sort(key=_NAME)
         yield relative, items
-        below = [item for item in items if item.is_dir()]
-        if below and enter is not None:  # (the names of the files are only needed then: 90,000 in one folder)
+        entered = [item for item in items if item.is_dir()]
+        if entered and enter is not None:  # (the names of the files are only needed then: 90,000 in one folder)
             files = {item.name for item in items if item.is_file()}
-            below = [item for item in below if enter(item, files)]
-        stack.extend((f"{relative}{item.name}/", item.path) for item in reversed(below))
+            entered = [item for item in entered if enter(item, files)]
+        below.extend(item.name for item in entered)

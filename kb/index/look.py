@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from stat import S_ISDIR
 
-from kb.folders import SETTLED_NS
+from kb.folders import SETTLED_NS, each_folder_once
 from kb.reading import GONE
 from kb.store import KnowledgeBase, entry_file_names
 
@@ -164,24 +164,14 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
 
 def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
     """Each folder the scan enters (kb.store.KnowledgeBase.scan), in scan order, with its files' sizes and times;
-    listed unless its time vouches for the names in `trusted`. Linked folders are followed, each once."""
+    listed unless its time vouches for the names in `trusted`."""
     began = time.time_ns()
     top = str(kb.entries_path)
-    seen: set[tuple[int, int]] = set()
-    stack = [("", top)]
-    while stack:
-        prefix, path = stack.pop()
-        try:
-            folder_stat = os.stat(path)
-        except GONE:
-            continue
+    for prefix, path, folder_stat, below in each_folder_once(top):
         if not S_ISDIR(folder_stat.st_mode):
             if path == top:
                 raise NotADirectoryError(20, "Not a directory", path)
             continue
-        if (folder_stat.st_dev, folder_stat.st_ino) in seen:
-            continue
-        seen.add((folder_stat.st_dev, folder_stat.st_ino))
         before = trusted.get(prefix)
         if before is not None and before.ctime_ns == folder_stat.st_ctime_ns:
             folder = Folder(prefix, before.ctime_ns, before.names, before.below)
@@ -191,13 +181,13 @@ def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
                     items = sorted(listing, key=lambda item: item.name)
             except GONE:
                 continue
-            names, below = entry_file_names(items)
+            names, entered = entry_file_names(items)
             vouches = folder_stat.st_ctime_ns < began - SETTLED_NS and not any(item.is_symlink() for item in items)
-            folder = Folder(prefix, folder_stat.st_ctime_ns if vouches else None, names, below)
+            folder = Folder(prefix, folder_stat.st_ctime_ns if vouches else None, names, entered)
         if not _look_up(path, folder):
             continue
         yield folder
-        stack.extend((f"{prefix}{name}/", os.path.join(path, name)) for name in reversed(folder.below))
+        below.extend(folder.below)
 
 
 def _look_up(path: str, folder: Folder) -> bool:
