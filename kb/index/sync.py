@@ -153,12 +153,10 @@ def _sync(
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed."""
     changed = watched.paths if watched else None
     candidates: list[tuple[str, Path]] = []
-    looked: dict[str, _Signature] = {}  # each candidate's size and time as looked at
     full: look.Look | None = None
     if changed is None:  # every file
         full = look.look(kb, db, every_folder=every_folder)
         candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
-        looked = {relative: signature for relative, _, signature in full.changed}
         gone = full.gone
         report.unchanged = full.unchanged
     else:
@@ -175,7 +173,6 @@ def _sync(
                 report.unchanged += 1
             else:
                 candidates.append((relative, Path(path)))
-                looked[relative] = signature
         gone = [relative for relative in signatures if relative not in seen]
     # A file refused because another file held its id is read again whenever a file changed or went: the other one
     # may have (deleted, or its id changed), and the refused file itself is unchanged, so nothing else would read it.
@@ -184,10 +181,9 @@ def _sync(
         listed = {relative for relative, _ in candidates}
         for relative in _refused_for_their_id(db):
             path = str(kb.entries_path / relative)
-            if relative in listed or relative in gone or (signature := _signature(path)) is None:
+            if relative in listed or relative in gone or _signature(path) is None:
                 continue
             candidates.append((relative, Path(path)))
-            looked[relative] = signature
             again.add(relative)
             report.unchanged -= 1  # counted above: its size and time are as indexed
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
