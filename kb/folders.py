@@ -25,11 +25,8 @@ def each_folder_once(top: str, prefix: str = "") -> Iterator[tuple[str, str, os.
         relative, folder = stack.pop()
         try:
             stat = os.stat(folder)
-        except FileNotFoundError:
-            continue
-        except NotADirectoryError:
-            if folder == top:
-                raise
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            _skipped(exc, folder, top)
             continue
         if (stat.st_dev, stat.st_ino) in seen:
             continue
@@ -61,11 +58,8 @@ def walk(
                 on_folder(relative, folder)
             with os.scandir(folder) as listing:
                 items = list(listing)
-        except FileNotFoundError:
-            continue
-        except NotADirectoryError:
-            if folder == top:
-                raise
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            _skipped(exc, folder, top)
             continue
         items.sort(key=_NAME)
         yield relative, items
@@ -74,3 +68,9 @@ def walk(
             files = {item.name for item in items if item.is_file()}
             entered = [item for item in entered if enter(item, files)]
         below.extend(item.name for item in entered)
+
+
+def _skipped(exc: OSError, folder: str, top: str) -> None:
+    """A folder gone, or a file now, since its parent was listed is skipped; `top` under or as a file is an error."""
+    if isinstance(exc, NotADirectoryError) and folder == top:
+        raise exc
