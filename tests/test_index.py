@@ -495,11 +495,12 @@ def test_kb_index_lists_every_folder_even_where_folder_times_do_not_move(kb: Kno
 def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(
     kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(look, "SETTLED_NS", 300_000_000)  # (2 s in kb: shorter here)
+    monkeypatch.setattr(look, "SETTLED_NS", 10**12)  # (2 s in kb: here longer, then none: the test waits for neither)
     write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
     sync(kb)  # the folder was changed a moment ago: its time is not stored
     assert [row[1] for row in _looks(kb)] == [None]
-    time.sleep(0.35)
+    monkeypatch.setattr(look, "SETTLED_NS", 0)
+    time.sleep(0.05)
     sync(kb)  # now it is, once (a write of the looks alone)
     assert [row[1] == kb.entries_path.stat().st_ctime_ns for row in _looks(kb)] == [True]
     elsewhere = tmp_path / "elsewhere"
@@ -508,7 +509,7 @@ def test_a_fresh_folder_time_or_a_link_vouches_for_nothing(
     write_entry(kb, "2026-01-02-far-000002", recorded="2026-01-02T00:00:00Z", status="completed").rename(
         elsewhere / "2026-01-02-far-000002.md"
     )
-    time.sleep(0.35)
+    time.sleep(0.05)
     assert sync(kb).added == 1
     assert [row[:2] for row in _looks(kb)] == [("", None), ("linked/", elsewhere.stat().st_ctime_ns)]  # (the link)
     assert sorted(ls()) == ["2026-01-01-first-000001", "2026-01-02-far-000002"]
