@@ -58,13 +58,14 @@ def run_kb_in_terminal(
     *args: str, env: dict[str, str] | None = None, answer: Callable[[bytes], bytes | None] | None = None
 ) -> tuple[int, bytes]:
     """The real `kb` in a pseudo-terminal (a person at a terminal): its exit code and all it printed.
-    `answer` sees each chunk of output and may return keys to type in reply."""
+    `answer` sees what was printed since its last reply (a prompt can arrive in pieces, and the terminal's
+    echo of a reply in pieces too) and may return keys to type in reply."""
     import pty
 
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(sys.executable, [sys.executable, "-m", "kb", *args], {**os.environ, **(env or {})})
-    output = b""
+    output = pending = b""
     while True:
         try:
             chunk = os.read(fd, 1024)
@@ -73,9 +74,11 @@ def run_kb_in_terminal(
         if not chunk:
             break
         output += chunk
-        reply = answer(chunk) if answer else None
+        pending += chunk
+        reply = answer(pending) if answer else None
         if reply:
             os.write(fd, reply)
+            pending = b""
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), output
 

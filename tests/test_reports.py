@@ -56,7 +56,7 @@ def test_add_without_a_terminal_names_what_is_missing(kb: KnowledgeBase) -> None
 def test_add_asks_in_a_terminal_for_what_the_options_leave_out(kb: KnowledgeBase) -> None:
     answers = iter([b"Hugging Face\n", b"2025-10-20\n", b"architectures supported\n", b"https://hf.co/blog\n"])
     code, output = run_kb_in_terminal(
-        "add", "--title", "Typed in", answer=lambda chunk: next(answers) if chunk.rstrip().endswith(b":") else None
+        "add", "--title", "Typed in", answer=lambda printed: next(answers) if printed.endswith(b": ") else None
     )
     assert code == 0, output
     assert b"Publisher (who reported it):" in output and b"What was measured:" in output
