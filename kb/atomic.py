@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
@@ -44,15 +46,18 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write via a temporary file, fsync, then rename (or hard-link when `exclusive`, which fails if `path` exists)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def replacing(path: Path, *, exclusive: bool = False) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write; once the block ends it is fsynced and renamed
+    over `path` (hard-linked when `exclusive`, which fails if `path` exists), and removed if anything fails."""
     tmp = _temporary(path)
     try:
-        with open(tmp, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         if exclusive:
             os.link(tmp, path)  # atomic and fails with FileExistsError: no two writers can take one id
             tmp.unlink()
@@ -62,6 +67,13 @@ def write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> None:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> None:
+    """Write via a temporary file, fsync, then rename (or hard-link when `exclusive`, which fails if `path` exists)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(path, exclusive=exclusive) as tmp, open(tmp, "xb") as handle:
+        handle.write(data)
 
 
 def write_text(path: Path, text: str, *, exclusive: bool = False) -> None:

@@ -61,7 +61,10 @@ def remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
     pid = entry.data["recorder"]["pid"]
     if not _gone(pid):
         return  # the pid is another process's now, and its temporary files may be in use
-    for folder in {(entry.path or kb.entry_path(entry.id)).parent, kb.attachments_path(entry)}:
+    # The entry's folder, and every folder in its attachments: the files the run wrote are masked where they lie.
+    folders = [(entry.path or kb.entry_path(entry.id)).parent]
+    folders += [Path(folder) for folder, _, _ in os.walk(kb.attachments_path(entry))]
+    for folder in folders:
         with contextlib.suppress(OSError):  # gone, or unreadable: nothing to remove there
             for path in atomic.temporaries(folder, pid):
                 _remove(path)

@@ -342,16 +342,13 @@ def _copy_masked(source: Path, target: Path) -> None:
     from kb.redact import redact_pieces
 
     errors = "surrogateescape" if codec == "utf-8" else "replace"  # UTF-8 and Latin-1 bytes come back unchanged
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with (
-            open(source, encoding=codec, errors=errors, newline="") as src,
-            open(tmp, "w", encoding=codec, errors=errors, newline="") as dst,
-        ):
-            dst.writelines(redact_pieces(src, REDACT_BLOCK))
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # Named as every atomic write's temporary file: one left by a recorder killed here is found and removed.
+    with (
+        atomic.replacing(target) as tmp,
+        open(source, encoding=codec, errors=errors, newline="") as src,
+        open(tmp, "x", encoding=codec, errors=errors, newline="") as dst,
+    ):
+        dst.writelines(redact_pieces(src, REDACT_BLOCK))
 
 
 def safe_name(name: str) -> str:

@@ -179,6 +179,23 @@ def test_sigkill_in_the_middle_of_an_atomic_write_leaves_no_temporary_file(
     assert judge(kb, plan, entries.get(plan.title)) == []
 
 
+def test_sigkill_while_the_run_folder_is_masked_leaves_no_temporary_file(kb: KnowledgeBase) -> None:
+    # The files a run wrote into its folder are masked in place as the recording ends, each through a temporary
+    # file beside it: a kill then leaves that file deep in the entry's folder, for the next kb command to remove.
+    writer = "import os, pathlib; pathlib.Path(os.environ['KB_RUN_DIR'], 'steps.txt').write_text('loss 1\\n' * 500_000)"
+    proc = subprocess.Popen([PY, "-m", "kb", "record", "--title", "masked", "--", PY, "-c", writer],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    poll_until(proc, lambda: any(kb.entries_path.glob("*/run/.*.tmp")))
+    proc.kill()
+    proc.wait()
+    assert any(kb.entries_path.glob("*/run/.*.tmp"))  # killed in the middle of masking
+    assert run_kb("check").returncode == 0
+    assert litter(kb) == []
+    (entry,) = kb.iter_entries()
+    assert (entry.title, entry.status) == ("masked", "killed")
+    assert (kb.attachments_path(entry) / "run" / "steps.txt").read_text() == "loss 1\n" * 500_000
+
+
 def writing_after(stage: str) -> Wait:
     """Wait until the recording reaches `stage` and kb is in the middle of writing the entry file."""
 
