@@ -8,20 +8,19 @@ rank 0 never got that far; rank 0 builds it from what it gathered (ingest/pytorc
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 from typing import Any
+
+from kb import atomic
 
 RANKS_FOLDER = "ranks"
 
 
 def write_summary(folder: Path, summary: dict[str, Any]) -> None:
     target = folder / RANKS_FOLDER / f"rank-{summary['rank']}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(summary, default=str))
-    os.replace(tmp, target)  # a reader never sees half a summary
+    # A reader never sees half a summary. No fsync: it is written again at each flush while the run goes on.
+    atomic.write_text(target, json.dumps(summary, default=str), durable=False)
 
 
 def read_summaries(folder: Path) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
 
@@ -47,17 +48,19 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def replacing(path: Path, *, exclusive: bool = False) -> Iterator[Path]:
-    """A temporary file beside `path` for the block to write; once the block ends it is fsynced and renamed
-    over `path` (hard-linked when `exclusive`, which fails if `path` exists), and removed if anything fails."""
+def replacing(
+    path: Path, mode: str = "xb", *, exclusive: bool = False, durable: bool = True, **open_args: Any
+) -> Iterator[IO[Any]]:
+    """A new temporary file beside `path`, opened with `mode` ("xb", or "x" with open()'s text arguments), for the
+    block to write. Once the block ends the file is closed (fsynced first when `durable`) and renamed over `path`
+    (hard-linked when `exclusive`, which fails if `path` exists); if anything fails it is removed."""
     tmp = _temporary(path)
     try:
-        yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, mode, **open_args) as handle:
+            yield handle
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         if exclusive:
             os.link(tmp, path)  # atomic and fails with FileExistsError: no two writers can take one id
             tmp.unlink()
@@ -66,15 +69,17 @@ def replacing(path: Path, *, exclusive: bool = False) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def write_bytes(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write via a temporary file, fsync, then rename (or hard-link when `exclusive`, which fails if `path` exists)."""
+def write_bytes(path: Path, data: bytes, *, exclusive: bool = False, durable: bool = True) -> None:
+    """Write via a temporary file, fsync (when `durable`), then rename (or hard-link when `exclusive`, which fails
+    if `path` exists)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(path, exclusive=exclusive) as tmp, open(tmp, "xb") as handle:
+    with replacing(path, exclusive=exclusive, durable=durable) as handle:
         handle.write(data)
 
 
-def write_text(path: Path, text: str, *, exclusive: bool = False) -> None:
-    write_bytes(path, text.encode("utf-8"), exclusive=exclusive)
+def write_text(path: Path, text: str, *, exclusive: bool = False, durable: bool = True) -> None:
+    write_bytes(path, text.encode("utf-8"), exclusive=exclusive, durable=durable)

@@ -57,17 +57,20 @@ def is_orphan(entry: Entry) -> bool:
 
 
 def remove_leftovers(kb: KnowledgeBase, entry: Entry) -> None:
-    """The temporary files the dead recorder was writing (the entry, a diff) when it was killed."""
+    """The temporary files of writers that died: the recorder's beside the entry (the entry itself), and any
+    writer's in the entry's attachments (the recorder's diff and masked run folder, a rank's summary, a kb command
+    killed while it settled this entry)."""
     pid = entry.data["recorder"]["pid"]
-    if not _gone(pid):
-        return  # the pid is another process's now, and its temporary files may be in use
-    # The entry's folder, and every folder in its attachments: the files the run wrote are masked where they lie.
-    folders = [(entry.path or kb.entry_path(entry.id)).parent]
-    folders += [Path(folder) for folder, _, _ in os.walk(kb.attachments_path(entry))]
-    for folder in folders:
+    # Beside the entry only the recorder's: a writer on another host sharing the folder would look dead from here.
+    if _gone(pid):  # else the pid is another process's now, and its files may be in use
         with contextlib.suppress(OSError):  # gone, or unreadable: nothing to remove there
-            for path in atomic.temporaries(folder, pid):
+            for path in atomic.temporaries((entry.path or kb.entry_path(entry.id)).parent, pid):
                 _remove(path)
+    for folder, _, _ in os.walk(kb.attachments_path(entry)):
+        with contextlib.suppress(OSError):
+            for path in atomic.temporaries(Path(folder)):
+                if _gone(atomic.writer_of(path)):
+                    _remove(path)
 
 
 def remove_unpublished(kb: KnowledgeBase) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
@@ -333,21 +334,23 @@ def _text_codec(head: bytes) -> str | None:
 def _copy_masked(source: Path, target: Path) -> None:
     with open(source, "rb") as handle:
         codec = _text_codec(handle.read(TEXT_SNIFF))
+    if codec is None and source == target:
+        return
+    # As every atomic write: never half a file, and a killed writer's leftover is known by its name. Without
+    # fsync, as before: a run folder may hold thousands of files.
     if codec is None:
-        if source != target:
-            import shutil
+        import shutil
 
-            shutil.copyfile(source, target)
+        with open(source, "rb") as src, atomic.replacing(target, durable=False) as dst:
+            shutil.copyfileobj(src, dst, REDACT_BLOCK)
         return
     from kb.redact import redact_pieces
 
     errors = "surrogateescape" if codec == "utf-8" else "replace"  # UTF-8 and Latin-1 bytes come back unchanged
-    # Named as every atomic write's temporary file: one left by a recorder killed here is found and removed.
-    with (
-        atomic.replacing(target) as tmp,
-        open(source, encoding=codec, errors=errors, newline="") as src,
-        open(tmp, "x", encoding=codec, errors=errors, newline="") as dst,
-    ):
+    text = {"encoding": codec, "errors": errors, "newline": ""}
+    with open(source, **text) as src, atomic.replacing(target, "x", durable=False, **text) as dst:
+        if source == target:  # masked in place: the file keeps who may read it
+            os.chmod(dst.fileno(), stat.S_IMODE(os.fstat(src.fileno()).st_mode))
         dst.writelines(redact_pieces(src, REDACT_BLOCK))
 
 

@@ -147,3 +147,18 @@ def test_a_folder_that_could_not_be_listed_is_listed_again(kb: KnowledgeBase, mo
     assert left.exists() and not (kb.cache_path / LOOKED).exists()
     orphans.remove_unpublished(kb)
     assert not left.exists()
+
+
+def test_settling_removes_what_dead_writers_left_in_the_attachments(orphan: KnowledgeBase) -> None:
+    # A rank killed while it rewrote its summary, or a kb command killed while it settled this entry, left a
+    # temporary file deep in the entry's folder; a writer still running keeps its own.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ranks = orphan.attachments_path(ENTRY_ID) / "run" / "ranks"
+    ranks.mkdir(parents=True)
+    left, kept = ranks / f".rank-1.json.{dead.pid}.0badf00d.tmp", ranks / f".rank-0.json.{os.getpid()}.0badf00d.tmp"
+    for path in (left, kept):
+        path.write_text("{")
+    assert run_kb("ls").returncode == 0
+    assert _status(orphan) == "killed"
+    assert not left.exists() and kept.exists()

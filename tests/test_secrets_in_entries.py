@@ -82,3 +82,15 @@ def test_secrets_never_reach_entries_or_attachments(kb: KnowledgeBase, tmp_path:
     assert "[REDACTED]" in stored
     assert "TOKENIZERS_PARALLELISM: 'false'" in stored  # the variable shapes a run and is kept
     assert "git.diff" in stored and "API_TOKEN" in stored  # the diff is kept, its secret masked
+
+
+def test_a_run_folder_file_masked_in_place_keeps_who_may_read_it(kb: KnowledgeBase) -> None:
+    # A file the run kept to its owner (0600) must not become readable by all when its secrets are masked.
+    writer = f"import os; p = os.path.join(os.environ['KB_RUN_DIR'], 'login.txt'); open(p, 'w').write('token {HF}\\n')"
+    writer += "; os.chmod(p, 0o600)"
+    recorded = subprocess.run([sys.executable, "-m", "kb", "record", "--", sys.executable, "-c", writer],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    (masked,) = kb.entries_path.glob("*/run/login.txt")
+    assert masked.read_text() == "token [REDACTED]\n"
+    assert masked.stat().st_mode & 0o777 == 0o600
