@@ -12,6 +12,23 @@ _NAME = attrgetter("name")
 SETTLED_NS = 2_000_000_000
 
 
+def is_dir(item: os.DirEntry) -> bool:
+    """Whether the item is a folder, or a link to one. A link that leads nowhere (its target gone, a loop of links,
+    a path through a file) is neither a folder nor a file: os.DirEntry says so only for a target gone."""
+    try:
+        return item.is_dir()
+    except OSError:
+        return False
+
+
+def is_file(item: os.DirEntry) -> bool:
+    """Whether the item is a file, or a link to one (see is_dir)."""
+    try:
+        return item.is_file()
+    except OSError:
+        return False
+
+
 def each_folder_once(top: str, prefix: str = "") -> Iterator[tuple[str, str, os.stat_result, list[str]]]:
     """(prefix, path, stat, below) of `top` and of the folders below it that the caller enters, depth first.
 
@@ -63,9 +80,9 @@ def walk(
             continue
         items.sort(key=_NAME)
         yield relative, items
-        entered = [item for item in items if item.is_dir()]
+        entered = [item for item in items if is_dir(item)]
         if entered and enter is not None:  # (the names of the files are only needed then: 90,000 in one folder)
-            files = {item.name for item in items if item.is_file()}
+            files = {item.name for item in items if is_file(item)}
             entered = [item for item in entered if enter(item, files)]
         below.extend(item.name for item in entered)
 

@@ -7,6 +7,7 @@ file nobody meant to share. Each of them is a problem named by its file, like an
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -15,9 +16,16 @@ from kb.errors import EntryError, Problem
 
 # A file that went between a listing and the look at it; a folder on its path or in its place.
 GONE = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
 MAX_ENTRY_BYTES = 16 * 1024 * 1024  # an entry is front matter and notes; logs and traces are attachments
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
           stat.S_IFDIR: "a folder"}  # fmt: skip
+
+
+def leads_nowhere(exc: OSError) -> bool:
+    """Whether a lookup found no file: gone (GONE), or a link through a file or in a loop, which is no file either
+    (os.DirEntry takes such a link for neither a file nor a folder)."""
+    return isinstance(exc, GONE) or exc.errno == errno.ELOOP
 
 
 def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:

@@ -37,13 +37,13 @@ def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
 
 
 def _is_entry_file(item: os.DirEntry) -> bool:
-    return item.name.endswith(".md") and not item.name.startswith(".") and not item.is_dir()
+    return item.name.endswith(".md") and not item.name.startswith(".") and not folders.is_dir(item)
 
 
 def entry_file_names(items: list[os.DirEntry]) -> tuple[list[str], list[str]]:
     """A folder's listing (in name order) as scan() takes it: its entry files' names and the folders it enters."""
-    below = [item for item in items if item.is_dir()]
-    files = {item.name for item in items if item.is_file()} if below else set()
+    below = [item for item in items if folders.is_dir(item)]
+    files = {item.name for item in items if folders.is_file(item)} if below else set()
     return [item.name for item in items if _is_entry_file(item)], [
         item.name for item in below if _scan_enters(item, files)
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import sqlite3
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import json_data, run_kb, watching, write_entry
 
+from kb.errors import KbError
 from kb.index import fulltext, look, parse
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
@@ -642,6 +644,35 @@ def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -
     report = sync(kb)
     assert (report.added, report.problems) == (1, [])
     assert [relative for relative, _ in kb.scan()] == ["2026-01-01-looped-000001.md"]
+
+
+def test_links_that_lead_nowhere_are_neither_entries_nor_folders(kb: KnowledgeBase) -> None:
+    # A link in a loop, or through a file, made every command stop (and say the entries folder was a cache that
+    # may be deleted): such a link is no file, as a link whose target is gone already was.
+    write_entry(kb, "2026-01-01-kept-000001", recorded="2026-01-01T10:00:00Z", status="completed")
+    (kb.entries_path / "afile").write_text("not a folder")
+    for name, target in [("loop.md", "loop.md"), ("through", "afile/below"), ("through.md", "afile/x.md"),
+                         ("gone.md", "nothing.md"), ("loops", "loops")]:  # fmt: skip
+        (kb.entries_path / name).symlink_to(target)
+    for command in (["ls", "--json"], ["search", "kept", "--json"], ["index", "--rebuild"], ["check"]):
+        done = run_kb(*command)
+        assert done.returncode == 0, (command, done.stderr)
+        assert "may be deleted" not in done.stderr
+    assert [row["id"] for row in json_data(run_kb("ls", "--json").stdout)] == ["2026-01-01-kept-000001"]
+    with watching():
+        assert [row["id"] for row in json_data(run_kb("search", "kept", "--json").stdout)] == ["2026-01-01-kept-000001"]
+
+
+def test_an_entry_file_that_cannot_be_read_is_not_called_a_cache(kb: KnowledgeBase) -> None:
+    from kb.index import sync as syncing
+
+    unreadable = kb.entries_path / "2026" / "broken.md"
+    with pytest.raises(KbError) as raised, syncing._storage_errors(index_path(kb.cache_path)):
+        raise OSError(errno.EIO, "Input/output error", str(unreadable))
+    assert str(raised.value) == (
+        f"cannot read {unreadable}: Input/output error; fix it or move it out of the entries folder, "
+        "then run the command again"
+    )
 
 
 def test_an_index_made_by_an_older_kb_is_upgraded_and_its_whoosh_folder_dropped(sample: KnowledgeBase) -> None:

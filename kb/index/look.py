@@ -30,7 +30,7 @@ from functools import cached_property
 from stat import S_ISDIR
 
 from kb.folders import SETTLED_NS, each_folder_once
-from kb.reading import GONE
+from kb.reading import GONE, leads_nowhere
 from kb.store import KnowledgeBase, entry_file_names
 
 Signature = tuple[int, int]  # a file's (size, mtime_ns): unchanged when both are
@@ -210,14 +210,16 @@ def _look_up(path: str, folder: Folder) -> bool:
 
 
 def _sizes_and_times(descriptor: int, names: list[str]) -> array:
-    """Each name's size and time (looked up in the folder `descriptor`), one after the other: -1, -1 for a name gone
-    or a folder now."""
+    """Each name's size and time (looked up in the folder `descriptor`), one after the other: -1, -1 for a name gone,
+    a link leading nowhere or a folder now."""
     numbers = array("q")
     add, stat = numbers.append, os.stat
     for name in names:
         try:
             found = stat(name, dir_fd=descriptor)
-        except GONE:
+        except OSError as exc:
+            if not leads_nowhere(exc):
+                raise
             add(-1)
             add(-1)
             continue

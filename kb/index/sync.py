@@ -26,12 +26,12 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from kb.entry import Entry
-from kb.errors import Problem
+from kb.errors import KbError, Problem
 from kb.index import fulltext, look, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
 from kb.index.rows import child_rows, entry_row
 from kb.progress import counted
-from kb.reading import GONE
+from kb.reading import leads_nowhere
 from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase
 
@@ -134,7 +134,13 @@ def _storage_errors(database: Path) -> Iterator[None]:
     except sqlite3.Error as exc:
         raise storage_error(database, exc) from None
     except OSError as exc:
-        raise storage_error(Path(exc.filename) if exc.filename else database.parent, exc) from None
+        path = Path(exc.filename) if exc.filename else database.parent
+        if not path.is_relative_to(database.parent):  # an entry's file or folder, not the cache
+            raise KbError(
+                f"cannot read {path}: {exc.strerror or exc}; fix it or move it out of the entries folder, "
+                "then run the command again"
+            ) from None
+        raise storage_error(path, exc) from None
 
 
 def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
@@ -285,11 +291,13 @@ def _sync(
 
 
 def _signature(path: str) -> _Signature | None:
-    """A file's (size, mtime_ns); None when it is gone (deleted or renamed since it was listed: not damage) or a
-    folder now (a journaled name)."""
+    """A file's (size, mtime_ns); None when it is gone (deleted or renamed since it was listed: not damage), a link
+    leading nowhere, or a folder now (a journaled name)."""
     try:
         found = os.stat(path)
-    except GONE:
+    except OSError as exc:
+        if not leads_nowhere(exc):
+            raise
         return None
     return None if S_ISDIR(found.st_mode) else (found.st_size, found.st_mtime_ns)
 
