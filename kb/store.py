@@ -21,7 +21,7 @@ from pathlib import Path
 from kb import atomic, folders, ids
 from kb.config import TEMPLATE, Config, load_config
 from kb.entry import Entry
-from kb.errors import DISK_FULL, EntryError, EntryNotFound, KbError, Problem
+from kb.errors import DISK_FULL, LONE_SURROGATE, EntryError, EntryNotFound, KbError, Problem
 from kb.home import CACHE, CONFIG_NAME, find_root
 
 ENTRIES = "entries"
@@ -32,12 +32,19 @@ REDACT_BLOCK = 1 << 20
 
 
 def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
-    """Whether scan() enters a folder: not hidden, and not an entry's attachment folder (beside <name>.md)."""
-    return not folder.name.startswith(".") and f"{folder.name}.md" not in files
+    """Whether scan() enters a folder: not hidden, not an entry's attachment folder (beside <name>.md), and named
+    in text (see names_not_text)."""
+    return not folder.name.startswith(".") and f"{folder.name}.md" not in files and is_text_name(folder.name)
 
 
 def _is_entry_file(item: os.DirEntry) -> bool:
-    return item.name.endswith(".md") and not item.name.startswith(".") and not folders.is_dir(item)
+    name = item.name
+    return name.endswith(".md") and not name.startswith(".") and is_text_name(name) and not folders.is_dir(item)
+
+
+def is_text_name(name: str) -> bool:
+    """Whether a name read from the disk is UTF-8 text: bytes that are not come back as lone surrogates."""
+    return name.isascii() or LONE_SURROGATE.search(name) is None
 
 
 def entry_file_names(items: list[os.DirEntry]) -> tuple[list[str], list[str]]:
@@ -144,6 +151,19 @@ class KnowledgeBase:
         top = str(self.entries_path / under)
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
             yield prefix, [item for item in items if _is_entry_file(item)]
+
+    def names_not_text(self) -> list[str]:
+        """The entry files and folders scan() leaves out because their names are not UTF-8 text (copied from a
+        system in another encoding): no index, page or JSON can name them. As paths, such bytes written \\xNN."""
+        found = []
+        for _, items in folders.walk(str(self.entries_path), enter=_scan_enters):
+            files = {item.name for item in items if folders.is_file(item)}
+            for item in items:
+                if item.name.startswith(".") or is_text_name(item.name):
+                    continue
+                if item.name.endswith(".md") or (folders.is_dir(item) and f"{item.name}.md" not in files):
+                    found.append(os.fsencode(item.path).decode("utf-8", "backslashreplace"))
+        return found
 
     @staticmethod
     def scan_order(relative: str) -> tuple[tuple[int, str], ...]:

@@ -470,14 +470,33 @@ def test_without_blob_io_a_changed_folder_is_stored_whole(kb: KnowledgeBase, mon
     assert [row["id"] for row in json_data(run_kb("search", "wombat", "--json").stdout)] == ["2026-01-01-first-000001"]
 
 
-def test_a_folder_named_in_no_utf_8_is_looked_at_like_any(kb: KnowledgeBase) -> None:
-    # (Its folder is stored as bytes. An entry file in it cannot be indexed yet: its path is not UTF-8 text.)
-    Path(os.fsdecode(bytes(kb.entries_path) + b"/caf\xe9")).mkdir()
+def test_names_in_no_utf_8_are_left_out_and_named_by_kb_check(kb: KnowledgeBase) -> None:
+    # Copied from a system in another encoding: no index, page or JSON can name them (every command stopped).
     first = write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
-    assert sync(kb).added == 1
-    assert [row[0] for row in _looks(kb)] == ["", "caf\udce9/"]
-    _edit(first, "wombat")
-    assert (sync(kb).updated, _looks_are_the_manifest(kb)) == (1, True)
+    entries = bytes(kb.entries_path)
+    Path(os.fsdecode(entries + b"/caf\xe9")).mkdir()
+    shutil.copy(first, os.fsdecode(entries + b"/caf\xe9/2026-01-01-first-000001.md"))
+    shutil.copy(first, os.fsdecode(entries + b"/na\xefve.md"))
+
+    def left_out() -> None:
+        for command in (["ls", "--json"], ["search", "first", "--json"], ["index"]):
+            done = run_kb(*command)
+            assert done.returncode == 0, (command, done.stderr)
+        assert [row["id"] for row in json_data(run_kb("ls", "--json").stdout)] == ["2026-01-01-first-000001"]
+        checked = run_kb("check")
+        assert checked.returncode == 1
+        assert checked.stdout.splitlines() == [
+            f"{kb.entries_path}/caf\\xe9: the name is not UTF-8 text: kb leaves the folder and all in it out until "
+            "it is renamed",
+            f"{kb.entries_path}/na\\xefve.md: the name is not UTF-8 text: kb leaves the file out until it is renamed",
+        ]
+
+    left_out()
+    assert [row[0] for row in _looks(kb)] == [""]
+    os.unlink(os.fsdecode(entries + b"/na\xefve.md"))
+    with watching():
+        shutil.copy(first, os.fsdecode(entries + b"/na\xefve.md"))  # seen by the watch's journal
+        left_out()
 
 
 def test_kb_index_lists_every_folder_even_where_folder_times_do_not_move(kb: KnowledgeBase) -> None:

@@ -314,7 +314,7 @@ def in_place(db: sqlite3.Connection) -> bool:
 
 
 def _encoded(text: str) -> bytes:
-    """A path or names as stored: bytes, as a name need not be UTF-8."""
+    """A path or names as stored: bytes (made for any name; the scan now enters only names in UTF-8 text)."""
     return text.encode("utf-8", "surrogateescape")
 
 

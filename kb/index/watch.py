@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from kb.errors import KbError
 from kb.inotify import add_watch, folder_mask
-from kb.store import KnowledgeBase
+from kb.store import KnowledgeBase, is_text_name
 
 if TYPE_CHECKING:
     from inotify_simple import Event, INotify
@@ -225,6 +225,8 @@ class _Watcher:
                 del self.folders[event.wd]
             return [["r"]]
         if not event.name or event.name.startswith("."):  # hidden: temporary files, the cache
+            return []
+        if not is_text_name(event.name):  # left out, as by the scan
             return []
         relative = prefix + event.name
         path = self.kb.entries_path / relative
