@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from operator import attrgetter
+from stat import S_ISDIR
 
 _NAME = attrgetter("name")
 # A folder's modification time vouches for its listing only when this much older than the listing: a name made in
@@ -25,6 +26,17 @@ def is_file(item: os.DirEntry) -> bool:
     """Whether the item is a file, or a link to one (see is_dir)."""
     try:
         return item.is_file()
+    except OSError:
+        return False
+
+
+def is_no_folder(item: os.DirEntry) -> bool:
+    """Whether the item is there and no folder: a file, a FIFO, a device, or a link to one (a link that leads
+    nowhere is not there; see is_dir)."""
+    if not item.is_symlink():
+        return not item.is_dir()  # from the listing itself: no lookup
+    try:
+        return not S_ISDIR(item.stat().st_mode)
     except OSError:
         return False
 

@@ -32,7 +32,7 @@ def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:
     """The bytes of the entry file at `path`, or an EntryError naming it. A link must stay inside `inside`
     (the knowledge base) or its own folder; OSError (a file that vanished) passes through."""
     if path.is_symlink():
-        target = path.resolve()
+        target = Path(os.path.realpath(path))  # (Path.resolve raises RuntimeError for a loop of links)
         homes = [path.parent.resolve(), *([inside.resolve()] if inside is not None else [])]
         if not any(target.is_relative_to(home) for home in homes):
             raise _refused(path, "is a link to a file outside the knowledge base; kb reads only files inside it")

@@ -39,7 +39,7 @@ def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
 
 def _is_entry_file(item: os.DirEntry) -> bool:
     name = item.name
-    return name.endswith(".md") and not name.startswith(".") and is_text_name(name) and not folders.is_dir(item)
+    return name.endswith(".md") and not name.startswith(".") and is_text_name(name) and folders.is_no_folder(item)
 
 
 def is_text_name(name: str) -> bool:
@@ -152,17 +152,19 @@ class KnowledgeBase:
         for prefix, items in folders.walk(top, under, enter=_scan_enters, on_folder=on_folder):
             yield prefix, [item for item in items if _is_entry_file(item)]
 
-    def names_not_text(self) -> list[str]:
+    def names_not_text(self) -> list[tuple[str, bool]]:
         """The entry files and folders scan() leaves out because their names are not UTF-8 text (copied from a
-        system in another encoding): no index, page or JSON can name them. As paths, such bytes written \\xNN."""
+        system in another encoding): no index, page or JSON can name them. Each as (path, whether a folder), the
+        path's bytes that are not UTF-8 written \\xNN."""
         found = []
         for _, items in folders.walk(str(self.entries_path), enter=_scan_enters):
             files = {item.name for item in items if folders.is_file(item)}
             for item in items:
                 if item.name.startswith(".") or is_text_name(item.name):
                     continue
-                if item.name.endswith(".md") or (folders.is_dir(item) and f"{item.name}.md" not in files):
-                    found.append(os.fsencode(item.path).decode("utf-8", "backslashreplace"))
+                folder = folders.is_dir(item)
+                if (folder and f"{item.name}.md" not in files) or (not folder and item.name.endswith(".md")):
+                    found.append((os.fsencode(item.path).decode("utf-8", "backslashreplace"), folder))
         return found
 
     @staticmethod
@@ -174,7 +176,9 @@ class KnowledgeBase:
     def is_entry_path(self, relative: str) -> bool:
         """Whether scan() would list this path (relative to entries/, with '/'), were the file there."""
         *names, name = parts = relative.split("/")
-        if not name.endswith(".md") or any(part.startswith(".") or not part for part in parts):
+        if not name.endswith(".md") or any(
+            part.startswith(".") or not part or not is_text_name(part) for part in parts
+        ):
             return False
         parent = self.entries_path
         for folder in names:  # inside an entry's attachment folder: not an entry

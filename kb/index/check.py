@@ -24,8 +24,8 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
         except (EntryError, OSError):
             line = None
         found.append(Problem(path, line, f"links.{role}", f"no entry '{target}' in this knowledge base"))
-    for path in kb.names_not_text():
-        left_out = "the file" if path.endswith(".md") else "the folder and all in it"
+    for path, folder in kb.names_not_text():
+        left_out = "the folder and all in it" if folder else "the file"
         message = f"the name is not UTF-8 text: kb leaves {left_out} out until it is renamed"
         found.append(Problem(path, None, None, message))
     checked = db.execute("SELECT COUNT(*) FROM files").fetchone()[0]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
-from kb.reading import GONE, read_entry_bytes
+from kb.reading import leads_nowhere, read_entry_bytes
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -53,7 +53,9 @@ def read(job: Job) -> Read:
     try:
         raw = read_entry_bytes(path, root)
         stat = path.stat()
-    except GONE:  # it goes the way of a file that was never seen
+    except OSError as exc:  # gone, or a link leading nowhere now: it goes the way of a file that was never seen
+        if not leads_nowhere(exc):
+            raise
         return Read(gone=True)
     except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
         stat = path.lstat()

@@ -166,13 +166,14 @@ def _sync(
         gone = full.gone
         report.unchanged = full.unchanged
     else:
-        ordered = sorted(changed, key=kb.scan_order)
+        # Only paths scan() would list: a journal from an older kb watch holds names it does not (not UTF-8 text).
+        ordered = sorted((relative for relative in changed if kb.is_entry_path(relative)), key=kb.scan_order)
         signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         seen: set[str] = set()
         for relative in ordered:
             path = str(kb.entries_path / relative)
-            if not kb.is_entry_path(relative) or (signature := _signature(path)) is None:
+            if (signature := _signature(path)) is None:
                 continue
             seen.add(relative)
             if signatures.get(relative) == signature:  # as git's index: same size and time

@@ -45,7 +45,7 @@ def state(folder: Path) -> frozenset[tuple[str, int, int]]:
     for _, items in folders.walk(str(folder)):
         for item in items:
             with contextlib.suppress(FileNotFoundError):  # deleted since the listing
-                if item.is_file():
+                if folders.is_file(item):  # (a link leading nowhere is none)
                     stat = item.stat()
                     found.add((item.path, stat.st_size, stat.st_mtime_ns))
     return frozenset(found)
