@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ingest import rank_summaries, steps
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso, parse_time
-from kb.store import KnowledgeBase
+from kb.store import KnowledgeBase, is_text_name
 
 if TYPE_CHECKING:
     from ingest.signatures import Finding
@@ -74,9 +74,13 @@ def finish(
     _neuron_compile_settings(entry, folded)
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
-    entry.data["attachments"] = list_attachments(kb, entry)
+    unnamed: list[str] = []
+    entry.data["attachments"] = list_attachments(kb, entry, unnamed)
     if not entry.data["attachments"]:
         del entry.data["attachments"]
+    if unnamed:
+        problems = data.setdefault("provenance", {}).setdefault("capture_problems", [])
+        problems += [f"{path}: not listed as an attachment, its name is not UTF-8 text" for path in unnamed]
     kb.save(entry)
     return entry
 
@@ -289,20 +293,33 @@ def _ends_with_newline(handle: Any, size: int) -> bool:
     return handle.read(1) == b"\n"
 
 
-def list_attachments(kb: KnowledgeBase, entry: Entry) -> list[dict[str, Any]]:
-    """Every file in the entry's attachment folder, with its role and size, in path order."""
+def list_attachments(kb: KnowledgeBase, entry: Entry, unnamed: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every file in the entry's attachment folder, with its role and size, in path order. A file or folder whose
+    name is not UTF-8 text (a run may write any bytes) cannot be named in an entry: it stays on disk, unlisted, and
+    its path (bytes written \\xNN) goes to `unnamed`."""
     folder = kb.attachments_path(entry)
     if not folder.is_dir():
         return []
     found = []
     for root, dirs, files in os.walk(folder):
+        for name in [name for name in dirs if not is_text_name(name)]:
+            dirs.remove(name)
+            _note_unnamed(kb, entry, Path(root, name), unnamed)
         dirs.sort()
         for name in sorted(files):
             path = Path(root, name)
             if name.startswith("."):
                 continue
+            if not is_text_name(name):
+                _note_unnamed(kb, entry, path, unnamed)
+                continue
             found.append({"path": kb.relative(entry, path), "role": _role(path, folder), "bytes": path.stat().st_size})
     return found
+
+
+def _note_unnamed(kb: KnowledgeBase, entry: Entry, path: Path, unnamed: list[str] | None) -> None:
+    if unnamed is not None:
+        unnamed.append(os.fsencode(kb.relative(entry, path)).decode("utf-8", "backslashreplace"))
 
 
 def _role(path: Path, folder: Path) -> str:

@@ -282,3 +282,17 @@ def test_recorder_overhead_leaves_the_output_stream_intact(kb: KnowledgeBase) ->
     entry = only_entry(kb)
     assert (kb.attachments_path(entry) / "output.log").read_text() == result.stdout + "\n"
     assert "The last 40 of 5002 lines" in entry.body
+
+
+def test_a_file_the_run_names_in_no_utf_8_is_kept_unlisted_and_the_recording_ends(kb: KnowledgeBase) -> None:
+    # The run may name its files in any bytes; an entry cannot hold such a name. kb record exited 1 and left the
+    # entry running for good.
+    writer = "import os; open(os.path.join(os.fsencode(os.environ['KB_RUN_DIR']), b'caf\\xe9.txt'), 'w').write('x')"
+    recorded = run_kb("record", "--", PY, "-c", writer)
+    assert recorded.returncode == 0, recorded.stderr
+    entry = only_entry(kb)
+    assert entry.status == "completed"
+    assert entry.data["provenance"]["capture_problems"] == [
+        f"{entry.id}/run/caf\\xe9.txt: not listed as an attachment, its name is not UTF-8 text"
+    ]
+    assert os.listdir(os.fsencode(kb.attachments_path(entry) / "run")) == [b"caf\xe9.txt"]
