@@ -364,7 +364,8 @@ def _check_is_pytorch_trace(trace: str, header: dict[str, Any], tally: _Tally) -
             f"(expected {known}); was it written by a newer PyTorch, or by another profiler?"
         )
     if not PYTORCH_CATEGORIES & set(tally.categories) and (tally.categories or "schemaVersion" not in header):
-        found = ", ".join(f"{name} ({count})" for name, count in tally.categories.most_common(5)) or "no categories"
+        common = tally.categories.most_common(5)
+        found = ", ".join(f"{_short(str(name), 40)} ({count})" for name, count in common) or "no categories"
         raise KbError(
             f"{trace}: no torch.profiler events: found {found}; expected categories such as cpu_op, "
             f"user_annotation, kernel, gpu_memcpy; {HINT}"

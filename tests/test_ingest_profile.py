@@ -344,6 +344,12 @@ def bad_inputs(small: Path, folder: Path) -> list[tuple[Path, str]]:
         "no torch.profiler events: found devtools.timeline (2); expected categories such as cpu_op, "
         f"user_annotation, kernel, gpu_memcpy; {hint}",
     )
+    case(
+        "long.json",
+        json.dumps({"traceEvents": [{"cat": "x" * 10_000}]}).encode(),  # found by the fuzz cases: 10 KB messages
+        f"no torch.profiler events: found {'x' * 39}… (1); expected categories such as cpu_op, "
+        f"user_annotation, kernel, gpu_memcpy; {hint}",
+    )
     metadata_only = [e for e in json.loads(raw)["traceEvents"] if e.get("ph") == "M"]
     case(
         "empty.json",
