@@ -33,7 +33,7 @@ from kb.index.rows import child_rows, entry_row
 from kb.progress import counted
 from kb.reading import leads_nowhere
 from kb.schema import SCHEMA_VERSION
-from kb.store import KnowledgeBase
+from kb.store import KnowledgeBase, is_text_name
 
 LOCK_NAME = "index.lock"
 # Where earlier versions of kb kept a Whoosh index: a derived cache, removed when found.
@@ -166,14 +166,14 @@ def _sync(
         gone = full.gone
         report.unchanged = full.unchanged
     else:
-        # Only paths scan() would list: a journal from an older kb watch holds names it does not (not UTF-8 text).
-        ordered = sorted((relative for relative in changed if kb.is_entry_path(relative)), key=kb.scan_order)
+        # A journal from an older kb watch may hold names that are not UTF-8 text, which no index row can hold.
+        ordered = sorted((relative for relative in changed if is_text_name(relative)), key=kb.scan_order)
         signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         seen: set[str] = set()
         for relative in ordered:
             path = str(kb.entries_path / relative)
-            if (signature := _signature(path)) is None:
+            if not kb.is_entry_path(relative) or (signature := _signature(path)) is None:
                 continue
             seen.add(relative)
             if signatures.get(relative) == signature:  # as git's index: same size and time
