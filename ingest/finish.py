@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ingest import rank_summaries, steps
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso, parse_time
-from kb.store import KnowledgeBase, is_text_name
+from kb.store import KnowledgeBase, is_text_name, shown_name
 
 if TYPE_CHECKING:
     from ingest.signatures import Finding
@@ -319,7 +319,7 @@ def list_attachments(kb: KnowledgeBase, entry: Entry, unnamed: list[str] | None 
 
 def _note_unnamed(kb: KnowledgeBase, entry: Entry, path: Path, unnamed: list[str] | None) -> None:
     if unnamed is not None:
-        unnamed.append(os.fsencode(kb.relative(entry, path)).decode("utf-8", "backslashreplace"))
+        unnamed.append(shown_name(kb.relative(entry, path)))
 
 
 def _role(path: Path, folder: Path) -> str:

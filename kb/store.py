@@ -47,6 +47,11 @@ def is_text_name(name: str) -> bool:
     return name.isascii() or LONE_SURROGATE.search(name) is None
 
 
+def shown_name(name: str) -> str:
+    """A name or path read from the disk, as text that can be shown and stored: bytes that are not UTF-8 as \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def entry_file_names(items: list[os.DirEntry]) -> tuple[list[str], list[str]]:
     """A folder's listing (in name order) as scan() takes it: its entry files' names and the folders it enters."""
     below = [item for item in items if folders.is_dir(item)]
@@ -164,7 +169,7 @@ class KnowledgeBase:
                     continue
                 folder = folders.is_dir(item)
                 if (folder and f"{item.name}.md" not in files) or (not folder and item.name.endswith(".md")):
-                    found.append((os.fsencode(item.path).decode("utf-8", "backslashreplace"), folder))
+                    found.append((shown_name(item.path), folder))
         return found
 
     @staticmethod
