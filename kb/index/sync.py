@@ -318,13 +318,23 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
     """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
     db.executemany("DELETE FROM entries WHERE id = ?", [(entry.id,) for _, entry in batch])
     _insert(db, "entries", [entry_row(entry, relative) for relative, entry in batch])
-    fulltext.insert(db, (entry for _, entry in batch))
+    rowids = dict(_rowids(db, [entry.id for _, entry in batch]))
+    fulltext.insert(db, ((rowids[entry.id], entry) for _, entry in batch))
     children: dict[str, list[dict]] = {}
     for _, entry in batch:
         for table, table_rows in child_rows(entry).items():
             children.setdefault(table, []).extend(table_rows)
     for table, table_rows in children.items():
         _insert(db, table, table_rows)
+
+
+def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:
+    """Each entry's (id, rowid), for the entries of these ids."""
+    return [
+        row
+        for chunk in _chunks(ids)
+        for row in db.execute(f"SELECT id, rowid FROM entries WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+    ]
 
 
 def _refused_for_their_id(db: sqlite3.Connection) -> list[str]:
