@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 DB_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
-# Read the index through a memory map (up to SQLite's own limit, 2 GiB in most builds) rather than a read() per page
-# into a 2 MB cache: a ranked query at 100,000 entries reads megabytes of the full-text index each time (10% faster).
-MMAP_BYTES = 1 << 33
 MIGRATION_SET = "kb.index"
 
 
@@ -415,7 +412,6 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
             conn = sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, isolation_level=None,
                                    check_same_thread=False)  # fmt: skip
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             conn.execute("SELECT count(*) FROM entries").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
@@ -480,7 +476,6 @@ def _open(path: Path) -> sqlite3.Connection:
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
-    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     if _pending(conn):
         from sqlite_utils import Database
 
