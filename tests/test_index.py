@@ -660,6 +660,34 @@ def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: Knowledge
     assert fulltext.count(connect(index_path(kb.cache_path))) == 300
 
 
+def test_a_touched_file_whose_id_another_file_took_first_gives_it_up(kb: KnowledgeBase) -> None:
+    # Seen under churn (a file renamed away and back while a sync listed the folder): a new name holding an indexed
+    # file's id came first in the sync's order, and the indexed file, touched but unchanged, kept its id too. Two
+    # files then held one entry, and when the new name went, the entry went with it while the file stayed: the
+    # entry was missing from every answer until its file next changed.
+    original = write_entry(kb, "2026-01-01-held-000001", recorded="2026-01-01T10:00:00Z", status="completed")
+    assert sync(kb).problems == []
+    copy = original.with_name("2026-01-01-held-000001-copy.md")  # before the original in the sync's order
+    copy.write_bytes(original.read_bytes())
+    os.utime(original, ns=(original.stat().st_atime_ns, original.stat().st_mtime_ns + 10**9))  # touched
+    report = sync(kb)
+    assert [(p.path, p.field) for p in report.problems] == [(original, "id")]
+    assert f"also used by {copy}" in report.problems[0].message
+    copy.unlink()
+    report = sync(kb)
+    assert report.problems == [] and (report.added, report.updated, report.removed) == (0, 1, 0)
+    db = connect(index_path(kb.cache_path))
+    try:
+        assert db.execute("SELECT id, path FROM entries").fetchall() == [
+            ("2026-01-01-held-000001", "2026-01-01-held-000001.md")
+        ]
+        assert db.execute("SELECT path, entry_id FROM files").fetchall() == [
+            ("2026-01-01-held-000001.md", "2026-01-01-held-000001")
+        ]
+    finally:
+        db.close()
+
+
 def test_a_link_back_up_the_entries_folder_is_followed_once(kb: KnowledgeBase) -> None:
     write_entry(kb, "2026-01-01-looped-000001", recorded="2026-01-01T10:00:00Z", status="completed")
     (kb.entries_path / "2026").mkdir()

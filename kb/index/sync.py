@@ -231,10 +231,16 @@ def _sync(
                 files.append((relative, read.size, read.mtime_ns, "", None))
                 continue
             indexed = known.get(relative) if relative not in again else None
-            if indexed is not None and indexed.sha256 == read.digest:  # touched, not changed: it keeps its entry
-                files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
-                moving.discard(relative)
-                report.unchanged += 1
+            if indexed is not None and indexed.sha256 == read.digest:  # touched, not changed: it keeps its entry,
+                taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
+                if taker is None or taker == relative:
+                    files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
+                    moving.discard(relative)
+                    report.unchanged += 1
+                    continue
+                # unless a file before it in this sync took its id (as if it were parsed: the first one keeps it)
+                problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
+                files.append((relative, read.size, read.mtime_ns, read.digest, None))
                 continue
             entry, found = read.entry, read.problems
             if entry is not None:
@@ -245,9 +251,7 @@ def _sync(
                     and other not in leaving  # still there
                     and (other not in moving or entry.id in upserts)
                 ):
-                    line = entry.lines.get(("id",), 1)
-                    message = f"the id {entry.id} is also used by {kb.entries_path / other}; give this one a new id"
-                    found = [Problem(path, line, "id", message)]
+                    found = [_id_taken(kb, path, entry.lines.get(("id",), 1), entry.id, other)]
                     entry = None
             if found:
                 problems[relative] = found
@@ -289,6 +293,12 @@ def _sync(
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _id_taken(kb: KnowledgeBase, path: Path, line: int | None, entry_id: str, holder: str) -> Problem:
+    """The problem of a file whose entry's id the file `holder` (relative to the entries folder) has."""
+    message = f"the id {entry_id} is also used by {kb.entries_path / holder}; give this one a new id"
+    return Problem(path, line, "id", message)
 
 
 def _signature(path: str) -> _Signature | None:
