@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 # From this many files on, worker processes parse them (starting them costs about what 50 entries take).
 PARALLEL_FILES = 1000
 CHUNK = 64  # files per task handed to a worker
-# Chunks handed out per worker and not yet taken back: enough that the workers keep parsing while the sync writes a
-# batch of entries (with 2 per worker, they waited for it, and a build ran on 1.5 of 2 CPUs).
-AHEAD = 8
+# Chunks handed out and not yet taken back, at least 2 per worker: about two of the sync's write batches, so that the
+# workers keep parsing while it writes one (with 2 per worker on 2 CPUs, they waited, and a build ran on 1.4 of them).
+IN_FLIGHT = 16
 
 
 @dataclass
@@ -88,7 +88,8 @@ def read_all(jobs: list[Job]) -> Iterator[Read]:
         workers, mp_context=get_context("fork"), initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)
     )
     chunks = (jobs[start : start + CHUNK] for start in range(0, len(jobs), CHUNK))
-    pending = deque(pool.submit(_read_chunk, chunk) for chunk in islice(chunks, AHEAD * workers))  # forks them all
+    ahead = islice(chunks, max(IN_FLIGHT, 2 * workers))
+    pending = deque(pool.submit(_read_chunk, chunk) for chunk in ahead)  # forks them all
     return _in_order(pool, pending, chunks)
 
 
