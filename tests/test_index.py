@@ -660,20 +660,28 @@ def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: Knowledge
     assert fulltext.count(connect(index_path(kb.cache_path))) == 300
 
 
-def test_a_touched_file_whose_id_another_file_took_first_gives_it_up(kb: KnowledgeBase) -> None:
+def _touch(path: Path, seconds: int) -> None:
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + seconds * 10**9))
+
+
+@pytest.mark.parametrize("touched_again", [False, True], ids=["then-untouched", "then-touched-again"])
+def test_a_touched_file_whose_id_another_file_took_first_gives_it_up(kb: KnowledgeBase, touched_again: bool) -> None:
     # Seen under churn (a file renamed away and back while a sync listed the folder): a new name holding an indexed
     # file's id came first in the sync's order, and the indexed file, touched but unchanged, kept its id too. Two
     # files then held one entry, and when the new name went, the entry went with it while the file stayed: the
-    # entry was missing from every answer until its file next changed.
+    # entry was missing from every answer until its file next changed. So was the entry of a file refused for its
+    # id, touched in the sync in which the file holding the id went.
     original = write_entry(kb, "2026-01-01-held-000001", recorded="2026-01-01T10:00:00Z", status="completed")
     assert sync(kb).problems == []
     copy = original.with_name("2026-01-01-held-000001-copy.md")  # before the original in the sync's order
     copy.write_bytes(original.read_bytes())
-    os.utime(original, ns=(original.stat().st_atime_ns, original.stat().st_mtime_ns + 10**9))  # touched
+    _touch(original, 1)
     report = sync(kb)
     assert [(p.path, p.field) for p in report.problems] == [(original, "id")]
     assert f"also used by {copy}" in report.problems[0].message
     copy.unlink()
+    if touched_again:
+        _touch(original, 2)
     report = sync(kb)
     assert report.problems == [] and (report.added, report.updated, report.removed) == (0, 1, 0)
     db = connect(index_path(kb.cache_path))

@@ -187,8 +187,11 @@ def _sync(
     if candidates or gone:
         listed = {relative for relative, _ in candidates}
         for relative in _refused_for_their_id(db):
+            if relative in listed:  # touched or changed as well: parsed all the same, as its id may be free now
+                again.add(relative)
+                continue
             path = str(kb.entries_path / relative)
-            if relative in listed or relative in gone or _signature(path) is None:
+            if relative in gone or _signature(path) is None:
                 continue
             candidates.append((relative, Path(path)))
             again.add(relative)
@@ -231,16 +234,17 @@ def _sync(
                 files.append((relative, read.size, read.mtime_ns, "", None))
                 continue
             indexed = known.get(relative) if relative not in again else None
-            if indexed is not None and indexed.sha256 == read.digest:  # touched, not changed: it keeps its entry,
+            # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id (then,
+            # as if it had been parsed, the first one keeps the id).
+            if indexed is not None and indexed.sha256 == read.digest:
                 taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
-                if taker is None or taker == relative:
+                if taker is None:
                     files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
                     moving.discard(relative)
                     report.unchanged += 1
-                    continue
-                # unless a file before it in this sync took its id (as if it were parsed: the first one keeps it)
-                problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
-                files.append((relative, read.size, read.mtime_ns, read.digest, None))
+                else:
+                    problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
+                    files.append((relative, read.size, read.mtime_ns, read.digest, None))
                 continue
             entry, found = read.entry, read.problems
             if entry is not None:
