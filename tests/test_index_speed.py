@@ -160,7 +160,7 @@ def test_the_workers_are_forked_before_the_caller_starts_a_thread_of_its_own(kb:
         "root = Path(sys.argv[1])\n"
         "reads = parse.read_all([(path, root, None) for path in sorted((root / 'entries').glob('*.md'))])\n"
         "threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
-        "print(len(psutil.Process().children()), [read.entry.id for read in reads])\n"
+        "print(len(psutil.Process().children()), [read.rows.id for read in reads])\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(kb.root)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -139,17 +139,14 @@ def document(entry: Entry) -> dict[str, str]:
     }
 
 
-def insert(db: sqlite3.Connection, entries: Iterable[tuple[int, Entry]]) -> None:
-    """Index entries whose rows are in `entries` already, each under its row's rowid (the trigger has deleted
-    their old text). The rowid is given, not selected: SQLite opens a savepoint for an INSERT ... SELECT (it may
-    write many rows), and FTS5 writes out its pending words at every savepoint, so each entry became a segment of
-    its own to merge (three times as long)."""
+def insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
+    """Index entries whose rows are in `entries` already: each row is the entry's rowid, then its document()'s
+    values. The rowid is given, not selected: SQLite opens a savepoint for an INSERT ... SELECT (it may write many
+    rows), and FTS5 writes out its pending words at every savepoint, so each entry became a segment of its own to
+    merge (three times as long)."""
     columns = ", ".join(DEFAULT_FIELDS)
     marks = ", ".join("?" * len(DEFAULT_FIELDS))
-    db.executemany(
-        f"INSERT INTO {TABLE} (rowid, {columns}) VALUES (?, {marks})",
-        ((rowid, *document(entry).values()) for rowid, entry in entries),
-    )
+    db.executemany(f"INSERT INTO {TABLE} (rowid, {columns}) VALUES (?, {marks})", rows)
 
 
 def optimize(db: sqlite3.Connection) -> None:

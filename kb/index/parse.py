@@ -1,9 +1,9 @@
 """Entry files read, hashed and parsed for a sync: in this process, or for a large sync in worker processes.
 
-Parsing (YAML, typing, validation) is about half of a build and needs nothing but the file, so a sync of
-many files hands it to one worker per CPU while it writes what comes back to the index. The results come back
-in the order of the files (the first file holding an id keeps it), and only a few chunks are out at a time,
-so memory stays bounded however large the knowledge base.
+Parsing (YAML, typing, validation) and making the index rows is about half of a build and needs nothing but the
+file, so a sync of many files hands it to one worker per CPU while it writes what comes back to the index. The
+results come back in the order of the files (the first file holding an id keeps it), and only a few chunks are out
+at a time, so memory stays bounded however large the knowledge base.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
+from kb.index.rows import Rows, rows_of
 from kb.reading import leads_nowhere, read_entry_bytes
 
 if TYPE_CHECKING:
@@ -37,13 +38,13 @@ IN_FLIGHT = 16
 @dataclass
 class Read:
     """What became of one file: gone, refused (problems, no digest), unchanged (its digest was the one given),
-    or parsed (an entry, or the problems that stopped it)."""
+    or parsed (its entry's rows, or the problems that stopped it)."""
 
     gone: bool = False
     size: int = 0
     mtime_ns: int = 0
     digest: str = ""
-    entry: Entry | None = None
+    rows: Rows | None = None
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -66,7 +67,7 @@ def read(job: Job) -> Read:
     done = Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, digest=hashlib.sha256(raw).hexdigest())
     if done.digest != indexed:  # touched, not changed: not parsed again
         try:
-            done.entry = Entry.from_bytes(raw, path)
+            done.rows = rows_of(Entry.from_bytes(raw, path))
         except EntryError as exc:
             done.problems = exc.problems
     return done

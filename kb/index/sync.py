@@ -25,11 +25,10 @@ from functools import partial
 from pathlib import Path
 from stat import S_ISDIR
 
-from kb.entry import Entry
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
-from kb.index.rows import child_rows, entry_row
+from kb.index.rows import CHILD_COLUMNS, ENTRY_COLUMNS, Rows
 from kb.progress import counted
 from kb.reading import leads_nowhere
 from kb.schema import SCHEMA_VERSION
@@ -212,7 +211,7 @@ def _sync(
     vanished: list[str] = []  # gone between the look and the read
     upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
-    batch: list[tuple[str, Entry]] = []  # parsed, not yet written: a build never holds every entry in memory
+    batch: list[tuple[str, Rows]] = []  # parsed, not yet written: a build never holds every entry in memory
     from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
 
     jobs = [
@@ -246,23 +245,23 @@ def _sync(
                     problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
                     files.append((relative, read.size, read.mtime_ns, read.digest, None))
                 continue
-            entry, found = read.entry, read.problems
-            if entry is not None:
-                other = upserts[entry.id] if entry.id in upserts else path_of(entry.id)
+            rows, found = read.rows, read.problems
+            if rows is not None:
+                other = upserts[rows.id] if rows.id in upserts else path_of(rows.id)
                 if (
                     other is not None
                     and other != relative
                     and other not in leaving  # still there
-                    and (other not in moving or entry.id in upserts)
+                    and (other not in moving or rows.id in upserts)
                 ):
-                    found = [_id_taken(kb, path, entry.lines.get(("id",), 1), entry.id, other)]
-                    entry = None
+                    found = [_id_taken(kb, path, rows.id_line, rows.id, other)]
+                    rows = None
             if found:
                 problems[relative] = found
-            files.append((relative, read.size, read.mtime_ns, read.digest, entry.id if entry else None))
-            if entry is not None:
-                upserts[entry.id] = relative
-                batch.append((relative, entry))
+            files.append((relative, read.size, read.mtime_ns, read.digest, rows.id if rows else None))
+            if rows is not None:
+                upserts[rows.id] = relative
+                batch.append((relative, rows))
                 if len(batch) >= WRITE_BATCH:
                     _write(db, batch)
                     batch = []
@@ -328,18 +327,14 @@ def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None)
     return now is not None and position is not None and 0 <= now[1] - position[1] < POSITION_SLACK
 
 
-def _write(db: sqlite3.Connection, batch: list[tuple[str, Entry]]) -> None:
+def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]]) -> None:
     """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
-    db.executemany("DELETE FROM entries WHERE id = ?", [(entry.id,) for _, entry in batch])
-    _insert(db, "entries", [entry_row(entry, relative) for relative, entry in batch])
-    rowids = dict(_rowids(db, [entry.id for _, entry in batch]))
-    fulltext.insert(db, ((rowids[entry.id], entry) for _, entry in batch))
-    children: dict[str, list[dict]] = {}
-    for _, entry in batch:
-        for table, table_rows in child_rows(entry).items():
-            children.setdefault(table, []).extend(table_rows)
-    for table, table_rows in children.items():
-        _insert(db, table, table_rows)
+    db.executemany("DELETE FROM entries WHERE id = ?", [(rows.id,) for _, rows in batch])
+    _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
+    rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
+    fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
+    for table, columns in CHILD_COLUMNS.items():
+        _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:
@@ -376,11 +371,9 @@ def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
         yield items[start : start + size]
 
 
-def _insert(db: sqlite3.Connection, table: str, rows: list[dict]) -> None:
+def _insert(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
     if rows:
-        columns = list(rows[0])
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-        db.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+        db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
 
 
 def stored_problems(kb: KnowledgeBase, db: sqlite3.Connection | None = None) -> list[Problem]:
