@@ -28,7 +28,7 @@ from stat import S_ISDIR
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, watch
 from kb.index.db import connect, index_path, is_damage, remove, storage_error
-from kb.index.rows import CHILD_COLUMNS, ENTRY_COLUMNS, Rows
+from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
 from kb.progress import counted
 from kb.reading import leads_nowhere
 from kb.schema import SCHEMA_VERSION
@@ -108,14 +108,26 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
         remove(index_path(cache))
     db = connect(index_path(cache))
     try:
-        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            if not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
-                db.close()
-                return _update(kb, rebuild=True, every_folder=every_folder)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        fresh = db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION
+        if fresh and not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
+            db.close()
+            return _update(kb, rebuild=True, every_folder=every_folder)
+        if fresh:
+            # A build written once, not through the write-ahead log and then again into the file: the log was half
+            # of a build's writing. A build that does not end leaves no user_version, so the next sync starts over.
+            db.execute("PRAGMA journal_mode = OFF")
         position = _watch_position(db)
         report = SyncReport()
-        _sync(kb, db, report, position, watch.changes(cache, position), every_folder)
+        try:
+            _sync(kb, db, report, position, watch.changes(cache, position), every_folder)
+        except BaseException:
+            if fresh:  # half a build, written without a journal to roll it back with
+                db.close()
+                remove(index_path(cache))
+            raise
+        if fresh:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     finally:
         db.close()
     return report
@@ -218,6 +230,7 @@ def _sync(
         (path, kb.root, known[relative].sha256 if relative in known and relative not in again else None)
         for relative, path in candidates
     ]
+    db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
     db.execute("BEGIN IMMEDIATE")
     try:
         # A first build of thousands takes a while: say so.
@@ -274,7 +287,7 @@ def _sync(
         report.removed = len(deletes)
         report.problems = [p for found in problems.values() for p in found]
 
-        db.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in deletes])
+        _delete(db, list(deletes))
         db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
         db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
         db.executemany(
@@ -294,7 +307,8 @@ def _sync(
             fulltext.optimize(db)
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "off":  # else there is nothing to roll back with
+            db.execute("ROLLBACK")
         raise
 
 
@@ -329,12 +343,22 @@ def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None)
 
 def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]]) -> None:
     """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
-    db.executemany("DELETE FROM entries WHERE id = ?", [(rows.id,) for _, rows in batch])
+    _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])])
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
     fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
     for table, columns in CHILD_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
+
+
+def _delete(db: sqlite3.Connection, ids: list[str]) -> None:
+    """These entries with their rows in the normalised tables. A sync writes with the foreign keys off (looking up
+    the entry of each of an entry's thirty-odd rows was a tenth of a build's writing), so it deletes those rows
+    itself, as the schema's ON DELETE CASCADE would; the triggers drop the entries' words and board rows."""
+    marks = [(entry_id,) for entry_id in ids]
+    for table in CHILD_TABLES:
+        db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
+    db.executemany("DELETE FROM entries WHERE id = ?", marks)
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:
