@@ -4,9 +4,11 @@ snippets cut in the ranking query, the validator without locals()."""
 from __future__ import annotations
 
 import ast
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import fastjsonschema
 import pytest
@@ -20,7 +22,7 @@ from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.launch import command_of
 from kb.store import KnowledgeBase
-from tests.conftest import json_data, write_entry
+from tests.conftest import json_data, run_kb, write_entry
 
 
 def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
@@ -72,6 +74,93 @@ def test_a_sync_that_finds_nothing_changed_leaves_the_index_as_it_was(kb: Knowle
     version = reader.execute("PRAGMA data_version").fetchone()
     assert sync.sync(kb).unchanged == 1
     assert reader.execute("PRAGMA data_version").fetchone() == version  # no other connection committed anything
+
+
+def test_an_edit_or_a_deletion_leaves_no_rows_of_entries_gone(kb: KnowledgeBase) -> None:
+    # A sync writes with the foreign keys off and deletes an entry's normalised rows itself.
+    edited = write_entry(kb, "2026-05-01-run-000000", recorded="2026-05-01T10:00:00Z", status="failed",
+                         tags=["old"], settings={"batch": 8}, failure={"class": "oom", "message": "out of memory"})
+    gone = write_entry(kb, "2026-05-02-run-000001", recorded="2026-05-02T10:00:00Z", status="completed", tags=["x"],
+                       settings={"a": 1})
+    sync.sync(kb)
+    edited.write_text(edited.read_text().replace("- old", "- new").replace("status: failed", "status: completed"))
+    gone.unlink()
+    assert sync.sync(kb).removed == 1
+    db = connect(index_path(kb.cache_path))
+    try:
+        for table in ("tags", "settings", "versions", "metrics", "timings", "failures", "links", "accelerators"):
+            assert not db.execute(f"SELECT * FROM {table} WHERE entry_id NOT IN (SELECT id FROM entries)").fetchall()
+        assert db.execute("SELECT tag FROM tags").fetchall() == [("new",)]
+        assert db.execute("SELECT name, number FROM settings").fetchall() == [("batch", 8.0)]
+        assert db.execute("SELECT class FROM failures").fetchall() == [("oom",)]
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        db.close()
+
+
+def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leaves_it_as_it_was(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A build is written without a journal: what it wrote cannot be rolled back, so it is removed.
+    for n in range(6):
+        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    read, calls = parse.read, []
+
+    def interrupted(job: parse.Job) -> parse.Read:
+        calls.append(job)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return read(job)
+
+    monkeypatch.setattr(sync, "WRITE_BATCH", 2)  # two batches written before the interruption
+    monkeypatch.setattr(parse, "read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sync.sync(kb)
+    assert not index_path(kb.cache_path).exists()
+    monkeypatch.setattr(parse, "read", read)
+    sync.sync(kb)
+    whole = _rows(kb)
+    assert len(whole[0]) == len(whole[3]) == 6
+
+    # A sync of an index that was whole is rolled back, through its journal.
+    for n in range(6):
+        path = kb.entries_path / f"2026-05-0{n + 1}-run-00000{n}.md"
+        path.write_text(path.read_text().replace("title: ", "title: edited "))
+    calls.clear()
+    monkeypatch.setattr(parse, "read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sync.sync(kb)
+    assert _rows(kb) == whole
+    db = connect(index_path(kb.cache_path))
+    try:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        db.close()
+
+
+def test_a_build_killed_midway_is_started_over_by_the_next_command(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = generate(tmp_path / "generated", 1500, seed=2)  # parsed by workers, written in batches
+    monkeypatch.setenv("KB_HOME", str(kb.root))
+    index = index_path(kb.cache_path)
+    build = subprocess.Popen([sys.executable, "-m", "kb", "index", "--rebuild"], stderr=subprocess.DEVNULL)
+    try:
+        while build.poll() is None and not (index.exists() and index.stat().st_size > 4_000_000):
+            time.sleep(0.005)  # until the build has written a few MB of its pages into the file
+    finally:
+        build.kill()
+        build.wait()
+    assert build.returncode == -signal.SIGKILL, "the build ended before it was killed: give it more entries"
+    listed = run_kb("ls", "--json", "--limit", "0")
+    assert listed.returncode == 0, listed.stderr
+    assert len(json_data(listed.stdout)) == 1500
+    db = connect(index)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        db.execute(f"INSERT INTO {fulltext.TABLE} ({fulltext.TABLE}) VALUES ('integrity-check')")
+        assert len(fulltext.indexed_ids(db)) == 1500
+    finally:
+        db.close()
 
 
 @pytest.fixture

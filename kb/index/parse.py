@@ -12,6 +12,7 @@ import hashlib
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ CHUNK = 64  # files per task handed to a worker
 # Chunks handed out and not yet taken back, at least 2 per worker: about two of the sync's write batches, so that the
 # workers keep parsing while it writes one (with 2 per worker on 2 CPUs, they waited, and a build ran on 1.4 of them).
 IN_FLIGHT = 16
+ORPHAN_POLL_S = 0.2  # how often a worker looks whether its sync is still there
 
 
 @dataclass
@@ -84,14 +86,26 @@ def read_all(jobs: list[Job]) -> Iterator[Read]:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    # Ctrl-C is the main process's to handle: a worker that took it would print a traceback of its own.
-    pool = ProcessPoolExecutor(
-        workers, mp_context=get_context("fork"), initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)
-    )
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start, initargs=(os.getpid(),))
     chunks = (jobs[start : start + CHUNK] for start in range(0, len(jobs), CHUNK))
     ahead = islice(chunks, max(IN_FLIGHT, 2 * workers))
     pending = deque(pool.submit(_read_chunk, chunk) for chunk in ahead)  # forks them all
     return _in_order(pool, pending, chunks)
+
+
+def _start(parent: int) -> None:
+    """A worker's start. Ctrl-C is the main process's to handle: a worker that took it would print a traceback of its
+    own. A worker whose sync is killed ends too: forked, it holds the pipes it would learn of that from, so it waited
+    for work for good, and with its copy of the lock file's descriptor it held the index's lock, so that every later
+    command waited for it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+
+
+def _end_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_S)
+    os._exit(1)
 
 
 def _in_order(pool: Executor, pending: deque[Future[list[Read]]], chunks: Iterator[list[Job]]) -> Iterator[Read]:
