@@ -112,7 +112,7 @@ def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leave
             raise KeyboardInterrupt
         return read(job)
 
-    monkeypatch.setattr(sync, "WRITE_BATCH", 2)  # two batches written before the interruption
+    monkeypatch.setattr(sync, "WRITE_BATCH", 2)  # a batch written before the interruption
     monkeypatch.setattr(parse, "read", interrupted)
     with pytest.raises(KeyboardInterrupt):
         sync.sync(kb)
@@ -121,6 +121,9 @@ def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leave
     sync.sync(kb)
     whole = _rows(kb)
     assert len(whole[0]) == len(whole[3]) == 6
+    raw = sqlite3.connect(index_path(kb.cache_path))  # not connect(), which makes every file WAL
+    assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)  # the build switched it back at its end
+    raw.close()
 
     # A sync of an index that was whole is rolled back, through its journal.
     for n in range(6):
@@ -133,10 +136,30 @@ def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leave
     assert _rows(kb) == whole
     db = connect(index_path(kb.cache_path))
     try:
-        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         db.close()
+
+
+def test_a_build_goes_through_the_log_when_another_connection_has_the_new_file_open(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reader that opened the new file before the build began: a build without a journal cannot be had, and the
+    # build is written as any sync is (it failed: "database is locked").
+    for n in range(3):
+        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    opened, readers = sync.connect, []
+
+    def with_a_reader(path):
+        db = opened(path)
+        readers.append(sqlite3.connect(path))
+        readers[-1].execute("SELECT count(*) FROM entries").fetchone()
+        return db
+
+    monkeypatch.setattr(sync, "connect", with_a_reader)
+    assert sync.sync(kb, rebuild=True).added == 3
+    assert readers[0].execute("SELECT count(*) FROM entries").fetchone() == (3,)
+    assert readers[0].execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_a_build_killed_midway_is_started_over_by_the_next_command(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
