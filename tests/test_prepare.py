@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 from conftest import json_data, run_kb, write_entry
 
 from kb.entry import Entry
+from kb.index.db import index_path
 from kb.orphans import LOOKED
 from kb.store import KnowledgeBase
 
@@ -84,6 +86,31 @@ def test_on_a_full_disk_queries_answer_from_the_index_as_it_was(kb: KnowledgeBas
     assert indexing.returncode == 1 and "free some disk space" in indexing.stderr  # kb index is asked to update
     listed = json_data(run_kb("ls", "--json").stdout)
     assert [row["id"] for row in listed] == ["2026-11-02-pending-000002", "2026-11-01-indexed-000001"]
+
+
+@pytest.mark.parametrize("left", ["unfinished", "damaged"])
+def test_on_a_full_disk_the_index_a_killed_build_left_is_not_answered_from(kb: KnowledgeBase, left: str) -> None:
+    # A build killed midway leaves a file without its schema version, written in part (without a journal) and often
+    # damaged: answering from it gave a partial answer (it was read as stale), or a traceback (damaged).
+    write_entry(kb, "2026-11-01-indexed-000001", "Indexed run", recorded="2026-11-01T00:00:00Z", status="completed")
+    assert run_kb("index").returncode == 0
+    index = index_path(kb.cache_path)
+    db = sqlite3.connect(index)
+    db.execute("PRAGMA user_version = 0")  # the mark only a finished build leaves
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    if left == "damaged":  # every page but the first (the schema) overwritten
+        with open(index, "r+b") as handle:
+            handle.seek(page_size)
+            handle.write(b"\xff" * (index.stat().st_size - page_size))
+    result = subprocess.run([sys.executable, "-m", "kb", "ls", "--json"], capture_output=True, text=True, timeout=120,
+                            preexec_fn=_limited(0))  # fmt: skip
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith(f"kb: error: cannot update {kb.cache_path}") and result.stderr.count("\n") == 1
+    assert "free some disk space" in result.stderr
+    listed = run_kb("ls", "--json")  # space again: the index is built anew
+    assert [row["id"] for row in json_data(listed.stdout)] == ["2026-11-01-indexed-000001"]
 
 
 def _dead_writers_temporary(kb: KnowledgeBase) -> Path:

@@ -3,7 +3,8 @@
 One row per entry in `entries` with the fields people filter and sort on, plus normalised tables for
 tags, settings, versions, metrics, timings, failures, links and accelerators, and views for the common
 questions. The schema changes through an ordered list of migrations, applied whenever the database is
-opened. WAL mode and a busy timeout let readers and the (single) writer work at the same time.
+opened. WAL mode and a busy timeout let readers and the (single) writer work at the same time (but for a build
+from nothing, which kb.index.sync writes without a journal).
 A database that cannot be opened is deleted and rebuilt: it holds nothing the entries do not.
 """
 
@@ -414,9 +415,24 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("SELECT count(*) FROM entries").fetchone()
             return conn
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:  # damaged, too: it cannot be rebuilt here
             failure = exc
     raise storage_error(path, failure) from None
+
+
+def finished(path: Path) -> bool:
+    """Whether the index at `path` is one a build finished, and can be read as it is (when it cannot be brought up
+    to date). A build that was killed leaves a file without its schema version, half written or empty."""
+    from kb.schema import SCHEMA_VERSION
+
+    try:
+        conn = connect_read_only(path)
+    except KbError:
+        return False
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
 
 
 def is_damage(exc: BaseException) -> bool:

@@ -5,7 +5,7 @@ that every reader (kb ls, search, check, index, site build and serve) shows the 
 from __future__ import annotations
 
 from kb import orphans
-from kb.index.db import IndexUnwritable, connect, index_path, reading
+from kb.index.db import IndexUnwritable, connect, finished, index_path, reading
 from kb.index.sync import SyncReport, sync
 from kb.store import KnowledgeBase
 
@@ -22,7 +22,7 @@ def prepare(
         report = sync(kb, rebuild=rebuild, every_folder=every_folder)
     except IndexUnwritable as exc:
         path = index_path(kb.cache_path)
-        if not stale_ok or not path.is_file() or not path.stat().st_size:
+        if not stale_ok or not path.is_file() or not finished(path):
             raise
         return SyncReport(stale=str(exc).split("; the entries are safe")[0])
     orphans.remove_unpublished(kb)
