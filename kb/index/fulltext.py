@@ -140,10 +140,10 @@ def document(entry: Entry) -> dict[str, str]:
 
 
 def insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
-    """Index entries whose rows are in `entries` already: each row is the entry's rowid, then its document()'s
-    values. The rowid is given, not selected: SQLite opens a savepoint for an INSERT ... SELECT (it may write many
-    rows), and FTS5 writes out its pending words at every savepoint, so each entry became a segment of its own to
-    merge (three times as long)."""
+    """Index entries that are in the `entries` table already: each of `rows` is an entry's rowid there, then its
+    document()'s values. The rowid is given, not selected: SQLite opens a savepoint for an INSERT ... SELECT (it may
+    write many rows), and FTS5 writes out its pending words at every savepoint, so each entry became a segment of
+    its own to merge (three times as long)."""
     columns = ", ".join(DEFAULT_FIELDS)
     marks = ", ".join("?" * len(DEFAULT_FIELDS))
     db.executemany(f"INSERT INTO {TABLE} (rowid, {columns}) VALUES (?, {marks})", rows)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.entry import Entry
+from kb.index.fulltext import document
 
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
@@ -45,8 +46,6 @@ class Rows:
 
 
 def rows_of(entry: Entry) -> Rows:
-    from kb.index.fulltext import document
-
     children = {table: found for table, found in child_rows(entry).items() if found}
     return Rows(entry.id, entry.lines.get(("id",), 1), entry_row(entry), tuple(document(entry).values()), children)
 
