@@ -38,10 +38,15 @@ def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
         db.close()
 
 
+def _runs(kb: KnowledgeBase, count: int) -> None:
+    """Completed runs 2026-05-01-run-000000, 2026-05-02-run-000001, ... (at most 9)."""
+    for n in range(count):
+        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+
+
 def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(kb: KnowledgeBase,
                                                                                    monkeypatch) -> None:
-    for n in range(7):
-        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    _runs(kb, 7)
     twin = (kb.entries_path / "2026-05-01-run-000000.md").read_text()  # the same id twice, batches apart
     (kb.entries_path / "2026-05-09-twin.md").write_text(twin)
     sync.sync(kb, rebuild=True)
@@ -102,8 +107,7 @@ def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leave
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A build is written without a journal: what it wrote cannot be rolled back, so it is removed.
-    for n in range(6):
-        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    _runs(kb, 6)
     read, calls = parse.read, []
 
     def interrupted(job: parse.Job) -> parse.Read:
@@ -146,8 +150,7 @@ def test_a_build_goes_through_the_log_when_another_connection_has_the_new_file_o
 ) -> None:
     # A reader that opened the new file before the build began: a build without a journal cannot be had, and the
     # build is written as any sync is (it failed: "database is locked").
-    for n in range(3):
-        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    _runs(kb, 3)
     opened, readers = sync.connect, []
 
     def with_a_reader(path):
@@ -261,8 +264,7 @@ def test_typing_an_entry_does_not_load_yaml() -> None:
 def test_the_workers_are_forked_before_the_caller_starts_a_thread_of_its_own(kb: KnowledgeBase) -> None:
     # kb index on a terminal starts its progress bar's thread as it begins to read; the workers are forked before,
     # so a build in a terminal is parsed by them too (it was read in one process).
-    for n in range(4):
-        write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
+    _runs(kb, 4)
     code = (
         "import os, sys, threading, time, psutil\n"
         "from pathlib import Path\n"
