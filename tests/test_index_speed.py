@@ -4,6 +4,7 @@ snippets cut in the ranking query, the validator without locals()."""
 from __future__ import annotations
 
 import ast
+import json
 import signal
 import sqlite3
 import subprocess
@@ -79,6 +80,30 @@ def test_a_sync_that_finds_nothing_changed_leaves_the_index_as_it_was(kb: Knowle
     version = reader.execute("PRAGMA data_version").fetchone()
     assert sync.sync(kb).unchanged == 1
     assert reader.execute("PRAGMA data_version").fetchone() == version  # no other connection committed anything
+
+
+def test_each_column_of_an_entries_row_holds_its_own_field(kb: KnowledgeBase) -> None:
+    # The workers make the row as a tuple, matched to its columns by position: a swap would go unseen otherwise.
+    write_entry(kb, "2026-05-01-run-000000", "A title", recorded="2026-05-01T10:00:00Z", status="failed", author="ada",
+                backend="neuron", mode="compiled", workload={"name": "w", "task": "train", "model": "LSTM"},
+                provenance={"source": "measured"}, hardware={"hostname": "h1"}, failure={"class": "oom"},
+                timings={"wall_s": 1.5, "compile_s": 2.5, "first_step_s": 3.5, "step_s": {"median": 4.5}},
+                git={"commit": "abc123"})  # fmt: skip
+    sync.sync(kb)
+    db = connect(index_path(kb.cache_path))
+    try:
+        db.row_factory = sqlite3.Row
+        row = dict(db.execute("SELECT * FROM entries").fetchone())
+    finally:
+        db.close()
+    assert json.loads(row.pop("front_matter"))["hardware"] == {"hostname": "h1"}
+    assert row == {
+        "id": "2026-05-01-run-000000", "path": "2026-05-01-run-000000.md", "title": "A title", "kind": "run",
+        "status": "failed", "recorded": "2026-05-01T10:00:00Z", "author": "ada", "backend": "neuron",
+        "mode": "compiled", "workload": "w", "task": "train", "model": "LSTM", "source": "measured", "host": "h1",
+        "failure_class": "oom", "wall_s": 1.5, "compile_s": 2.5, "first_step_s": 3.5, "step_s_median": 4.5,
+        "git_commit": "abc123",
+    }  # fmt: skip
 
 
 def test_an_edit_or_a_deletion_leaves_no_rows_of_entries_gone(kb: KnowledgeBase) -> None:
