@@ -18,7 +18,7 @@ from bench.generate import generate
 from kb import schema
 from kb.cli import COMMANDS
 from kb.entry import new_entry
-from kb.index import fulltext, parse, sync
+from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.launch import command_of
@@ -170,12 +170,22 @@ def test_a_build_interrupted_midway_leaves_no_index_and_a_sync_interrupted_leave
         db.close()
 
 
-def test_a_build_goes_through_the_log_when_another_connection_has_the_new_file_open(
+def test_a_build_is_written_without_a_journal_unless_another_connection_has_the_new_file_open(
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A reader that opened the new file before the build began: a build without a journal cannot be had, and the
-    # build is written as any sync is (it failed: "database is locked").
     _runs(kb, 3)
+    modes, look_at_every_file = [], look.look
+
+    def noting_the_journal(kb: KnowledgeBase, db: sqlite3.Connection, **options) -> look.Look:
+        modes.append(db.execute("PRAGMA journal_mode").fetchone()[0])
+        return look_at_every_file(kb, db, **options)
+
+    monkeypatch.setattr(look, "look", noting_the_journal)
+    assert sync.sync(kb, rebuild=True).added == 3
+    assert modes == ["off"]
+
+    # A reader that opened the new file before the build began: the build is written through the log, as any sync
+    # is (it failed: "database is locked").
     opened, readers = sync.connect, []
 
     def with_a_reader(path):
@@ -186,8 +196,8 @@ def test_a_build_goes_through_the_log_when_another_connection_has_the_new_file_o
 
     monkeypatch.setattr(sync, "connect", with_a_reader)
     assert sync.sync(kb, rebuild=True).added == 3
+    assert modes == ["off", "wal"]
     assert readers[0].execute("SELECT count(*) FROM entries").fetchone() == (3,)
-    assert readers[0].execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_a_build_killed_midway_is_started_over_by_the_next_command(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
