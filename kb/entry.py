@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import EntryError, Problem
-from kb.schema import SCHEMA_VERSION, coerce_entry, validate
-from kb.upgrade import upgrade
+from kb.schema import SCHEMA_VERSION, coerce_entry, entry_plan, validate
+from kb.upgrade import needs_steps, upgrade
 
 if TYPE_CHECKING:
     from kb import frontmatter
@@ -57,8 +57,11 @@ class Entry:
         EntryError naming file and line."""
         from kb import frontmatter  # YAML: loaded by the commands that read an entry file, not by every one
 
-        doc = frontmatter.load(text, path)
-        data = coerce_entry(upgrade(doc.data))
+        doc = frontmatter.load(text, path, entry_plan())  # typed as it is built: most entries are of this version
+        data = doc.data
+        if needs_steps(data):  # an older one: its upgrade steps see it as written, untyped
+            doc = frontmatter.load(text, path)
+            data = coerce_entry(upgrade(doc.data))
         check_version(data, path, doc.lines)
         validate(data, path, doc.lines)
         return cls(data=data, body=doc.body, path=path, lines=doc.lines)

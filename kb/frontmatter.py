@@ -4,7 +4,8 @@ PyYAML's default loaders follow YAML 1.1: `2.10` becomes the float 2.1, `no` bec
 becomes 8 and dates become date objects. Evidence about software versions cannot survive that, so the
 front matter is composed into nodes and built here: quoted scalars are strings, and plain scalars are
 kept as `Plain` strings that the schema (kb.schema) turns into numbers, booleans or nulls only where a
-field is declared as such. Every key's line is kept so that errors can point at it.
+field is declared as such; given the schema's `Typing`, the builder does that as it goes. Every key's line
+is kept so that errors can point at it.
 PyYAML is imported only to load or dump a file: the schema and most commands need only `Plain` and `dotted`.
 """
 
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kb.errors import LONE_SURROGATE, EntryError, Problem
 
@@ -36,6 +37,29 @@ class Plain(str):
 
 # A key's location: the tuple of keys and list indexes from the root, mapped to a 1-based line.
 Lines = dict[tuple, int]
+
+
+class Typing(Protocol):
+    """What a plain scalar means at one place in the front matter (kb.schema's plan of a schema node)."""
+
+    def child(self, key: str | int) -> Typing:
+        """The typing of a key's value (any index of a list: its items)."""
+
+    def typed(self, text: str) -> Any:
+        """The value of a plain scalar here."""
+
+
+class _Untyped:
+    """Every plain scalar kept as `Plain`, for the schema to type later (an older entry's upgrade steps see it so)."""
+
+    def child(self, key: str | int) -> _Untyped:
+        return self
+
+    def typed(self, text: str) -> Plain:
+        return Plain(text)
+
+
+UNTYPED = _Untyped()
 
 
 @dataclass
@@ -64,8 +88,9 @@ def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
     raise EntryError([Problem(path, 1, None, "the front matter opened on line 1 is never closed by a line '---'")])
 
 
-def load(text: str, path: Path | str | None = None) -> Document:
-    """Parse a whole entry file into a Document; YAML errors become EntryErrors with their line."""
+def load(text: str, path: Path | str | None = None, typing: Typing = UNTYPED) -> Document:
+    """Parse a whole entry file into a Document, its plain scalars typed by `typing` as it is built (in the same walk:
+    typing them in a second one took as long as the building); YAML errors become EntryErrors with their line."""
     import yaml
 
     front, body, body_line = split(text, path)
@@ -89,7 +114,7 @@ def load(text: str, path: Path | str | None = None) -> Document:
             [Problem(path, 2, None, "the front matter is empty; an entry needs at least schema, id, kind and title")]
         )
     builder = _Builder(path)
-    data = builder.build(node, ())
+    data = builder.build(node, (), typing)
     if not isinstance(data, dict):
         raise EntryError([Problem(path, 2, None, "the front matter must be a mapping of field: value lines")])
     return Document(data=data, body=body, lines=builder.lines, body_line=body_line)
@@ -115,7 +140,7 @@ def _loader() -> type:
 
 
 class _Builder:
-    """Turn composed YAML nodes into dicts, lists and strings, recording the line of every key."""
+    """Turn composed YAML nodes into dicts, lists and typed scalars, recording the line of every key."""
 
     def __init__(self, path: Path | str | None):
         import yaml
@@ -125,7 +150,7 @@ class _Builder:
         self.lines: Lines = {}
         self.seen: set[int] = set()
 
-    def build(self, node: yaml.Node, where: tuple) -> Any:
+    def build(self, node: yaml.Node, where: tuple, typing: Typing) -> Any:
         # A node met twice is an alias; refusing aliases rules out exponential expansion and cycles.
         seen = self.seen
         if id(node) in seen:
@@ -138,7 +163,7 @@ class _Builder:
         kind = type(node)
         if kind is self.scalar:  # most nodes: tested first
             # Explicit tags are ignored: nothing is ever constructed from a tag, the text is the value.
-            return node.value if node.style else Plain(node.value)
+            return node.value if node.style else typing.typed(node.value)
         if len(where) > MAX_DEPTH:
             message = f"values are nested more than {MAX_DEPTH} levels deep; flatten them"
             raise EntryError([Problem(self.path, node.start_mark.line + 2, dotted(where[:1]), message)])
@@ -154,13 +179,14 @@ class _Builder:
                     message = f"the field '{key}' appears twice; keep one"
                     raise EntryError([Problem(self.path, key_node.start_mark.line + 2, dotted(at), message)])
                 lines[at] = key_node.start_mark.line + 2
-                out[key] = self.build(value_node, at)
+                out[key] = self.build(value_node, at, typing.child(key))
             return out
         items = []
+        typing = typing.child(0)
         for index, item in enumerate(node.value):
             at = (*where, index)
             lines[at] = item.start_mark.line + 2
-            items.append(self.build(item, at))
+            items.append(self.build(item, at, typing))
         return items
 
     def _error(self, node: yaml.Node, where: tuple, message: str) -> EntryError:

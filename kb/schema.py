@@ -188,6 +188,10 @@ class _Plan:
             plan = self._additional
         return plan
 
+    def typed(self, text: str) -> Any:
+        """The value of a plain scalar here (kb.frontmatter.Typing)."""
+        return _typed(text, self.types)
+
     def when(self) -> str | None:
         """ "time" or "date" when a text here must name a real moment or day."""
         if self.schema is None:
@@ -224,12 +228,13 @@ def _coerce(value: Any, plan: _Plan) -> Any:
 
 
 @cache
-def _entry_plan() -> _Plan:
+def entry_plan() -> _Plan:
+    """The typing of an entry's front matter by the current schema, for kb.frontmatter.load."""
     return _Plan(entry_schema())
 
 
 def coerce_entry(data: dict[str, Any]) -> dict[str, Any]:
-    return _coerce(data, _entry_plan())
+    return _coerce(data, entry_plan())
 
 
 @cache
@@ -334,7 +339,7 @@ def _calendar_problems(data: dict[str, Any], path: Path | str | None, lines: Lin
                 message = f"{_shown(value)} is not a real {'date and time' if what == 'time' else 'date'}"
                 found.append(Problem(path, _line_of(where, lines), dotted(where), message))
 
-    walk(data, _entry_plan(), ())
+    walk(data, entry_plan(), ())
     return found
 
 

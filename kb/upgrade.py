@@ -28,15 +28,20 @@ def written_version(raw: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def needs_steps(front: dict[str, Any]) -> bool:
+    """Whether front matter (typed or not) is of an older version that steps lead from to SCHEMA_VERSION."""
+    version = written_version(front)
+    target = schema.SCHEMA_VERSION
+    return version is not None and version < target and all(n in STEPS for n in range(version, target))
+
+
 def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     """Untyped front matter brought to SCHEMA_VERSION through every step; `raw` itself when it is current,
     newer, or of no version a step starts from (the version check and validation then say what is wrong)."""
-    version = written_version(raw)
-    target = schema.SCHEMA_VERSION
-    if version is None or version >= target or any(n not in STEPS for n in range(version, target)):
+    if not needs_steps(raw):
         return raw
     data = raw
-    for n in range(version, target):
+    for n in range(written_version(raw), schema.SCHEMA_VERSION):
         data = STEPS[n](copy.deepcopy(data))  # a copy: a step that edits in place still leaves the caller's dict
         data["schema"] = n + 1
     return data

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kb import frontmatter, schema
 from kb.entry import Entry, new_entry
 from kb.errors import EntryError
 
@@ -103,6 +104,27 @@ def test_round_trip_of_arbitrary_unknown_fields(extra: dict, body: str) -> None:
     assert same(again.data, entry.data)
     assert again.body == body
     assert again.serialise() == text
+
+
+# Plain scalars YAML 1.1 would read as something else, and places the schema types differently: a number, a
+# count, text, a value of mixed type, a list's item, a field it does not know.
+PLAIN = ("2.10", "no", "010", "1e5", "1.0e5", "~", "null", "", "true", "False", ".inf", "-.5", "0x1f", "12", "+1",
+         "1_000", "3.0", "2026-11-30", "abc", "-0", ".nan", "99999999999999999999999")  # fmt: skip
+PLACES = ("timings:\n  wall_s: {}", "timings:\n  step_s:\n    count: {}", "metrics:\n  m:\n    value: {}",
+          "settings:\n  k: {}", "versions:\n  torch: {}", "tags:\n  - {}", "hardware:\n  accelerators:\n"
+          "    - name: {}\n      count: {}", "failure:\n  message: {}", "x_custom:\n  - a: {}")  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PLACES), st.lists(st.sampled_from(PLAIN), min_size=2, max_size=2)),
+                min_size=1, max_size=5, unique_by=lambda pair: pair[0].split(":")[0]))  # fmt: skip
+def test_typing_while_building_gives_what_typing_afterwards_gives(fields: list[tuple[str, list[str]]]) -> None:
+    """Entries are typed by the schema as their front matter is built; an older entry's upgrade steps see it untyped
+    and it is typed after them: both must give every plain scalar the same value."""
+    front = "\n".join(place.format(*words) for place, words in fields)
+    text = f"---\nschema: 1\nid: 2026-11-30-t-000000\n{front}\n---\n"
+    typed = frontmatter.load(text, None, schema.entry_plan()).data
+    assert same(typed, schema.coerce_entry(frontmatter.load(text).data))
 
 
 @settings(max_examples=1500, deadline=None)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.generate import BLOCK, generate
+from kb import frontmatter, schema
 from kb.entry import Entry
 from kb.errors import Problem
 from kb.ids import is_valid_id
@@ -221,3 +222,16 @@ def test_command_line(tmp_path: Path) -> None:
     )
     assert "25 entries" in result.stdout and " s" in result.stdout
     assert len(list(KnowledgeBase(tmp_path / "kb").iter_entry_paths())) == 25
+
+
+def test_typing_while_building_gives_what_typing_afterwards_gives(
+    generated: tuple[KnowledgeBase, list[Entry], list[Problem]],
+) -> None:
+    """Entries are typed by the schema as their front matter is built; upgrade steps see it untyped and type it
+    after: the two must agree on every generated entry."""
+    kb = generated[0]
+    for path in kb.iter_entry_paths():
+        text = path.read_text("utf-8")
+        assert frontmatter.load(text, path, schema.entry_plan()).data == schema.coerce_entry(
+            frontmatter.load(text, path).data
+        )
