@@ -18,6 +18,7 @@ from kb.errors import EntryError, Problem
 GONE = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 MAX_ENTRY_BYTES = 16 * 1024 * 1024  # an entry is front matter and notes; logs and traces are attachments
+READ_STEP = 1 << 16  # what is read at a time past the size a file had when it was opened
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
           stat.S_IFDIR: "a folder"}  # fmt: skip
 
@@ -31,6 +32,12 @@ def leads_nowhere(exc: OSError) -> bool:
 def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:
     """The bytes of the entry file at `path`, or an EntryError naming it. A link must stay inside `inside`
     (the knowledge base) or its own folder; OSError (a file that vanished) passes through."""
+    return read_entry_file(path, inside)[0]
+
+
+def read_entry_file(path: Path, inside: Path | None = None) -> tuple[bytes, os.stat_result]:
+    """read_entry_bytes(), with the file's status taken before it was read: a change made while it is read gives
+    it a later time than the one returned, so that the index, which keeps that time, reads it again."""
     if path.is_symlink():
         target = Path(os.path.realpath(path))  # (Path.resolve raises RuntimeError for a loop of links)
         homes = [path.parent.resolve(), *([inside.resolve()] if inside is not None else [])]
@@ -44,13 +51,15 @@ def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:
             raise _refused(path, f"is {kind}, not a regular file; kb reads only regular files as entries")
         if info.st_size > MAX_ENTRY_BYTES:
             raise _refused(path, _too_large(info.st_size))
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_ENTRY_BYTES + 1)
+        # os.read, not a buffered file object: making one took most of the time an entry's reading took.
+        data = os.read(fd, info.st_size + 1)
+        while len(data) <= MAX_ENTRY_BYTES and (more := os.read(fd, min(READ_STEP, MAX_ENTRY_BYTES + 1 - len(data)))):
+            data += more  # it grew while being read
     finally:
         os.close(fd)
     if len(data) > MAX_ENTRY_BYTES:  # it grew while being read
         raise _refused(path, _too_large(len(data)))
-    return data
+    return data, info
 
 
 def _too_large(size: int) -> str:

@@ -870,3 +870,35 @@ def test_a_copy_refused_for_its_id_is_indexed_once_the_original_goes(kb: Knowled
         checked = run_kb("check")
     assert [entry["id"] for entry in json_data(listed.stdout)] == ["2026-01-01-moved-000001"], listed.stderr
     assert checked.returncode == 0 and checked.stdout == "" and "0 problems" in checked.stderr, checked.stdout
+
+
+def test_a_file_replaced_while_a_sync_reads_it_is_read_again_by_the_next(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editor or `git checkout` replaces a file by renaming a new one over it. When that happens while a sync reads
+    # the old file, the index must keep the old file's size and time with the old text, so that the next sync sees
+    # the change; the new file's, taken after the reading, made every later sync take the old text as current.
+    entry_id = "2026-01-01-replaced-000001"
+    write_entry(kb, entry_id, "first version", recorded="2026-01-01T00:00:00Z", status="completed")
+    sync(kb)
+    path = write_entry(kb, entry_id, "second version", recorded="2026-01-01T00:00:00Z", status="completed")
+    real_fstat, replaced = os.fstat, []
+
+    def fstat(fd: int) -> os.stat_result:  # the sync has the second version open: the third replaces it
+        info = real_fstat(fd)
+        if not replaced and info.st_ino == path.stat().st_ino:
+            replaced.append(path)
+            third = write_entry(
+                kb, "2026-01-01-replaced-000002", "third version zyzzyva", recorded="2026-01-01T00:00:00Z",
+                status="completed",
+            )  # fmt: skip
+            third.write_text(third.read_text().replace("2026-01-01-replaced-000002", entry_id))
+            os.replace(third, path)
+        return info
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fstat", fstat)
+        assert sync(kb).updated == 1
+    assert replaced
+    assert sync(kb).updated == 1
+    assert search("zyzzyva") == [entry_id]

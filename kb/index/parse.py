@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
 from kb.index.rows import Rows, rows_of
-from kb.reading import leads_nowhere, read_entry_bytes
+from kb.reading import leads_nowhere, read_entry_file
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -57,8 +57,7 @@ Job = tuple[Path, Path, str | None]
 def read(job: Job) -> Read:
     path, root, indexed = job
     try:
-        raw = read_entry_bytes(path, root)
-        stat = path.stat()
+        raw, stat = read_entry_file(path, root)
     except OSError as exc:  # gone, or a link leading nowhere now: it goes the way of a file that was never seen
         if not leads_nowhere(exc):
             raise
