@@ -72,20 +72,24 @@ class Document:
     body_line: int = 1  # the file line on which the body starts
 
 
+# A line that closes the front matter; trailing blanks on a fence are invisible, so they are accepted.
+_CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t\r]*$", re.MULTILINE)
+
+
 def split(text: str, path: Path | str | None = None) -> tuple[str, str, int]:
     """Return (front matter text, body, body's first line) or raise an EntryError naming the line."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.split("\n")
-    if lines[0].rstrip(" \t\r") != FENCE:  # trailing blanks on a fence are invisible: accepted
+    opened = text.find("\n") + 1 or len(text)
+    if text[:opened].rstrip(" \t\r\n") != FENCE:
         raise EntryError([Problem(path, 1, None, "an entry starts with a line '---' that opens its YAML front matter")])
-    for number, line in enumerate(lines[1:], start=2):
-        if line.rstrip(" \t\r") in (FENCE, "..."):
-            # With the line break that ends its last line: a block scalar there ("x: |" and "0") keeps its own.
-            front = "".join(f"{line}\n" for line in lines[1 : number - 1])
-            body = "\n".join(lines[number:])
-            return front, body, number + 1
-    raise EntryError([Problem(path, 1, None, "the front matter opened on line 1 is never closed by a line '---'")])
+    closing = _CLOSING.search(text, opened) if opened < len(text) else None
+    if closing is None:
+        raise EntryError([Problem(path, 1, None, "the front matter opened on line 1 is never closed by a line '---'")])
+    # With the line break that ends its last line: a block scalar there ("x: |" and "0") keeps its own.
+    front = text[opened : closing.start()]
+    body = text[closing.end() + 1 :]  # after the closing line's break, if it has one
+    return front, body, front.count("\n") + 3
 
 
 def load(text: str, path: Path | str | None = None, typing: Typing = UNTYPED) -> Document:

@@ -13,8 +13,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from datetime import date, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -162,11 +163,14 @@ class _Plan:
     """What typing and the calendar check need of one schema node, worked out once per node instead of once per
     value: indexing reads every entry, and walking the schema took as long as reading the YAML."""
 
-    __slots__ = ("_additional", "_dated", "_items", "_properties", "object", "schema", "types")
+    __slots__ = ("_additional", "_dated", "_items", "_properties", "object", "schema", "typed", "types")
 
     def __init__(self, schema: dict[str, Any] | None) -> None:
         self.schema = schema
         self.types = frozenset(_types(schema))
+        # The value of a plain scalar here (kb.frontmatter.Typing). In a field of text alone, the text: most fields
+        # are, and each of them took a call of _typed with its pattern matches.
+        self.typed: Callable[[str], Any] = str if self.types == {"string"} else partial(_typed, types=self.types)
         self.object = _object_schema(schema)
         self._properties: dict[str, _Plan] = {}
         self._additional: _Plan | None = None
@@ -187,10 +191,6 @@ class _Plan:
                 self._additional = _Plan(_child(self.object, key))
             plan = self._additional
         return plan
-
-    def typed(self, text: str) -> Any:
-        """The value of a plain scalar here (kb.frontmatter.Typing)."""
-        return _typed(text, self.types)
 
     def when(self) -> str | None:
         """ "time" or "date" when a text here must name a real moment or day."""
@@ -223,7 +223,7 @@ def _coerce(value: Any, plan: _Plan) -> Any:
         items = plan.child(0)
         return [_coerce(v, items) for v in value]
     if isinstance(value, Plain):
-        return _typed(value, plan.types)
+        return plan.typed(value)
     return value
 
 
