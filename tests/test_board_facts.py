@@ -5,6 +5,7 @@ or made before them and migrated, and a dtype given only as `precision.dtype` is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import json_data, run_kb, write_entry
 
 from kb.index import db, look
+from kb.index import sync as sync_module
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
@@ -77,6 +79,7 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
             older.setattr(db, "MIGRATIONS", db.MIGRATIONS[:4])
             older.setattr(look, "_stored", lambda _: iter(()))  # nor the looks of m010
             older.setattr(look.Look, "store", lambda *_: None)
+            older.setattr(sync_module, "loading_in_bulk", lambda _: contextlib.nullcontext())  # rows one by one
             db._migrations.cache_clear()
             sync(varied)
             conn = sqlite3.connect(db.index_path(varied.cache_path))

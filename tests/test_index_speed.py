@@ -231,6 +231,52 @@ def generated(tmp_path) -> KnowledgeBase:
     return kb
 
 
+# Tables that say when or how a sync looked at the folder, not what the entries are.
+_LOOKS = {"_sqlite_migrations", "folder_looks", "folder_files", "watch_position", "files_digest"}
+
+
+def _schema(db: sqlite3.Connection) -> list[tuple]:
+    return db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+
+
+def _whole(kb: KnowledgeBase) -> dict[str, list]:
+    """The index's schema and every table's rows (sorted; the full-text table by its words and rows), but _LOOKS."""
+    db = connect(index_path(kb.cache_path))
+    try:
+        master = _schema(db)
+        tables = [name for kind, name, _, sql in master if kind == "table" and name not in _LOOKS
+                  and not name.startswith((f"{fulltext.TABLE}_", "sqlite_")) and "VIRTUAL" not in sql]  # fmt: skip
+        whole = {name: sorted(db.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in tables}
+        whole["schema"] = master
+        whole[fulltext.TABLE] = db.execute(f"SELECT rowid, * FROM {fulltext.TABLE} ORDER BY rowid").fetchall()
+        whole[fulltext.VOCABULARY] = db.execute(f"SELECT * FROM {fulltext.VOCABULARY} ORDER BY term").fetchall()
+        return whole
+    finally:
+        db.close()
+
+
+def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_index_makes(
+    generated: KnowledgeBase, tmp_path
+) -> None:
+    """A build makes the board's and the releases' rows, and the normalised tables' indexes, once at its end
+    (db.loading_in_bulk); a sync into an index that exists keeps them up entry by entry. The two are the same."""
+    built = _whole(generated)
+    assert all(built[table] for table in ("board_rows", "board_cells", "release_rows", "settings", "versions"))
+    made = connect(tmp_path / "made.db")  # the schema as the migrations make it
+    try:
+        assert built["schema"] == _schema(made)
+    finally:
+        made.close()
+    away = tmp_path / "away"
+    generated.entries_path.rename(away)
+    generated.entries_path.mkdir()
+    sync.sync(generated, rebuild=True)  # an index without entries
+    generated.entries_path.rmdir()
+    away.rename(generated.entries_path)
+    assert sync.sync(generated).added == 300
+    assert _whole(generated) == built
+
+
 @pytest.mark.parametrize("query", ["compile timeout", "out of memory", '"flex attention"', "neuron OR xla",
                                    "backend:neuron compile", "flex*", "NOT timeout"])  # fmt: skip
 def test_snippets_cut_while_ranking_are_those_cut_for_the_hits(generated: KnowledgeBase, query: str) -> None:

@@ -269,9 +269,9 @@ def _facts(src: str) -> str:
 
 
 # Failed runs are counted and listed, never judged: they keep no facts.
-def _row_with_facts(e: str) -> str:
+def _row_with_facts(e: str, source: str = "") -> str:
     facts = f"CASE WHEN {_CATEGORY.format(e=e)} = 'other' THEN NULL ELSE {_facts(f'{e}.front_matter')} END"
-    return _BOARD_ROW.format(e=e, source=f", {facts}")
+    return _BOARD_ROW.format(e=e, source=f", {facts} {source}")
 
 
 def m005_board_facts(db: Database) -> None:
@@ -468,6 +468,43 @@ def storage_error(path: Path, exc: BaseException) -> KbError:
         f"cannot update {path}: {reason}; the entries are safe: {advice}, then run the command again "
         f"(the cache {path.parent.name}/ holds only derived data and may be deleted)"
     )
+
+
+# A build from nothing writes every entry at once. The rows that triggers derive from each entry (the board's and the
+# releases') and the indexes of the tables it only adds to cost less made once at its end, from the whole tables,
+# than kept up row by row: at 20,000 entries, about a third of the build's writing.
+_DERIVING_TRIGGERS = ("board_entry_added", "board_row_added", "release_entry_added")
+_GROWING_TABLES = (
+    "tags", "settings", "versions", "metrics", "timings", "failures", "links", "accelerators", "board_rows",
+    "board_cells", "release_rows",
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def loading_in_bulk(db: sqlite3.Connection) -> Iterator[None]:
+    """Around the writing of every entry into an empty index, inside its transaction: those triggers and indexes are
+    dropped, and afterwards the derived rows are made from the whole tables and the triggers and indexes made again
+    as the schema held them. The index is then as writing the entries one by one leaves it. On an exception nothing
+    is made again: the caller rolls the transaction back (the schema with it), or removes a build's file."""
+    def marks(names: tuple[str, ...]) -> str:
+        return ", ".join(f"'{name}'" for name in names)
+
+    saved = db.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND "
+        f"((type = 'trigger' AND name IN ({marks(_DERIVING_TRIGGERS)})) "
+        f"OR (type = 'index' AND tbl_name IN ({marks(_GROWING_TABLES)})))"
+    ).fetchall()
+    for kind, name, _ in saved:
+        db.execute(f"DROP {kind.upper()} {name}")
+    yield
+    cell = "workload, backend, mode, category, class"
+    for statement in (
+        _row_with_facts("e", "FROM entries e"),
+        f"INSERT INTO board_cells SELECT {cell}, count(*) FROM board_rows GROUP BY {cell}",
+        _RELEASE_ROW.format(e="e", source="FROM entries e"),
+        *(sql for _, _, sql in saved),
+    ):
+        db.execute(statement)
 
 
 @contextlib.contextmanager

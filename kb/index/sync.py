@@ -28,7 +28,7 @@ from stat import S_ISDIR
 
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, watch
-from kb.index.db import connect, index_path, is_damage, remove, storage_error
+from kb.index.db import connect, index_path, is_damage, loading_in_bulk, remove, storage_error
 from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
 from kb.progress import counted
 from kb.reading import leads_nowhere
@@ -117,7 +117,7 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
         position = _watch_position(db)
         report = SyncReport()
         try:
-            _sync(kb, db, report, position, watch.changes(cache, position), every_folder, unjournaled)
+            _sync(kb, db, report, position, watch.changes(cache, position), every_folder, fresh, unjournaled)
         except BaseException:
             if fresh:  # half a build (written without a journal to roll it back with, perhaps): none
                 db.close()
@@ -176,10 +176,12 @@ def _sync(
     position: tuple[str, int] | None,
     watched: watch.Changes | None,
     every_folder: bool,
+    fresh: bool,
     unjournaled: bool,
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
-    `unjournaled`: written without a journal, so that a failure cannot be rolled back (the caller removes the file)."""
+    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
+    cannot be rolled back (the caller removes the file)."""
     changed = watched.paths if watched else None
     candidates: list[tuple[str, Path]] = []
     full: look.Look | None = None
@@ -245,52 +247,54 @@ def _sync(
     db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
     db.execute("BEGIN IMMEDIATE")
     try:
-        # A first build of thousands takes a while: say so.
-        for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
-            if read.gone:  # as above
-                vanished.append(relative)
-                if relative in known:
-                    gone.append(relative)
-                    leaving.add(relative)
-                continue
-            if not read.digest:  # refused unread
-                problems[relative] = read.problems
-                files.append((relative, read.size, read.mtime_ns, "", None))
-                continue
-            indexed = known.get(relative) if relative not in again else None
-            # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id (then,
-            # as if it had been parsed, the first one keeps the id).
-            if indexed is not None and indexed.sha256 == read.digest:
-                taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
-                if taker is None:
-                    files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
-                    moving.discard(relative)
-                    report.unchanged += 1
-                else:
-                    problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
-                    files.append((relative, read.size, read.mtime_ns, read.digest, None))
-                continue
-            rows, found = read.rows, read.problems
-            if rows is not None:
-                other = upserts[rows.id] if rows.id in upserts else path_of(rows.id)
-                if (
-                    other is not None
-                    and other != relative
-                    and other not in leaving  # still there
-                    and (other not in moving or rows.id in upserts)
-                ):
-                    found = [_id_taken(kb, path, rows.id_line, rows.id, other)]
-                    rows = None
-            if found:
-                problems[relative] = found
-            files.append((relative, read.size, read.mtime_ns, read.digest, rows.id if rows else None))
-            if rows is not None:
-                upserts[rows.id] = relative
-                batch.append((relative, rows))
-                if len(batch) >= WRITE_BATCH:
-                    _write(db, batch)
-                    batch = []
-        _write(db, batch)
+        # An empty index has its derived rows and growing tables' indexes made at the end (db.loading_in_bulk).
+        with loading_in_bulk(db) if fresh else contextlib.nullcontext():
+            # A first build of thousands takes a while: say so.
+            for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
+                if read.gone:  # as above
+                    vanished.append(relative)
+                    if relative in known:
+                        gone.append(relative)
+                        leaving.add(relative)
+                    continue
+                if not read.digest:  # refused unread
+                    problems[relative] = read.problems
+                    files.append((relative, read.size, read.mtime_ns, "", None))
+                    continue
+                indexed = known.get(relative) if relative not in again else None
+                # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id
+                # (then, as if it had been parsed, the first one keeps the id).
+                if indexed is not None and indexed.sha256 == read.digest:
+                    taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
+                    if taker is None:
+                        files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
+                        moving.discard(relative)
+                        report.unchanged += 1
+                    else:
+                        problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
+                        files.append((relative, read.size, read.mtime_ns, read.digest, None))
+                    continue
+                rows, found = read.rows, read.problems
+                if rows is not None:
+                    other = upserts[rows.id] if rows.id in upserts else path_of(rows.id)
+                    if (
+                        other is not None
+                        and other != relative
+                        and other not in leaving  # still there
+                        and (other not in moving or rows.id in upserts)
+                    ):
+                        found = [_id_taken(kb, path, rows.id_line, rows.id, other)]
+                        rows = None
+                if found:
+                    problems[relative] = found
+                files.append((relative, read.size, read.mtime_ns, read.digest, rows.id if rows else None))
+                if rows is not None:
+                    upserts[rows.id] = relative
+                    batch.append((relative, rows))
+                    if len(batch) >= WRITE_BATCH:
+                        _write(db, batch)
+                        batch = []
+            _write(db, batch)
 
         before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
         deletes = before - set(upserts)
