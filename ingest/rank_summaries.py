@@ -8,7 +8,6 @@ rank 0 never got that far; rank 0 builds it from what it gathered (ingest/pytorc
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,8 @@ def section(summaries: list[dict[str, Any]], world_size: int) -> dict[str, Any]:
         fastest = min(medians.values())
         out["slowest_rank"] = slowest
         out["step_s_median_slowest"] = medians[slowest]
+        import statistics  # here: with fractions and decimal, a twentieth of `kb record`'s start
+
         out["step_s_median_of_ranks"] = statistics.median(medians.values())
         out["spread"] = round(medians[slowest] / fastest, 4) if fastest else None
     unfinished = [s.get("rank") for s in reported if s.get("status") != "completed"]

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 from array import array
 from pathlib import Path
 from typing import IO, Any
+
+# `statistics` is imported by the functions that use it: every recording imports this module, and statistics (with
+# fractions and decimal) was a twentieth of `kb record`'s start.
 
 STREAM = "steps.jsonl"
 TIMES = "steps.bin"
@@ -133,6 +135,7 @@ def progress(folder: Path) -> dict[str, Any] | None:
     """A running (or killed) run's progress so far, for showing: steps done, time since the run began, the rate
     so far (first steps and compiles included: what the run has done, not its steady rate), the recent step
     time and the last logged values. None without a stream."""
+    import statistics
     stream = read_stream(folder)
     if stream is None:
         return None
@@ -165,6 +168,7 @@ def _rates_so_far(steps: list[dict[str, Any]], header: dict[str, Any], elapsed: 
 
 
 def spread(values: list[float]) -> dict[str, Any]:
+    import statistics
     ordered = sorted(values)
     if len(ordered) >= 2:
         deciles = statistics.quantiles(ordered, n=10, method="inclusive")
@@ -220,6 +224,7 @@ def throughput(
     out of steady state (ones that compiled) inside it. `<name>_median_step` is the rate of the median step, the
     figure a run would reach with no time between steps. Under many ranks each figure is this rank's own.
     """
+    import statistics
     steady = steady_indices(len(times), warmup_steps, compiled)
     if not steady:
         return {}

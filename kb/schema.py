@@ -242,15 +242,15 @@ def _fast_validator() -> Any:
     """fastjsonschema turns the schema into Python code: about ten times faster per entry than jsonschema and
     far quicker to import, which matters for every `kb record` and for indexing large knowledge bases. Making the
     code takes longer than a short command, so it is kept in the user's cache folder and imported from there."""
-    import hashlib  # these, and shlex below, only where an entry is validated: most commands never do
-    import importlib.util
+    import importlib.util  # this, and shlex below, only where an entry is validated: most commands never do
+    import zlib  # a checksum names the file: hashlib's import was a fortieth of every recording's start
 
     import fastjsonschema
     from fastjsonschema.ref_resolver import RefResolver
 
     schema = entry_schema()
     key = json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION + "named-f"  # files with `validate`, f-strings
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    digest = f"{zlib.crc32(key.encode()):08x}{zlib.adler32(key.encode()):08x}"
     path = _cache_folder() / f"entry_v{SCHEMA_VERSION}_{digest}.py"
     try:
         if not path.is_file():
