@@ -223,7 +223,8 @@ def _sync(
             report.unchanged -= 1  # counted above: its size and time are as indexed
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
-    path_of = partial(_indexed_path, db)
+    # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
+    path_of = (lambda _: None) if fresh else partial(_indexed_path, db)
     moving = {relative for relative, _ in candidates}
     leaving = set(gone)  # indexed and not there: whatever is indexed and not in it still is
 
