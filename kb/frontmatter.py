@@ -117,7 +117,7 @@ def load(text: str, path: Path | str | None = None, typing: Typing = UNTYPED) ->
         raise EntryError(
             [Problem(path, 2, None, "the front matter is empty; an entry needs at least schema, id, kind and title")]
         )
-    builder = _Builder(path)
+    builder = _Builder(path, anchored="&" in front)
     data = builder.build(node, (), typing)
     if not isinstance(data, dict):
         raise EntryError([Problem(path, 2, None, "the front matter must be a mapping of field: value lines")])
@@ -144,38 +144,46 @@ def _loader() -> type:
 
 
 class _Builder:
-    """Turn composed YAML nodes into dicts, lists and typed scalars, recording the line of every key."""
+    """Turn composed YAML nodes into dicts, lists and typed scalars, recording the line of every key.
 
-    def __init__(self, path: Path | str | None):
+    An alias is a node met twice; refusing aliases rules out exponential expansion and cycles. Only a document with
+    an anchor (`&`) can hold one, so only such a document has each node it meets remembered, and the scalars of the
+    others (most values) are built in their mapping's or list's loop, without a call of their own: the two were a
+    third of the building."""
+
+    def __init__(self, path: Path | str | None, anchored: bool):
         import yaml
 
         self.mapping, self.sequence, self.scalar = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
         self.path = path
+        self.anchored = anchored
         self.lines: Lines = {}
         self.seen: set[int] = set()
+        self.values = 0
 
     def build(self, node: yaml.Node, where: tuple, typing: Typing) -> Any:
-        # A node met twice is an alias; refusing aliases rules out exponential expansion and cycles.
-        seen = self.seen
-        if id(node) in seen:
-            raise self._error(node, where, "YAML anchors and aliases are not supported in entries; write the value out")
-        seen.add(id(node))
-        if len(seen) > MAX_NODES:
-            raise self._error(
-                node, where, f"the front matter has more than {MAX_NODES} values; move bulk data to an attachment"
-            )
+        if self.anchored:
+            if id(node) in self.seen:
+                message = "YAML anchors and aliases are not supported in entries; write the value out"
+                raise self._error(node, where, message)
+            self.seen.add(id(node))
+        scalar = self.scalar
         kind = type(node)
-        if kind is self.scalar:  # most nodes: tested first
+        if kind is scalar:
             # Explicit tags are ignored: nothing is ever constructed from a tag, the text is the value.
             return node.value if node.style else typing.typed(node.value)
         if len(where) > MAX_DEPTH:
             message = f"values are nested more than {MAX_DEPTH} levels deep; flatten them"
             raise EntryError([Problem(self.path, node.start_mark.line + 2, dotted(where[:1]), message)])
-        lines = self.lines
+        self.values += len(node.value)
+        if self.values > MAX_NODES:
+            message = f"the front matter has more than {MAX_NODES} values; move bulk data to an attachment"
+            raise self._error(node, where, message)
+        lines, inline = self.lines, not self.anchored
         if kind is self.mapping:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if type(key_node) is not self.scalar:
+                if type(key_node) is not scalar:
                     raise self._error(key_node, where, "mapping keys must be plain names")
                 key = str(key_node.value)
                 at = (*where, key)
@@ -183,14 +191,20 @@ class _Builder:
                     message = f"the field '{key}' appears twice; keep one"
                     raise EntryError([Problem(self.path, key_node.start_mark.line + 2, dotted(at), message)])
                 lines[at] = key_node.start_mark.line + 2
-                out[key] = self.build(value_node, at, typing.child(key))
+                if inline and type(value_node) is scalar:
+                    out[key] = value_node.value if value_node.style else typing.child(key).typed(value_node.value)
+                else:
+                    out[key] = self.build(value_node, at, typing.child(key))
             return out
         items = []
         typing = typing.child(0)
         for index, item in enumerate(node.value):
             at = (*where, index)
             lines[at] = item.start_mark.line + 2
-            items.append(self.build(item, at, typing))
+            if inline and type(item) is scalar:
+                items.append(item.value if item.style else typing.typed(item.value))
+            else:
+                items.append(self.build(item, at, typing))
         return items
 
     def _error(self, node: yaml.Node, where: tuple, message: str) -> EntryError:

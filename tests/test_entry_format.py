@@ -169,3 +169,41 @@ def test_a_last_field_ending_in_a_line_break_keeps_it() -> None:
     entry.data["x_last"] = "0\n"
     assert entry.serialise().endswith("x_last: |\n  0\n---\n")
     assert Entry.parse(entry.serialise()).data["x_last"] == "0\n"
+
+
+ALIASED = "---\nschema: 1\nid: 2026-11-30-alias-000000\ntitle: t\nkind: note\nrecorded: '2026-11-30T03:24:40Z'\n"
+
+
+# A list's item is named by its own line, and an alias's line is its anchor's: such an item is found at the anchor.
+@pytest.mark.parametrize(
+    ("front", "line", "field"),
+    [
+        ("tags: [&a x, *a]\n", 7, "tags[1]"),  # a list's item
+        ("settings:\n  a: &a 1\n  b:\n    c: *a\n", 10, "settings.b.c"),  # a nested value
+        ("x_one: &a {k: [1, 2]}\nx_two: *a\n", 8, "x_two"),  # a whole mapping
+        ("title2: 'a & b'\nx_list: &l [1]\nx_again: [*l]\n", 8, "x_again[0]"),  # an & in text too
+    ],
+)
+def test_an_alias_is_refused_wherever_it_is(front: str, line: int, field: str) -> None:
+    with pytest.raises(EntryError) as caught:
+        Entry.parse(ALIASED + front + "---\n", Path("a.md"))
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.field) == (line, field)
+    assert "anchors and aliases are not supported" in problem.message
+
+
+def test_a_yaml_alias_bomb_is_refused_at_its_first_alias() -> None:
+    # Each level names the one before nine times: expanded, 9**8 values.
+    levels = ["x_l0: &l0 [lol]"] + [f"x_l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 9)]
+    with pytest.raises(EntryError) as caught:
+        Entry.parse(ALIASED + "\n".join(levels) + "\n---\n", Path("a.md"))
+    assert [(p.line, p.field) for p in caught.value.problems] == [(7, "x_l1[0]")]
+
+
+def test_more_values_than_an_entry_holds_are_refused() -> None:
+    many = ", ".join(["1"] * (frontmatter.MAX_NODES + 1))
+    with pytest.raises(EntryError) as caught:
+        Entry.parse(f"{ALIASED}x_bulk: [{many}]\n---\n", Path("a.md"))
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.field) == (7, "x_bulk")
+    assert f"more than {frontmatter.MAX_NODES} values" in problem.message
