@@ -35,22 +35,31 @@ def read_entry_bytes(path: Path, inside: Path | None = None) -> bytes:
     return read_entry_file(path, inside)[0]
 
 
+class Refused(EntryError):
+    """A file kb does not read as an entry, with the status of the file refused when it was opened (`status`)."""
+
+    def __init__(self, path: Path, message: str, status: os.stat_result | None = None):
+        super().__init__([Problem(path, None, None, message)])
+        self.status = status
+
+
 def read_entry_file(path: Path, inside: Path | None = None) -> tuple[bytes, os.stat_result]:
-    """read_entry_bytes(), with the file's status taken before it was read: a change made while it is read gives
-    it a later time than the one returned, so that the index, which keeps that time, reads it again."""
+    """read_entry_bytes(), with the file's status taken from the file opened, before it was read (and on a Refused
+    once opened): a file replaced or changed meanwhile then differs from the size and time the index keeps (but for a
+    change of the same size within one tick of the file system's clock), so the next sync reads it again."""
     if path.is_symlink():
         target = Path(os.path.realpath(path))  # (Path.resolve raises RuntimeError for a loop of links)
         homes = [path.parent.resolve(), *([inside.resolve()] if inside is not None else [])]
         if not any(target.is_relative_to(home) for home in homes):
-            raise _refused(path, "is a link to a file outside the knowledge base; kb reads only files inside it")
+            raise Refused(path, "is a link to a file outside the knowledge base; kb reads only files inside it")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a FIFO opens without a writer
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-            raise _refused(path, f"is {kind}, not a regular file; kb reads only regular files as entries")
+            raise Refused(path, f"is {kind}, not a regular file; kb reads only regular files as entries", info)
         if info.st_size > MAX_ENTRY_BYTES:
-            raise _refused(path, _too_large(info.st_size))
+            raise Refused(path, _too_large(info.st_size), info)
         # os.read, not a buffered file object: making one took most of the time an entry's reading took.
         data = os.read(fd, info.st_size + 1)
         while len(data) <= MAX_ENTRY_BYTES and (more := os.read(fd, min(READ_STEP, MAX_ENTRY_BYTES + 1 - len(data)))):
@@ -58,7 +67,7 @@ def read_entry_file(path: Path, inside: Path | None = None) -> tuple[bytes, os.s
     finally:
         os.close(fd)
     if len(data) > MAX_ENTRY_BYTES:  # it grew while being read
-        raise _refused(path, _too_large(len(data)))
+        raise Refused(path, _too_large(len(data)), info)
     return data, info
 
 
@@ -67,7 +76,3 @@ def _too_large(size: int) -> str:
         f"is {size / 1024 / 1024:.1f} MiB, over the {MAX_ENTRY_BYTES // 1024 // 1024} MiB an entry may have; "
         "keep large text as an attachment"
     )
-
-
-def _refused(path: Path, message: str) -> EntryError:
-    return EntryError([Problem(path, None, None, message)])

@@ -107,9 +107,10 @@ def test_round_trip_of_arbitrary_unknown_fields(extra: dict, body: str) -> None:
 
 
 # Plain scalars YAML 1.1 would read as something else, and places the schema types differently: a number, a
-# count, text, a value of mixed type, a list's item, a field it does not know.
+# count, text, a value of mixed type, a list's item, a field it does not know. A `&` in a value (plain or quoted)
+# makes the builder remember every node, as for an anchor: the other way of building.
 PLAIN = ("2.10", "no", "010", "1e5", "1.0e5", "~", "null", "", "true", "False", ".inf", "-.5", "0x1f", "12", "+1",
-         "1_000", "3.0", "2026-11-30", "abc", "-0", ".nan", "99999999999999999999999")  # fmt: skip
+         "1_000", "3.0", "2026-11-30", "abc", "-0", ".nan", "99999999999999999999999", "a&b", "'x & y'")  # fmt: skip
 PLACES = ("timings:\n  wall_s: {}", "timings:\n  step_s:\n    count: {}", "metrics:\n  m:\n    value: {}",
           "settings:\n  k: {}", "versions:\n  torch: {}", "tags:\n  - {}", "hardware:\n  accelerators:\n"
           "    - name: {}\n      count: {}", "failure:\n  message: {}", "x_custom:\n  - a: {}")  # fmt: skip

@@ -22,6 +22,7 @@ from kb.errors import KbError
 from kb.index import fulltext, look, parse
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
+from kb.reading import MAX_ENTRY_BYTES
 from kb.store import KnowledgeBase
 
 
@@ -872,16 +873,21 @@ def test_a_copy_refused_for_its_id_is_indexed_once_the_original_goes(kb: Knowled
     assert checked.returncode == 0 and checked.stdout == "" and "0 problems" in checked.stderr, checked.stdout
 
 
+@pytest.mark.parametrize("refused", [False, True], ids=["read", "refused-as-too-large"])
 def test_a_file_replaced_while_a_sync_reads_it_is_read_again_by_the_next(
-    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, refused: bool
 ) -> None:
     # An editor or `git checkout` replaces a file by renaming a new one over it. When that happens while a sync reads
-    # the old file, the index must keep the old file's size and time with the old text, so that the next sync sees
-    # the change; the new file's, taken after the reading, made every later sync take the old text as current.
+    # the old file, the index must keep the old file's size and time with the old text (or the old refusal), so that
+    # the next sync sees the change; the new file's, taken after the reading, made every later sync take the old text
+    # as current.
     entry_id = "2026-01-01-replaced-000001"
     write_entry(kb, entry_id, "first version", recorded="2026-01-01T00:00:00Z", status="completed")
     sync(kb)
     path = write_entry(kb, entry_id, "second version", recorded="2026-01-01T00:00:00Z", status="completed")
+    if refused:
+        with path.open("a") as grown:
+            grown.write("x" * MAX_ENTRY_BYTES)
     real_fstat, replaced = os.fstat, []
 
     def fstat(fd: int) -> os.stat_result:  # the sync has the second version open: the third replaces it
@@ -898,7 +904,9 @@ def test_a_file_replaced_while_a_sync_reads_it_is_read_again_by_the_next(
 
     with monkeypatch.context() as patched:
         patched.setattr(os, "fstat", fstat)
-        assert sync(kb).updated == 1
+        report = sync(kb)
     assert replaced
-    assert sync(kb).updated == 1
+    assert (report.updated, report.removed, len(report.problems)) == ((0, 1, 1) if refused else (1, 0, 0))
+    report = sync(kb)
+    assert (report.added, report.updated) == ((1, 0) if refused else (0, 1))
     assert search("zyzzyva") == [entry_id]

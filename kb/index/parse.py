@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
 from kb.index.rows import Rows, rows_of
-from kb.reading import leads_nowhere, read_entry_file
+from kb.reading import Refused, leads_nowhere, read_entry_file
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -63,8 +63,8 @@ def read(job: Job) -> Read:
         if not leads_nowhere(exc):
             raise
         return Read(gone=True)
-    except EntryError as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
-        stat = path.lstat()
+    except Refused as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
+        stat = exc.status or path.lstat()  # the file opened, else the link
         return Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, problems=exc.problems)
     done = Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, digest=hashlib.sha256(raw).hexdigest())
     if done.digest != indexed:  # touched, not changed: not parsed again
