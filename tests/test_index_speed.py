@@ -18,6 +18,7 @@ from bench.generate import generate
 from kb import schema
 from kb.cli import COMMANDS
 from kb.entry import new_entry
+from kb.index import db as db_module
 from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
@@ -275,6 +276,15 @@ def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_inde
     away.rename(generated.entries_path)
     assert sync.sync(generated).added == 300
     assert _whole(generated) == built
+
+
+def test_a_build_refuses_to_replace_a_trigger_the_schema_lacks(kb: KnowledgeBase, monkeypatch) -> None:
+    # A trigger renamed by a migration would stay in place, and make each of its rows a second time at the build's end.
+    _runs(kb, 2)
+    monkeypatch.setattr(db_module, "_DERIVING_TRIGGERS", (*db_module._DERIVING_TRIGGERS, "board_row_renamed"))
+    with pytest.raises(RuntimeError, match="no trigger board_row_renamed"):
+        sync.sync(kb)
+    assert not index_path(kb.cache_path).exists()  # the build's file, removed
 
 
 @pytest.mark.parametrize("query", ["compile timeout", "out of memory", '"flex attention"', "neuron OR xla",
