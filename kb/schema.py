@@ -249,8 +249,8 @@ def _fast_validator() -> Any:
     from fastjsonschema.ref_resolver import RefResolver
 
     schema = entry_schema()
-    key = json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION + "named-f"  # files with `validate`, f-strings
-    digest = f"{zlib.crc32(key.encode()):08x}{zlib.adler32(key.encode()):08x}"
+    key = (json.dumps(schema, sort_keys=True) + fastjsonschema.VERSION + "named-f").encode()  # `validate`, f-strings
+    digest = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
     path = _cache_folder() / f"entry_v{SCHEMA_VERSION}_{digest}.py"
     try:
         if not path.is_file():
