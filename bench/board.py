@@ -57,15 +57,13 @@ def _measure(kb, size: int, repeats: int) -> dict[str, float]:
         ls = _process([*kb_, "ls", "--backend", "cuda", "--status", "failed", "--package", "torch>=2.9"], env, repeats)
         shown = _process([*kb_, "board"], env, repeats)
         missing = _process([*kb_, "board", "--missing"], env, repeats)
-        alone = _process([*kb_, "board"], {**env, "KB_LOCAL": "1"}, repeats)  # starting Python and kb itself
     print(f"\n{size:,} entries: {len(result.workloads)} workloads, {cells} cells; load average {_load()}")
     print(f"  {'':34}{'wall (median)':>14}{'CPU (median)':>14}")
     in_process = (statistics.median(inside), statistics.median(inside_cpu))
     for label, (wall, cpu), note in (
         ("board in process", in_process, ""),
-        ("kb board, process, kb watch", shown, "target < 1 s (CPU: the program's; the copy's is the watch's)"),
+        ("kb board, process, kb watch", shown, "target < 1 s"),
         ("kb board --missing, same", missing, ""),
-        ("kb board, same, KB_LOCAL=1", alone, "not served: the program runs it itself"),
         ("kb ls with 3 filters, same", ls, f"kb board is {shown[0] / ls[0]:.2f}x it"),
         ("python -c pass", python, ""),
     ):
@@ -77,7 +75,6 @@ def _measure(kb, size: int, repeats: int) -> dict[str, float]:
         f"board_process_s_{key}": shown[0],
         f"board_process_cpu_s_{key}": shown[1],
         f"board_missing_process_s_{key}": missing[0],
-        f"board_alone_process_s_{key}": alone[0],
         f"ls_process_s_{key}": ls[0],
         f"ls_process_cpu_s_{key}": ls[1],
         f"python_s_{key}": python[0],

@@ -100,13 +100,10 @@ def _measure(kb, size: int, repeats: int, generated: float, *, with_mlflow: bool
     grep = statistics.median(_median_process(["grep", "-rli", word, str(kb.entries_path)], env, repeats)
                              for word in GREP_WORDS)
     fts = _fts5(kb, repeats)
-    with _watching(env, kb.cache_path):
+    with _watching(env):
         watched_pick = _pick(kb, repeats)
         watched_search = _search_process(env, repeats)
         watched_ls = _ls_process(env, repeats)
-        alone = {**env, "KB_LOCAL": "1"}  # the same commands, each starting Python and kb itself
-        alone_search = _search_process(alone, repeats)
-        alone_ls = _ls_process(alone, repeats)
 
     query_ms = statistics.median(in_process) * 1000
     made = f"generated in {generated:.1f} s" if generated else "made beforehand"
@@ -126,10 +123,8 @@ def _measure(kb, size: int, repeats: int, generated: float, *, with_mlflow: bool
           f"grep -rli {grep:.3f} s: kb is {grep / search_process:.1f}x faster")
     print(f"  kb search, with kb watch          {watched_search:9.3f} s   (target < 0.3 s); "
           f"kb is {grep / watched_search:.1f}x faster than grep (target >= 4x)")
-    print(f"  same, KB_LOCAL=1 (not served)     {alone_search:9.3f} s")
     print(f"  python -c pass                    {python:9.3f} s   kb search is {search_process / python:.1f}x it")
-    print(f"  kb ls with 3 filters, process     {ls_process:9.3f} s   with kb watch {watched_ls:.3f} s "
-          f"({alone_ls:.3f} s with KB_LOCAL=1)")
+    print(f"  kb ls with 3 filters, process     {ls_process:9.3f} s   with kb watch {watched_ls:.3f} s")
     print(f"  FTS5 table of the raw files       {fts['build_s']:9.2f} s to build, {fts['query_ms']:.2f} ms a query")
     key = f"{size // 1000}k"
     return {f"build_s_{key}": build, f"build_cpu_s_{key}": build_cpu, f"build_peak_mb_{key}": peak_mb,
@@ -137,7 +132,6 @@ def _measure(kb, size: int, repeats: int, generated: float, *, with_mlflow: bool
             f"search_process_s_{key}": search_process, f"grep_s_{key}": grep, f"fts_ms_{key}": fts["query_ms"],
             f"watched_pick_s_{key}": watched_pick, f"watched_search_process_s_{key}": watched_search,
             f"ls_process_s_{key}": ls_process, f"watched_ls_process_s_{key}": watched_ls,
-            f"alone_search_process_s_{key}": alone_search, f"alone_ls_process_s_{key}": alone_ls,
             f"bare_fts_ms_{key}": bare, f"python_s_{key}": python,
             **({f"mlflow_bulk_s_{key}": mlflow["bulk_s"]} if mlflow else {})}
 
@@ -191,18 +185,13 @@ def _ls_process(env: dict[str, str], repeats: int) -> float:
 
 
 @contextlib.contextmanager
-def _watching(env: dict[str, str], cache: Path) -> Iterator[None]:
-    """`kb watch` running (past its first sync, its fork server taking commands) for the duration."""
-    from kb.forkserver import socket_path
-
+def _watching(env: dict[str, str]) -> Iterator[None]:
+    """`kb watch` running (past its first sync) for the duration."""
     watcher = subprocess.Popen([sys.executable, "-m", "kb", "watch"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         line = watcher.stderr.readline()
         if "watching" not in line:
             raise RuntimeError(f"kb watch did not start: {line}")
-        deadline = time.monotonic() + 30
-        while not socket_path(cache).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         yield
     finally:
         watcher.send_signal(signal.SIGINT)

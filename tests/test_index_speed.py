@@ -22,7 +22,6 @@ from kb.index import db as db_module
 from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
-from kb.launch import command_of
 from kb.store import KnowledgeBase
 from tests.conftest import json_data, run_kb, write_entry
 
@@ -317,17 +316,6 @@ def test_the_validator_names_a_refused_value_as_fastjsonschema_does() -> None:
                 validate(broken)
             names.append(raised.value.name)
     assert names[:2] == names[2:] == ["data.tags[1]", "data.links.reference"]
-
-
-def test_the_command_line_names_the_one_command_to_register() -> None:
-    commands = ("search", "site", "ls")
-    assert command_of(["search", "x"], commands) == "search"
-    assert command_of(["--kb", "search", "ls", "--json"], commands) == "ls"  # --kb's value is a folder, not a command
-    assert command_of(["--kb=/somewhere", "site", "build"], commands) == "site"
-    assert command_of(["--help"], commands) is None
-    assert command_of(["--version", "search"], commands) is None
-    assert command_of(["serch", "x"], commands) is None
-    assert command_of([], commands) is None
 
 
 def test_a_query_process_loads_neither_yaml_nor_the_other_commands(kb: KnowledgeBase) -> None:

@@ -27,26 +27,18 @@ def register(app: typer.Typer) -> None:
     def watch_command(ctx: typer.Context) -> None:
         """Watch the entries folder, so that each command looks only at the files that changed (Linux).
 
-        Without it every command checks every entry file (about a second at 100,000 entries). While it runs, the
-        commands that only read (search, ls, show, board, compare, trend) are also run by a copy of a kb
-        already started, which saves them Python's and kb's start (KB_LOCAL=1: each runs by itself). Run it
-        in a terminal of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`);
-        once it stops, commands check every file again.
+        Without it every command checks every entry file (about a second at 100,000 entries). Run it in a terminal
+        of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`); once it stops,
+        commands check every file again.
         """
-        from kb import forkserver
         from kb.commands.common import knowledge_base
         from kb.index.prepare import prepare
         from kb.index.watch import watch
 
         kb = knowledge_base(ctx)
-        servers: list = []  # the fork server, once the watch holds its lock
 
         def ready(folders: int) -> None:
             report = prepare(kb)  # from the watcher's first journal on, commands look only at what changed
-            # Only the watcher that holds the watch's lock starts one: its socket is the knowledge base's.
-            server = forkserver.start(kb.cache_path)
-            if server is not None:
-                servers.append(server)
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",
@@ -57,6 +49,3 @@ def register(app: typer.Typer) -> None:
             watch(kb, ready)
         except KeyboardInterrupt:
             typer.echo("kb: stopped watching; commands check every entry file again", err=True)
-        finally:
-            for server in servers:
-                forkserver.stop(server)
