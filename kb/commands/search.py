@@ -14,7 +14,8 @@ versions (torch=2.9.0), settings, the command line, compile evidence and output 
 The query language is Whoosh's: words (stemmed: compile finds compiled), "phrases", OR, NOT, AND,
 wildcards (flex*), and fields: backend:neuron status:failed failure:compile_timeout tag:trn3
 workload:qwen3-32b versions:torch=2.9.0 setting:batch=8 command:main.py title:... notes:... output:...
-When nothing matches, kb suggests the nearest words the index holds.
+When no entry has every word, kb shows the entries with the most of them and says which; when nothing
+matches, kb suggests the nearest words the index holds.
 """
 
 
@@ -46,7 +47,13 @@ def register(app: typer.Typer) -> None:
         opt.check_known(chosen, db)
         results = search(db, query, chosen, limit=limit)
         if json_:
-            print_json([{**row, "score": round(hit.score, 4), "snippet": hit.snippet} for hit, row in results])
+            print_json(
+                [
+                    {**row, "score": round(hit.score, 4), "snippet": hit.snippet, "matched": list(hit.matched),
+                     "words": hit.words}
+                    for hit, row in results
+                ]
+            )  # fmt: skip
             return
         if not results:
             from kb.errors import quoted
@@ -57,6 +64,13 @@ def register(app: typer.Typer) -> None:
             return
         from kb.plain import piped, search_lines, write_lines
 
+        first = results[0][0]
+        if len(first.matched) < first.words:  # on stderr: a pipe gets the results alone
+            typer.echo(
+                f"No entry has all {first.words} words; showing entries with {len(first.matched)} "
+                f"({', '.join(first.matched)}).",
+                err=True,
+            )
         if piped():
             write_lines(search_lines(results))
             return

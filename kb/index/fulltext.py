@@ -3,9 +3,12 @@
 Each entry is one row of the `fulltext` table (its rowid is the entry's rowid in `entries`; a trigger deletes it
 with the entry), stemmed by FTS5's porter tokenizer and ranked by bm25 with one weight per column. What people
 type is parsed by `whoosh.qparser` (fields, aliases, phrases, AND/OR/NOT, grouping, wildcards) and the tree is
-compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). whoosh is imported only
-to parse a query with more than plain words, `field:word` terms and quoted phrases (0.12 to 0.18 s): those are
-read here as Whoosh reads them, and tests compare the two.
+compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). A query of plain words
+only (no field, quote, operator or wildcard) is read without importing whoosh, as Whoosh reads it (tests compare
+the two); anything with syntax goes through Whoosh's parser.
+
+A query's unfielded words and phrases are also kept apart (Compiled.words): when no entry has all of them, the
+search ranks the entries that have the most (kb/index/query.py).
 
 Words split at anything that is not a letter or digit (so "compile" finds torch.compile and compile_timeout).
 Values that must match exactly (versions:torch=2.9.0, tags, settings, backend, ...) are also indexed as one
@@ -243,6 +246,11 @@ class Compiled:
     match: str | None = None
     conditions: list[str] = field(default_factory=list)  # over `entries e`
     params: list[Any] = field(default_factory=list)
+    # The query's required, unfielded words and phrases as typed, each with its own match, and the rest of the
+    # query compiled alone (None: nothing else), when the query is those joined by AND with other parts: what a
+    # search falls back on when no entry has all the words. Empty for a query of one word, or with OR at its top.
+    words: list[tuple[str, str]] = field(default_factory=list)
+    rest: Compiled | None = None
 
     def where(self) -> tuple[str, list[Any]]:
         """The whole of it as one SQL condition over `entries e`."""
@@ -271,17 +279,39 @@ def compile_query(query: str, vocabulary: sqlite3.Connection | None = None) -> C
         matches = [part.match if isinstance(part, Compiled) else None for part in compiled]
         if not any(matches):
             return None
-        return Compiled(match=_or_joined(words, matches, vocabulary))
-    leaves = _simple_leaves(query)
-    if leaves is not None:  # fielded words and phrases too, still without Whoosh (0.12 to 0.18 s to import)
-        result = _required([(False, _compile_simple(leaf)) for leaf in leaves])
-        return result if isinstance(result, Compiled) else None
+        typed = [(word, match) for word, match in zip(words, matches, strict=True) if match]
+        return Compiled(match=_or_joined(words, matches, vocabulary), words=typed if len(typed) > 1 else [])
     parsed = parse(query)
     try:
         result = _compile(parsed, vocabulary)
+        if isinstance(result, Compiled):
+            result.words, result.rest = _words_apart(parsed, vocabulary)
     except _Refused as refused:
         raise KbError(f"the query {quoted(query, QUOTED_CHARS)}: {refused}") from None
     return result if isinstance(result, Compiled) else None
+
+
+def _words_apart(parsed: Query, vocabulary: sqlite3.Connection | None) -> tuple[list[tuple[str, str]], Compiled | None]:
+    """For a query of parts joined by AND: its unfielded words and phrases (as typed, with their matches) and its
+    other parts compiled alone; ([], None) when it has fewer than two such words."""
+    from whoosh import query as q
+
+    parts = parsed.subqueries if isinstance(parsed, q.And) else [parsed]
+    words: list[tuple[str, str]] = []
+    rest: list[tuple[bool, Compiled | str]] = []
+    for part in parts:
+        compiled = _compile(part, vocabulary)
+        if isinstance(part, (q.Term, q.Phrase)) and part.field() == _DEFAULT:
+            if isinstance(compiled, Compiled) and compiled.match and not compiled.conditions:
+                shown = str(part.text) if isinstance(part, q.Term) else f'"{" ".join(part.words)}"'
+                words.append((shown, compiled.match))
+            continue
+        negative = isinstance(part, q.Not)
+        rest.append((negative, _compile(part.query, vocabulary) if negative else compiled))
+    others = _required(rest) if rest else None
+    if len(words) < 2:
+        return [], None
+    return words, others if isinstance(others, Compiled) else None
 
 
 # --- Words typed apart, indexed together -----------------------------------------------------------------------
@@ -341,49 +371,8 @@ def _plain_words(query: str) -> list[str] | None:
     return None
 
 
-# A query of plain words, `field:word` terms and quoted phrases of plain words, all of them required, is read
-# here as Whoosh reads it (its leaves, aliases resolved, a one-word phrase a word, a leaf given twice once):
-# tests/test_fulltext.py compares the two on generated queries.
-_SIMPLE_TOKEN = re.compile(r'"[^"\n]*"(?=\s|\Z)|[^\s"]+')
-_PHRASE_BLANK = re.compile(r"[^\S \t\r]")  # Whoosh splits a phrase at space, tab and CR only (and ends it at LF)
-_FIELD_NAMES = {name: name for name in DEFAULT_FIELDS} | {a: name for name, names in ALIASES.items() for a in names}
-_Leaf = tuple[str, tuple[str, ...]]  # (field, its words): one word a term, more a phrase
-
-
-def _simple_leaves(query: str) -> list[_Leaf] | None:
-    """The leaves of a query of plain words, `field:word` terms and quoted phrases of plain words, else None."""
-    tokens = _SIMPLE_TOKEN.findall(query)
-    if _SIMPLE_TOKEN.sub("", query).strip():  # a quote left open, or one inside a word
-        return None
-    leaves: list[_Leaf] = []
-    for token in tokens:
-        if token.startswith('"'):
-            words = tuple(token[1:-1].split())
-            if not words or _PHRASE_BLANK.search(token) or not all(_is_plain(word) for word in words):
-                return None
-            leaves.append((_DEFAULT, words))
-            continue
-        name, colon, word = token.partition(":")
-        if not colon:
-            name, word = _DEFAULT, token
-        elif name not in _FIELD_NAMES:
-            return None
-        if not _is_plain(word):
-            return None
-        leaves.append((_FIELD_NAMES.get(name, _DEFAULT), (word,)))
-    return list(dict.fromkeys(leaves))
-
-
 def _is_plain(word: str) -> bool:
     return bool(_PLAIN.fullmatch(word)) and word not in _OPERATORS
-
-
-def _compile_simple(leaf: _Leaf) -> Compiled | str:
-    name, words = leaf
-    column = None if name == _DEFAULT else name
-    if len(words) == 1:
-        return _word(column, words[0], column in KEYWORD_FIELDS)
-    return _phrase(column, list(words), 1)
 
 
 def _check_text(query: str) -> None:
@@ -664,6 +653,8 @@ class Hit:
     score: float
     title: str
     snippet: str  # matched terms marked **like this**, from the best field that matched; <= ~240 characters
+    matched: tuple[str, ...] = ()  # which of the query's words (Compiled.words) the entry has
+    words: int = 0  # how many words the query has to match that way (0: a query with OR at its top, or one word)
 
 
 def snippet_sql(match: str | None) -> str:

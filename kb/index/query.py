@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cache
@@ -19,6 +21,9 @@ COLUMNS = ("id", "title", "kind", "status", "recorded", "backend", "mode", "work
            "compile_s", "step_s_median", "source", "path")  # fmt: skip
 MAX_LIMIT = 2**63 - 1
 TIE_ROOM = 10  # hits fetched past the limit, so that those tied at the cut are mostly all in hand
+# When no entry has every word: the best this many by bm25 over the words joined by OR are counted word by word.
+# That ranking puts entries with more (and rarer) words first, so those with the most are among them.
+PARTIAL_CANDIDATES = 1000
 COMPARED = ("run", "report")  # the kinds that comparisons and trends are made of
 KINDS_COMPARED = ", ".join(f"'{kind}'" for kind in COMPARED)
 _SORT = re.compile(r"(?P<table>metric|metrics|timing|timings)\.(?P<name>[A-Za-z0-9_:+-]+)\Z")
@@ -237,7 +242,8 @@ def search(
 ) -> list[tuple[Hit, dict[str, Any]]]:
     """Ranked full-text hits, restricted by the structured filters, each with its index row.
 
-    Best first (bm25 with the columns' weights), newest first among equal scores.
+    Best first (bm25 with the columns' weights), newest first among equal scores. When no entry has every word of
+    a query of words joined by AND, the entries with the most of them (each hit says which: Hit.matched).
     """
     with reading(db):
         _check_limit(limit)
@@ -245,38 +251,89 @@ def search(
         if compiled is None or limit < 1:
             return []
         where, params = filters.where(db)
-        columns = ", ".join(f"e.{c}" for c in COLUMNS)
-        if compiled.match is None:  # no words (recorded:[...], NOT x): nothing to rank by
-            conditions, values = compiled.where()
-            sql = (
-                f"SELECT {columns}, e.rowid, 0.0 FROM entries e WHERE ({conditions}) AND ({where}) "
-                "ORDER BY e.recorded DESC, e.id DESC LIMIT ?"
-            )
-            params = [*values, *params]
-        else:
-            conditions = " AND ".join(f"({c})" for c in compiled.conditions) or "1"
-            sql = (
-                f"SELECT {columns}, e.rowid, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
-                f"WHERE f.{fulltext.TABLE} MATCH ? AND ({conditions}) AND ({where}) "
-                "ORDER BY f.rank, e.recorded DESC, e.id DESC LIMIT ?"
-            )
-            params = [compiled.match, *compiled.params, *params]
         try:
-            top = None
-            if compiled.match is not None and not compiled.conditions and filters.empty():
-                top = _top_by_words(db, compiled.match, limit, columns)
-            ranked, snippets = top or (db.execute(sql, [*params, limit]).fetchall(), None)
+            found = _ranked(db, compiled, where, params, filters.empty(), limit)
+            words = tuple(word for word, _ in compiled.words)
+            if found[0]:
+                return _hits(*found, matched=lambda rowid: words, words=len(words))
+            if not words:
+                return []
+            return _partial(db, compiled, where, params, limit)
         except sqlite3.OperationalError as exc:  # FTS5 refused what the compiler made of the query: say so
             if compiled.match is None or not ("fts5" in str(exc) or "unterminated string" in str(exc)):
                 raise
             shown = quoted(query, fulltext.QUOTED_CHARS)
             raise KbError(f"the query {shown} cannot be searched ({exc}); put it in double quotes") from None
-        if not ranked:
-            return []
-        if snippets is None:
-            snippets = fulltext.snippets(db, compiled.match, [row[-2] for row in ranked])
+
+
+def _ranked(
+    db: sqlite3.Connection, compiled: fulltext.Compiled, where: str, params: list[Any], unfiltered: bool, limit: int
+) -> tuple[list[tuple], dict[int, str]]:
+    """The best `limit` entries of a compiled query within the filters (rows of COLUMNS, rowid, score), and the
+    snippet of each by rowid."""
+    columns = ", ".join(f"e.{c}" for c in COLUMNS)
+    if compiled.match is None:  # no words (recorded:[...], NOT x): nothing to rank by
+        conditions, values = compiled.where()
+        sql = (
+            f"SELECT {columns}, e.rowid, 0.0 FROM entries e WHERE ({conditions}) AND ({where}) "
+            "ORDER BY e.recorded DESC, e.id DESC LIMIT ?"
+        )
+        params = [*values, *params]
+    else:
+        conditions = " AND ".join(f"({c})" for c in compiled.conditions) or "1"
+        sql = (
+            f"SELECT {columns}, e.rowid, -f.rank FROM {fulltext.TABLE} f JOIN entries e ON e.rowid = f.rowid "
+            f"WHERE f.{fulltext.TABLE} MATCH ? AND ({conditions}) AND ({where}) "
+            "ORDER BY f.rank, e.recorded DESC, e.id DESC LIMIT ?"
+        )
+        params = [compiled.match, *compiled.params, *params]
+    top = None
+    if compiled.match is not None and not compiled.conditions and unfiltered:
+        top = _top_by_words(db, compiled.match, limit, columns)
+    ranked, snippets = top or (db.execute(sql, [*params, limit]).fetchall(), None)
+    if ranked and snippets is None:
+        snippets = fulltext.snippets(db, compiled.match, [row[-2] for row in ranked])
+    return ranked, snippets or {}
+
+
+def _partial(
+    db: sqlite3.Connection, compiled: fulltext.Compiled, where: str, params: list[Any], limit: int
+) -> list[tuple[Hit, dict[str, Any]]]:
+    """When no entry has every word: those with the most of them, best first by bm25 over the words joined by OR
+    (which weighs rarer words more), each hit naming the words it has."""
+    any_word = " OR ".join(f"({match})" for _, match in compiled.words)
+    rest = compiled.rest or fulltext.Compiled()
+    widened = fulltext.Compiled(
+        match=any_word if rest.match is None else f"({rest.match}) AND ({any_word})",
+        conditions=rest.conditions,
+        params=rest.params,
+    )
+    candidates, _ = _ranked(db, widened, where, params, False, PARTIAL_CANDIDATES)
+    if not candidates:
+        return []
+    rowids = [row[-2] for row in candidates]
+    has: dict[int, list[str]] = {rowid: [] for rowid in rowids}
+    for word, match in compiled.words:
+        for (rowid,) in db.execute(
+            f"SELECT rowid FROM {fulltext.TABLE} WHERE {fulltext.TABLE} MATCH ? "
+            "AND rowid IN (SELECT value FROM json_each(?))",
+            [match, json.dumps(rowids)],
+        ):
+            has[rowid].append(word)
+    most = max(len(words) for words in has.values())
+    kept = [row for row in candidates if len(has[row[-2]]) == most][:limit]  # in bm25 order already
+    snippets = fulltext.snippets(db, widened.match, [row[-2] for row in kept])
+    return _hits(kept, snippets, matched=lambda rowid: tuple(has[rowid]), words=len(compiled.words))
+
+
+def _hits(
+    ranked: list[tuple], snippets: dict[int, str], *, matched: Callable[[int], tuple[str, ...]], words: int
+) -> list[tuple[Hit, dict[str, Any]]]:
     return [
-        (Hit(row[0], float(row[-1]), row[1], snippets.get(row[-2], "")), dict(zip(COLUMNS, row[:-2], strict=True)))
+        (
+            Hit(row[0], float(row[-1]), row[1], snippets.get(row[-2], ""), matched(row[-2]), words),
+            dict(zip(COLUMNS, row[:-2], strict=True)),
+        )
         for row in ranked
     ]
 
