@@ -73,3 +73,71 @@ def test_kb_core_never_imports_ingest() -> None:
 
 def test_the_layer_check_finds_an_import_of_ingest() -> None:
     assert _imports_ingest(ROOT / "kb" / "commands" / "record.py")  # the CLI's recorder command uses ingest/
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that `path` imports, at its top or inside its functions (an import put off into a
+    function to get round a circle is still one), but not under `if TYPE_CHECKING:` (never run)."""
+    module = _module_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{anchor}.{base}".rstrip(".")
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            else:
+                visit([child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)])
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text("utf-8"), str(path)).body)
+    return {name for name in found if name in known and name != module}
+
+
+def import_graph(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    paths = [path for package in packages for path in sorted((ROOT / package).rglob("*.py"))]
+    known = {_module_of(path) for path in paths}
+    return {_module_of(path): _imports(path, known) for path in paths}
+
+
+def import_circle(graph: dict[str, set[str]]) -> list[str]:
+    """One circle of imports in the graph (its modules, the first again at the end), or [] when there is none."""
+    from graphlib import CycleError, TopologicalSorter
+
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as error:
+        return list(reversed(error.args[1]))
+    return []
+
+
+def test_no_import_circles() -> None:
+    circle = import_circle(import_graph(("kb", "ingest", "bench")))
+    assert circle == [], "modules that import each other as they load: " + " -> ".join(circle)
+
+
+def test_the_import_check_finds_a_circle_and_reads_imports_as_python_does() -> None:
+    circle = import_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+    assert len(circle) == 4 and circle[0] == circle[-1] and set(circle) == {"a", "b", "c"}
+    assert import_circle({"a": {"b"}, "b": {"c"}, "d": {"a", "c"}}) == []
+    graph = import_graph(("kb",))
+    assert "kb.index.db" in graph["kb.index.query"]  # from kb.index.db import reading
+    assert "kb.index.fulltext" in graph["kb.index.query"]  # from kb.index import fulltext
+    assert "kb.cli" in graph["kb.launch"]  # imported inside main()
+    assert "kb.cli" not in graph["kb.commands.search"]
+

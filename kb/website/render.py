@@ -14,7 +14,7 @@ from kb import __version__
 from kb.errors import DISK_FULL, KbError
 from kb.store import KnowledgeBase
 from kb.website.markup import collecting
-from kb.website.pages import Page, facet_path, slug
+from kb.website.pages.base import Page, facet_path, slug
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Attachments a browser would run as a page of the site's own origin (an HTML report, an SVG with a script):

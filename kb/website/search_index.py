@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import KbError
-from kb.website.pages import Page, digest
+from kb.website.pages.base import Page, digest
 
 FOLDER = "pagefind"
 RECENT = "recent"
