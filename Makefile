@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser demo test lint bench bench-quick bench-peers
+.PHONY: install browser demo test check lint bench bench-quick bench-peers
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -23,11 +23,17 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # One worker per CPU (at most 4): most tests wait on real subprocesses, torch and Chromium. A file's tests stay on
 # one worker, so its module fixtures (one compiled run, one built site) are made once.
 test: install browser lint
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
+
+# The fast tier, for each change: no real torch.compile, device build, Chromium or rounds of kills (pyproject.toml
+# names the markers). `make test` is the whole suite.
+check: install lint
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not slow and not browser and not backends"
 
 bench: install browser
 	$(BIN)/python -m bench

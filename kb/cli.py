@@ -129,10 +129,11 @@ def main_options(
     note_top_command(ctx)
 
 
-def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 1; tracebacks only with KB_DEBUG=1."""
+def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
+    """Entry point (`args`: the command line after `kb`, else sys.argv's): user errors become one line on stderr and
+    exit code 1; tracebacks only with KB_DEBUG=1."""
     try:
-        app()
+        app(args=args, prog_name=prog_name)
     except KbError as exc:
         if os.environ.get(ENV_DEBUG):
             raise

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,37 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The suite's tiers by file (pyproject.toml describes the markers); a test using the browser fixtures is marked
+# browser wherever it is.
+TIERS: dict[str, tuple[str, ...]] = {
+    "test_bench_peers.py": ("slow",),
+    "test_compile_evidence.py": ("torch", "slow"),
+    "test_compile_run.py": ("torch", "slow"),
+    "test_device.py": ("torch",),
+    "test_device_use.py": ("torch", "slow", "backends"),
+    "test_fallbacks.py": ("torch", "slow", "backends"),
+    "test_faults_kill.py": ("slow",),
+    "test_faults_load.py": ("slow",),
+    "test_hf.py": ("torch", "slow"),
+    "test_ingest_compile_trace.py": ("torch", "slow"),
+    "test_ingest_profile.py": ("torch",),
+    "test_instrument.py": ("torch", "slow"),
+    "test_kbdev_run.py": ("torch", "slow", "backends"),
+    "test_lightning_accelerate.py": ("torch", "slow"),
+    "test_signatures.py": ("torch",),
+    "test_start.py": ("torch",),
+}
+BROWSER_FIXTURES = frozenset({"browser", "tab"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in TIERS.get(item.path.name, ()):
+            item.add_marker(marker)
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("browser")
+
+
 @pytest.fixture(autouse=True)
 def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnowledgeBase:
     base, _ = KnowledgeBase.init(tmp_path / "knowledge-base")
@@ -35,6 +67,13 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnowledgeBase:
     return base
 
 
+# What needs a `kb` process of its own: commands that run another program (record, rerun), watch or serve,
+# variables Python or the C library read only as a process starts, and a call from a thread (commands at once are
+# processes at once; a call in this process swaps its standard streams and environment for the call).
+PROCESS_COMMANDS = frozenset({"record", "rerun", "watch", "serve"})
+PROCESS_VARIABLES = ("PYTHON", "LANG", "LC_", "TZ")
+
+
 def run_kb(
     *args: str,
     input: str | None = None,
@@ -42,7 +81,30 @@ def run_kb(
     cwd: Path | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
-    """The real `kb` command in a fresh process."""
+    """`kb ARGS` as a person runs it: its exit code and what it printed. Run in this process (as Typer's CliRunner
+    does: its own standard streams, environment and folder for the call) unless it needs a process of its own."""
+    from kb.launch import command_named
+
+    named = [arg for arg in args if not arg.startswith("-")]
+    needs_process = (
+        command_named(list(args)) in PROCESS_COMMANDS
+        or named[:2] == ["site", "serve"]
+        or any(name.startswith(PROCESS_VARIABLES) for name in env or {})
+        or threading.current_thread() is not threading.main_thread()
+    )
+    if needs_process:
+        return run_kb_process(*args, input=input, env=env, cwd=cwd, timeout=timeout)
+    return _run_kb_here(list(args), input=input, env=env, cwd=cwd)
+
+
+def run_kb_process(
+    *args: str,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    """The real `kb` command in a fresh process: for what is about processes (exit statuses, signals, start-up)."""
     return subprocess.run(
         [sys.executable, "-m", "kb", *args],
         input=input,
@@ -52,6 +114,38 @@ def run_kb(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def _run_kb_here(
+    args: list[str], *, input: str | None, env: dict[str, str] | None, cwd: Path | None
+) -> subprocess.CompletedProcess:
+    import traceback
+
+    from typer.testing import CliRunner
+
+    from kb.cli import main
+
+    folder = os.getcwd()
+    with CliRunner().isolation(input=input, env=env) as (stdout, stderr, _):
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            main(args, prog_name="python -m kb")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            if isinstance(exit.code, str):
+                print(exit.code, file=sys.stderr)
+        except Exception:  # as Python ends a process on an uncaught exception
+            traceback.print_exc()
+            code = 1
+        finally:
+            os.chdir(folder)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out = stdout.getvalue().decode("utf-8", "replace")
+        err = stderr.getvalue().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(["kb", *args], code, out, err)
 
 
 def run_kb_in_terminal(

@@ -153,9 +153,7 @@ def test_a_backend_and_failure_message_of_megabytes_are_problems_and_listings_st
     result = run_kb("check")
     assert result.returncode == 1
     line = _line_starting(kb, "2026-01-09-huge-000009", "backend:")
-    assert (
-        f"huge-000009.md:{line}: backend: 10,000,000 characters, over the 20,000 it may have" in result.stdout
-    )
+    assert f"huge-000009.md:{line}: backend: 10,000,000 characters, over the 20,000 it may have" in result.stdout
     line = _line_starting(kb, "2026-01-10-huge-000010", "  message:")
     assert f"huge-000010.md:{line}: failure.message: 10,000,000 characters, over the 20,000" in result.stdout
     assert len(result.stdout) < 2000

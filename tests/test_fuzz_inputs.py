@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from conftest import write_entry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,6 @@ from kb.index.fulltext import compile_query
 from kb.index.query import Filters, list_entries, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
-from tests.conftest import write_entry
 
 GOOD_ENTRIES = sorted((Path(__file__).parent / "data" / "entries" / "good").glob("*.md"))
 EXAMPLES = int(os.environ.get("KB_FUZZ_EXAMPLES", "0"))

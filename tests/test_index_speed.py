@@ -13,6 +13,7 @@ import time
 
 import fastjsonschema
 import pytest
+from conftest import json_data, run_kb, write_entry
 
 from bench.generate import generate
 from kb import schema
@@ -23,7 +24,6 @@ from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.store import KnowledgeBase
-from tests.conftest import json_data, run_kb, write_entry
 
 
 def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
@@ -45,8 +45,9 @@ def _runs(kb: KnowledgeBase, count: int) -> None:
         write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
 
 
-def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(kb: KnowledgeBase,
-                                                                                   monkeypatch) -> None:
+def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(
+    kb: KnowledgeBase, monkeypatch
+) -> None:
     _runs(kb, 7)
     twin = (kb.entries_path / "2026-05-01-run-000000.md").read_text()  # the same id twice, batches apart
     (kb.entries_path / "2026-05-09-twin.md").write_text(twin)
@@ -108,10 +109,18 @@ def test_each_column_of_an_entries_row_holds_its_own_field(kb: KnowledgeBase) ->
 
 def test_an_edit_or_a_deletion_leaves_no_rows_of_entries_gone(kb: KnowledgeBase) -> None:
     # A sync writes with the foreign keys off and deletes an entry's normalised rows itself.
-    edited = write_entry(kb, "2026-05-01-run-000000", recorded="2026-05-01T10:00:00Z", status="failed",
-                         tags=["old"], settings={"batch": 8}, failure={"class": "oom", "message": "out of memory"})
-    gone = write_entry(kb, "2026-05-02-run-000001", recorded="2026-05-02T10:00:00Z", status="completed", tags=["x"],
-                       settings={"a": 1})
+    edited = write_entry(
+        kb,
+        "2026-05-01-run-000000",
+        recorded="2026-05-01T10:00:00Z",
+        status="failed",
+        tags=["old"],
+        settings={"batch": 8},
+        failure={"class": "oom", "message": "out of memory"},
+    )
+    gone = write_entry(
+        kb, "2026-05-02-run-000001", recorded="2026-05-02T10:00:00Z", status="completed", tags=["x"], settings={"a": 1}
+    )
     sync.sync(kb)
     edited.write_text(edited.read_text().replace("- old", "- new").replace("status: failed", "status: completed"))
     gone.unlink()

@@ -141,3 +141,22 @@ def test_the_import_check_finds_a_circle_and_reads_imports_as_python_does() -> N
     assert "kb.cli" in graph["kb.launch"]  # imported inside main()
     assert "kb.cli" not in graph["kb.commands.search"]
 
+
+def test_test_helpers_are_imported_one_way() -> None:
+    # pytest loads tests/conftest.py as the module `conftest`: `tests.conftest` would be a second copy of it.
+    twice = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "tests").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."))
+        or (isinstance(node, ast.Import) and any(alias.name.startswith("tests.") for alias in node.names))
+    ]
+    assert twice == [], "import test helpers as `from conftest import ...`, never through `tests.`"
+
+
+def test_the_tiers_name_test_files_that_exist_and_markers_pytest_knows() -> None:
+    from conftest import TIERS
+
+    assert [name for name in TIERS if not (ROOT / "tests" / name).exists()] == []
+    declared = (ROOT / "pyproject.toml").read_text()
+    assert all(f'"{marker}: ' in declared for markers in TIERS.values() for marker in markers)

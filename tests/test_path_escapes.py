@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import run_kb, write_entry
 
 from kb.store import KnowledgeBase
-from tests.conftest import run_kb, write_entry
 
 SECRET = "kb-outside-secret-7f3a"
 LONG = "a" * 10_000

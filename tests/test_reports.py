@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import json_data, only_entry, run_kb, run_kb_in_terminal, write_entry
+
 from kb.store import KnowledgeBase
-from tests.conftest import json_data, only_entry, run_kb, run_kb_in_terminal, write_entry
 
 SEMIANALYSIS = (
     "add", "--title", "Qwen3-32B training on 16 Trainium2, eager", "--publisher", "SemiAnalysis",
@@ -111,7 +112,7 @@ def test_comparing_coverage_lists_newly_failing_skipped_and_passing_cases(kb: Kn
 def test_the_shipped_evidence_checks_clean_is_searchable_and_published(kb: KnowledgeBase) -> None:
     import shutil
 
-    from tests.conftest import REPO
+    from conftest import REPO
 
     shutil.copytree(REPO / "entries", kb.entries_path, dirs_exist_ok=True)
     checked = run_kb("check")

@@ -8,11 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from test_fulltext import build, find, ids, make
 
 from kb.index import fulltext
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
-from tests.test_fulltext import build, find, ids, make
 
 RUNTIME = "2026-11-30-runtime-000001"
 COMPILE = "2026-11-01-compile-000002"

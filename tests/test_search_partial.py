@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import json_data, run_kb, write_entry
 
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
-from tests.conftest import json_data, run_kb, write_entry
 
 # id: (title, fields); the first twelve are what the queries are after, the rest distractors.
 ENTRIES: dict[str, tuple[str, dict[str, Any]]] = {

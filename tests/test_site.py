@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_kb, write_entry
 
 from kb.store import KnowledgeBase
 from kb.website.build import MANIFEST, build_site
 from kb.website.render import render_page
-from tests.conftest import run_kb, write_entry
 
 HOSTILE = (
     '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=1"> '

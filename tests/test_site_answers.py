@@ -31,8 +31,14 @@ def run(kb: KnowledgeBase, entry_id: str, backend: str, rate: float | None, **fi
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBase, Path]]:
     base, _ = KnowledgeBase.init(tmp_path_factory.mktemp("answers") / "knowledge-base")
-    run(base, "2026-11-09-lm-cpu-000000", "cpu", 5000.0, mode="eager",
-        timings={"step_s": {"median": 0.3872, "p10": 0.38, "p90": 0.39, "count": 20}})
+    run(
+        base,
+        "2026-11-09-lm-cpu-000000",
+        "cpu",
+        5000.0,
+        mode="eager",
+        timings={"step_s": {"median": 0.3872, "p10": 0.38, "p90": 0.39, "count": 20}},
+    )
     run(base, "2026-11-08-lm-cpu-000009", "cpu", 4000.0, mode="eager")
     run(base, EVIDENCE, "cuda", 640000.0, numerics={"verdict": "pass"}, versions={"torch": "2.10.0"},
         hardware={"accelerators": [{"name": "h100", "count": 64}]})  # fmt: skip

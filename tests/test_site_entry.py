@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 from kb.website.build import build_site
 from kb.website.pages import lists
-from tests.conftest import REPO, run_kb, write_entry
 
 COMPILED = "2026-11-30-tiny-lm-cpu-compiled-b5c3dc"
 EAGER = "2026-11-30-tiny-lm-cpu-eager-208462"
@@ -186,8 +186,14 @@ def test_facet_counts_drill_down_within_the_list(built: tuple[KnowledgeBase, Pat
 def test_the_row_filter_says_when_it_filters_one_page(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lists, "PAGE_SIZE", 2)
     for day in range(1, 4):
-        write_entry(kb, f"2026-10-0{day}-run-a0000{day}", f"run {day}", recorded=f"2026-10-0{day}T10:00:00Z",
-                    status="completed", tags=["first"] if day == 1 else [])
+        write_entry(
+            kb,
+            f"2026-10-0{day}-run-a0000{day}",
+            f"run {day}",
+            recorded=f"2026-10-0{day}T10:00:00Z",
+            status="completed",
+            tags=["first"] if day == 1 else [],
+        )
     build_site(kb)
     first = (kb.root / "site/list/index.html").read_text()
     assert "Filter the 2 rows of this page (page 1 of 2); the search page covers them all" in first

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_kb, watching, write_entry
 
 from kb.index import sync as sync_module
 from kb.index import watch
@@ -17,7 +18,6 @@ from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
-from tests.conftest import run_kb, watching, write_entry
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kb watch needs Linux's inotify")
 
