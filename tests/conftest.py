@@ -31,6 +31,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # browser wherever it is.
 TIERS: dict[str, tuple[str, ...]] = {
     "test_bench_peers.py": ("slow",),
+    "test_ci_recipe.py": ("torch", "slow"),
     "test_compile_evidence.py": ("torch", "slow"),
     "test_compile_run.py": ("torch", "slow"),
     "test_device.py": ("torch",),
@@ -45,17 +46,21 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_kbdev_run.py": ("torch", "slow", "backends"),
     "test_lightning_accelerate.py": ("torch", "slow"),
     "test_signatures.py": ("torch",),
-    "test_start.py": ("torch",),
+    "test_start.py": ("torch", "slow"),
 }
 BROWSER_FIXTURES = frozenset({"browser", "tab"})
+SLOW_FIXTURES = frozenset({"real_logs"})  # tests/test_signatures.py: failure logs of real PyTorch runs, made once
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for marker in TIERS.get(item.path.name, ()):
             item.add_marker(marker)
-        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if BROWSER_FIXTURES & fixtures:
             item.add_marker("browser")
+        if SLOW_FIXTURES & fixtures:
+            item.add_marker("slow")
 
 
 @pytest.fixture(autouse=True)
