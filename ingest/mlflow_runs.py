@@ -15,12 +15,12 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ingest.imported import Imported
 from ingest.integration import metric_name
+from ingest.timestamps import from_epoch
 from kb.entry import iso
 from kb.errors import KbError
 
@@ -88,9 +88,14 @@ def iter_runs(
     for experiment in chosen:
         token = None
         while True:
-            page = client.search_runs(
-                [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
-            )
+            try:
+                page = client.search_runs(
+                    [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
+                )
+            except Exception as problem:  # a metric line that is not a number makes MLflow refuse the whole page
+                label = f"experiment {experiment.name} ({experiment.experiment_id})"
+                yield MlflowRun("", label, None, f"MLflow cannot read its runs: {_short(problem)}")
+                break
             for run in page:
                 label = f"run {run.info.run_name or run.info.run_id} ({run.info.run_id}) of {experiment.name}"
                 if run.info.run_id in skip:
@@ -201,10 +206,10 @@ def _artifacts(client: Any, run_id: str) -> list[dict[str, Any]]:
 def _timings(start_ms: int | None, end_ms: int | None) -> dict[str, Any] | None:
     if not start_ms:
         return None
-    started = datetime.fromtimestamp(start_ms / 1000, timezone.utc)
+    started = from_epoch(start_ms / 1000, "start_time (in seconds)")
     timings: dict[str, Any] = {"started": iso(started)}
     if end_ms:
-        timings["ended"] = iso(datetime.fromtimestamp(end_ms / 1000, timezone.utc))
+        timings["ended"] = iso(from_epoch(end_ms / 1000, "end_time (in seconds)"))
         timings["wall_s"] = round((end_ms - start_ms) / 1000, 3)
     return timings
 

@@ -150,3 +150,41 @@ def test_a_damaged_event_file_keeps_what_was_read_and_names_the_file(
     assert f"kb: {damaged / 'events.out.tfevents.0.broken'}: not a TensorBoard event file" in result.stderr
     entry = only_entry(kb)  # the events before the damage
     assert 0 < entry.data["metrics"]["wps"]["step"] < 10
+
+
+@pytest.mark.parametrize("wall_time", [float("nan"), -1e12, 1e308])
+def test_an_event_time_that_is_no_time_is_refused_by_name_and_the_scalars_kept(
+    kb: KnowledgeBase, tmp_path: Path, wall_time: float
+) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "logs" / "run")) as writer:
+        writer.add_scalar("loss", 2.0, 0)
+        writer.add_scalar("loss", float("nan"), 1, walltime=wall_time)
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"event 3: wall_time {wall_time!r} is not a time (seconds since 1970, up to the year 9999)" in result.stderr
+    assert "its run is imported without times" in result.stderr
+    data = only_entry(kb).data
+    assert "timings" not in data
+    assert data["metrics"]["loss"]["step"] == 1 and data["metrics"]["loss"]["value"] != data["metrics"]["loss"]["value"]
+
+
+def test_a_metric_line_that_is_not_a_number_names_its_experiment_and_the_others_are_imported(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    for name in ("broken", "fine"):
+        run = client.create_run(client.create_experiment(name), run_name=name)
+        client.log_metric(run.info.run_id, "loss", 2.0, step=0)
+        client.set_terminated(run.info.run_id)
+    (broken,) = (tmp_path / "mlruns").glob(f"{client.get_experiment_by_name('broken').experiment_id}/*/metrics/loss")
+    with broken.open("a") as metric_file:
+        metric_file.write("1700000000000 notanumber 1\n")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    result = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "kb: experiment broken (" in result.stderr
+    assert "MLflow cannot read its runs: ValueError: could not convert string to float: 'notanumber'" in result.stderr
+    assert only_entry(kb).data["mlflow"]["run_name"] == "fine"
