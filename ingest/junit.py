@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from xml.parsers.expat import errors as expat_errors
 
 from ingest.imported import Imported
+from ingest.regular import refuse_irregular
 from kb.errors import KbError
 from kb.redact import redact_text
 
@@ -194,6 +195,7 @@ class Tally:
 
 
 def _check_readable(path: Path) -> None:
+    refuse_irregular(path, "a JUnit XML file, e.g. from pytest --junitxml")
     try:
         with path.open("rb"):
             pass

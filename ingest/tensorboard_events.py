@@ -8,12 +8,14 @@ corrupt keeps the events read before the damage; the problem is reported by file
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ingest.imported import Imported
 from ingest.integration import metric_name
+from ingest.regular import is_regular, kind_of, refuse_irregular
 from ingest.timestamps import from_epoch
 from kb.entry import iso
 from kb.errors import KbError
@@ -38,11 +40,13 @@ def read_tensorboard(root: Path, workdir: Path) -> tuple[list[Imported], list[st
         raise KbError("kb ingest tensorboard needs TensorBoard: pip install 'kb[tensorboard]'") from None
     if not root.exists():
         raise KbError(f"{root}: no such folder; expected a TensorBoard log folder (with events.out.tfevents.* files)")
-    files = sorted(root.rglob("*tfevents*")) if root.is_dir() else [root]
+    refuse_irregular(root, "a TensorBoard log folder or event file")
+    found = sorted(root.rglob("*tfevents*")) if root.is_dir() else [root]
+    files = [path for path in found if is_regular(path) or path == root]  # a link could point anywhere
     if not files:
         raise KbError(f"{root}: no TensorBoard event files (events.out.tfevents.*) in it or below")
     runs: dict[Path, Scalars] = {}
-    problems: list[str] = []
+    problems = [f"{path}: {kind_of(os.lstat(path).st_mode)}, not read" for path in found if path not in files]
     for path in files:
         problem = _read_file(path, runs.setdefault(path.parent, Scalars()))
         if problem:
