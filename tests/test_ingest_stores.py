@@ -188,3 +188,55 @@ def test_a_metric_line_that_is_not_a_number_names_its_experiment_and_the_others_
     assert "kb: experiment broken (" in result.stderr
     assert "MLflow cannot read its runs: ValueError: could not convert string to float: 'notanumber'" in result.stderr
     assert only_entry(kb).data["mlflow"]["run_name"] == "fine"
+
+
+def test_artifacts_are_read_only_from_inside_the_store_unless_a_folder_is_named(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"  # what a received store's meta.yaml may point at: someone's home folder
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("private key\n")
+    (home / "notes.txt").write_text("notes\n")
+    (home / "link").symlink_to(tmp_path / "elsewhere.txt")
+    (tmp_path / "elsewhere.txt").write_text("not in the folder\n")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run = client.create_run(client.create_experiment("received"), run_name="theirs")
+    client.set_terminated(run.info.run_id)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    (meta,) = (tmp_path / "mlruns").glob(f"*/{run.info.run_id}/meta.yaml")
+    text = meta.read_text()
+    meta.write_text(text.replace(f"artifact_uri: {run.info.artifact_uri}", f"artifact_uri: {home.as_uri()}"))
+    assert home.as_uri() in meta.read_text()
+
+    refused = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"), "--copy-artifacts")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert (
+        f"its artifacts are not read: artifact_uri {home.as_uri()} is outside the store; give --artifacts-from {home} "
+        "if that folder is meant" in refused.stderr
+    )
+    entry = only_entry(kb)  # the run itself is imported, its artifacts neither copied nor listed
+    assert not kb.attachments_path(entry).exists() and "artifacts" not in entry.data["mlflow"]
+    assert "id_ed25519" not in entry.path.read_text()
+
+    (kb.entries_path / entry.path.name).unlink()
+    named = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"), "--copy-artifacts", "--artifacts-from", str(home))
+    assert named.returncode == 0, named.stderr
+    copied = kb.attachments_path(only_entry(kb))
+    assert sorted(p.name for p in copied.rglob("*") if p.is_file()) == ["id_ed25519", "notes.txt"]
+
+
+def test_a_tracking_server_that_never_answers_is_given_up_on(kb: KnowledgeBase) -> None:
+    import socket
+
+    with socket.socket() as server:  # the kernel accepts connections to a listening socket; no answer ever comes
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        result = run_kb("ingest", "mlflow", url, "--timeout", "1", timeout=240)  # MLflow alone waits 8 x 120 s
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"kb: error: {url}: no answer from the tracking server in 1 s (tried 2 times); check the server, or give a "
+        "longer --timeout\n"
+    )
+    assert list(kb.iter_entries()) == []
