@@ -7,6 +7,7 @@ signatures), and from a run folder an instrumented run wrote where no knowledge 
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
 from ingest.regular import bounded_name, is_regular, kind_of
-from ingest.runfolder import PROTECTED, check_folder, read_manifest
+from ingest.runfolder import MANIFEST, PROTECTED, check_folder, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
@@ -87,6 +88,11 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
         stated["explanation"] = explanation
     observed = {"evidence": proposed} if proposed else None
     ended = _manifest_time(manifest, "ended")
+    if ended is not None and ended < started:
+        entry.data["provenance"].setdefault("capture_problems", []).append(
+            f"{MANIFEST}: timings.ended is before timings.started: the run's clock stepped back; a wall_s the run "
+            "measured itself is the duration to trust"
+        )
     output = attached_logs[0] if attached_logs else kb.attachments_path(entry) / RUN_FOLDER / OUTPUT_LOG
     return finish(
         kb, entry, Outcome(status, ended, observed=observed, stated=stated), logs=attached_logs, output=output
@@ -94,9 +100,30 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
 
 
 def _manifest_fields(folder: Path) -> dict[str, Any]:
-    """The entry fields a run folder's run.json gives (identity fields are the recorder's, not the run's)."""
+    """The entry fields a run folder's run.json gives (identity fields are the recorder's, not the run's), its
+    times checked: a time or duration that is none is refused by name (a NaN loss is evidence, a NaN time is not)."""
     manifest = read_manifest(folder)
+    timings = manifest.get("timings")
+    if isinstance(timings, dict):
+        where = folder / MANIFEST
+        for name in ("started", "ended"):
+            if name in timings and not _is_time(timings[name]):
+                raise KbError(
+                    f"{where}: timings.{name}: {str(timings[name])[:40]!r} is not a time; write it as ISO 8601 "
+                    "(2026-01-31T09:30:00Z) and import again"
+                )
+        for name, value in timings.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise KbError(f"{where}: timings.{name}: {value} is not a duration; fix it or leave it out")
     return {key: value for key, value in manifest.items() if key not in PROTECTED or key == "status"}
+
+
+def _is_time(value: Any) -> bool:
+    try:
+        parse_time(value)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def _title(info: RunInfo, manifest: dict[str, Any]) -> str:

@@ -290,3 +290,35 @@ def test_a_run_folder_of_too_many_files_keeps_what_fits_and_says_so(kb: Knowledg
     assert entry.data["provenance"]["capture_problems"][0] == (
         "too many files: the run folder holds 51002 files; the first 9900 in path order are copied, 41102 are not"
     )
+
+
+def test_a_run_folders_times_are_checked_and_a_nan_loss_kept(kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = tmp_path / "run-folder"
+    folder.mkdir()
+    manifest = folder / "run.json"
+    bad = {
+        '{"started": "nonsense"}': f"{manifest}: timings.started: 'nonsense' is not a time; write it as ISO 8601 "
+        "(2026-01-31T09:30:00Z) and import again",
+        '{"started": NaN}': f"{manifest}: timings.started: 'nan' is not a time; write it as ISO 8601 "
+        "(2026-01-31T09:30:00Z) and import again",
+        '{"started": "2026-01-01T00:00:00Z", "wall_s": NaN}': f"{manifest}: timings.wall_s: nan is not a duration; "
+        "fix it or leave it out",
+    }
+    for timings, said in bad.items():
+        manifest.write_text(f'{{"title": "diverged", "timings": {timings}}}')
+        result = run_kb("record", "--from", str(folder), "--no-edit")
+        assert (result.returncode, result.stderr) == (1, f"kb: error: {said}\n")
+    assert list(kb.iter_entries()) == []
+    manifest.write_text(
+        '{"title": "diverged", "status": "completed", "metrics": {"loss": {"value": NaN}}, '
+        '"timings": {"started": "2026-01-01T10:00:00Z", "ended": "2026-01-01T09:00:00Z", "wall_s": 3600.5}}'
+    )
+    result = run_kb("record", "--from", str(folder), "--no-edit")
+    assert result.returncode == 0, result.stderr
+    data = only_entry(kb).data
+    assert data["metrics"]["loss"]["value"] != data["metrics"]["loss"]["value"]  # NaN: what the run measured
+    assert data["timings"]["wall_s"] == 3600.5
+    assert (
+        "run.json: timings.ended is before timings.started: the run's clock stepped back"
+        in (data["provenance"]["capture_problems"][0])
+    )
