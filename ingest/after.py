@@ -18,7 +18,7 @@ from typing import Any
 from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
-from ingest.regular import bounded_name, is_regular, kind_of
+from ingest.regular import bounded_name, is_regular, kind_of, refuse_irregular
 from ingest.runfolder import MANIFEST, PROTECTED, check_folder, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
@@ -47,6 +47,7 @@ class AfterTheFact:
 
 def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Path | None = None) -> Entry:
     for path in (*after.logs, *after.attach):
+        refuse_irregular(path, "a file to attach")
         if not path.is_file():
             raise KbError(f"{path}: no such file to attach; check the path")
     manifest = _manifest_fields(check_folder(after.from_dir)) if after.from_dir else {}

@@ -229,6 +229,7 @@ def test_an_attachment_name_too_long_leaves_the_site_build_going(kb: KnowledgeBa
         (["ingest", "junit"], "a JUnit XML file, e.g. from pytest --junitxml"),
         (["ingest", "profile"], "the trace torch.profiler wrote (.json or .json.gz)"),
         (["ingest", "tensorboard"], "a TensorBoard log folder or event file"),
+        (["record", "--title", "t", "--no-edit", "--log"], "a file to attach"),
     ],
 )
 def test_a_fifo_given_to_an_import_is_named_at_once(
