@@ -186,8 +186,8 @@ def _copy_run_folder(kb: KnowledgeBase, entry: Entry, source: Path) -> list[str]
     if not any(target_root.iterdir()):
         shutil.rmtree(target_root)
     if left:
-        notes.insert(0, f"too many files: the run folder holds {copied + left} files; the first {copied} in path "
-                     f"order are copied, {left} are not")  # fmt: skip
+        notes.insert(0, f"too many files: the run folder holds {copied + left:,} files; the first {copied:,} in "
+                     f"path order are copied, {left:,} are not")  # fmt: skip
     return notes[:NOTES_KEPT] + ([f"and {len(notes) - NOTES_KEPT} more"] if len(notes) > NOTES_KEPT else [])
 
 

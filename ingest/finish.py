@@ -87,7 +87,7 @@ def finish(
         problems += [f"{path}: not listed as an attachment, its name is not UTF-8 text" for path in unnamed]
     if unlisted:
         problems.append(
-            f"too many files: {len(unlisted)} files past the first {ATTACHMENTS_LISTED} in path order are not "
+            f"too many files: {len(unlisted):,} files past the first {ATTACHMENTS_LISTED:,} in path order are not "
             f"listed as attachments (they stay in {kb.relative(entry, kb.attachments_path(entry))}), from {unlisted[0]}"
         )
     kb.save(entry)

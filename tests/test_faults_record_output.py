@@ -135,3 +135,15 @@ def test_an_entry_dated_in_the_future_is_flagged_by_check(kb: KnowledgeBase) -> 
         "recording machine's clock wrong? correct the date" in result.stdout
     )
     assert "2 entries checked, 1 problem" in result.stderr
+
+
+def test_a_run_that_writes_too_many_files_has_those_that_fit_listed_and_the_rest_counted(kb: KnowledgeBase) -> None:
+    from conftest import run_kb
+
+    writer = "import os\nfor n in range(10_050): open(os.path.join(os.environ['KB_RUN_DIR'], f'{n:05d}.txt'), 'w')"
+    result = run_kb("record", "--", sys.executable, "-c", writer, timeout=300)
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert len(entry.data["attachments"]) == 10_000
+    (said,) = [p for p in entry.data["provenance"]["capture_problems"] if p.startswith("too many files")]
+    assert said.startswith("too many files: 51 files past the first 10,000 in path order are not listed as attachments")

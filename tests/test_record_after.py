@@ -288,7 +288,7 @@ def test_a_run_folder_of_too_many_files_keeps_what_fits_and_says_so(kb: Knowledg
     entry = only_entry(kb)
     assert len(entry.data["attachments"]) <= 10_000
     assert entry.data["provenance"]["capture_problems"][0] == (
-        "too many files: the run folder holds 51002 files; the first 9900 in path order are copied, 41102 are not"
+        "too many files: the run folder holds 51,002 files; the first 9,900 in path order are copied, 41,102 are not"
     )
 
 
