@@ -46,7 +46,8 @@ def read_tensorboard(root: Path, workdir: Path) -> tuple[list[Imported], list[st
     if not files:
         raise KbError(f"{root}: no TensorBoard event files (events.out.tfevents.*) in it or below")
     runs: dict[Path, Scalars] = {}
-    problems = [f"{path}: {kind_of(os.lstat(path).st_mode)}, not read" for path in found if path not in files]
+    read = set(files)
+    problems = [f"{path}: {kind_of(os.lstat(path).st_mode)}, not read" for path in found if path not in read]
     for path in files:
         problem = _read_file(path, runs.setdefault(path.parent, Scalars()))
         if problem:

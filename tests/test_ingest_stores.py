@@ -240,3 +240,18 @@ def test_a_tracking_server_that_never_answers_is_given_up_on(kb: KnowledgeBase) 
         "longer --timeout\n"
     )
     assert list(kb.iter_entries()) == []
+
+
+def test_a_fifo_beside_the_event_files_is_named_and_the_run_imported(
+    kb: KnowledgeBase, event_folder: Path, tmp_path: Path
+) -> None:
+    import os
+    import shutil
+
+    run = tmp_path / "logs" / "run"
+    shutil.copytree(event_folder / "version_0", run)
+    os.mkfifo(run / "events.out.tfevents.0.pipe")  # opened, it would wait for a writer for good
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"), timeout=120)
+    assert result.returncode == 1
+    assert f"kb: {run / 'events.out.tfevents.0.pipe'}: a FIFO, not read\n" in result.stderr
+    assert only_entry(kb).data["metrics"]["wps"]["value"] == 1010.0
