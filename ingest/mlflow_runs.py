@@ -217,12 +217,14 @@ def _read_run(
     local = _local_folder(info.artifact_uri)
     problem = None
     if local is not None and not allowed.allows(local):
+        # Not even listed: the names in a folder elsewhere (a home folder's) are not the run's to tell.
         artifacts = []
-        problem = (
-            f"its artifacts are not read: artifact_uri {info.artifact_uri} is outside the store; "
-            f"give --artifacts-from {local} if that folder is meant"
+        why = (
+            f"artifact_uri {info.artifact_uri} is outside the store; give --artifacts-from {local} if that folder "
+            "is meant"
         )
-        notes.append(f"The run's artifacts are not read: {problem.split(': ', 1)[1]}.")
+        notes.append(f"The run's artifacts are not read: {why}.")
+        problem = f"its artifacts are not read: {why}" if allowed.copy else None  # asked for and not done
     else:
         artifacts = _artifacts(client, info.run_id)
     if allowed.copy and artifacts:

@@ -209,6 +209,13 @@ def test_artifacts_are_read_only_from_inside_the_store_unless_a_folder_is_named(
     meta.write_text(text.replace(f"artifact_uri: {run.info.artifact_uri}", f"artifact_uri: {home.as_uri()}"))
     assert home.as_uri() in meta.read_text()
 
+    listed = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"))  # not asked to copy: not listed either, no error
+    assert listed.returncode == 0, listed.stderr
+    entry = only_entry(kb)
+    assert "artifacts" not in entry.data["mlflow"] and "id_ed25519" not in entry.path.read_text()
+    assert f"The run's artifacts are not read: artifact_uri {home.as_uri()} is outside the store" in entry.body
+    entry.path.unlink()
+
     refused = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"), "--copy-artifacts")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert (
