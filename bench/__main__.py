@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import board, index, instrument, redact, search_parity, secrets_detectors, site, startup
+from bench import board, index, instrument, junit, redact, search_parity, secrets_detectors, site, startup
 
 
 def main() -> None:
@@ -14,6 +14,7 @@ def main() -> None:
     startup.run(repeats=3 if args.quick else 21)
     instrument.run(repeats=2 if args.quick else 9)
     redact.run(quick=args.quick)
+    junit.run(quick=args.quick)
     index.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
     board.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
     if args.quick:

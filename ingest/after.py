@@ -7,6 +7,7 @@ signatures), and from a run folder an instrumented run wrote where no knowledge 
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -16,19 +17,21 @@ from typing import Any
 
 from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
-from ingest.finish import OUTPUT_LOG, RUN_FOLDER, Outcome, finish
-from ingest.runfolder import PROTECTED, check_folder, read_manifest
+from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
+from ingest.regular import bounded_name, is_regular, kind_of, refuse_irregular
+from ingest.runfolder import MANIFEST, PROTECTED, check_folder, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
 from kb.redact import redact_text
-from kb.store import KnowledgeBase
+from kb.store import KnowledgeBase, shown_name
 
 # Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles; an interrupt, which is
 # its own status) do not fail a run by themselves.
 ERROR_CLASSES = frozenset(
     {"oom", "compile_error", "compile_timeout", "unsupported_op", "environment", "numerical_mismatch", "timeout"}
 )
+NOTES_KEPT = 20  # lines about files not copied; the rest are counted
 
 
 @dataclass
@@ -44,6 +47,7 @@ class AfterTheFact:
 
 def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Path | None = None) -> Entry:
     for path in (*after.logs, *after.attach):
+        refuse_irregular(path, "a file to attach")
         if not path.is_file():
             raise KbError(f"{path}: no such file to attach; check the path")
     manifest = _manifest_fields(check_folder(after.from_dir)) if after.from_dir else {}
@@ -65,18 +69,31 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
     entry = new_entry(new_id(title, started), title, "run", status=status, recorded=iso(utc_now()), **fields)
     entry.body = written.body() if written else info.body()
     entry = kb.create(entry)
-
-    attached_logs = tuple(kb.attach(entry, path) for path in after.logs)
-    for path in after.attach:
-        kb.attach(entry, path)
-    if after.from_dir:
-        _copy_run_folder(kb, entry, after.from_dir)
+    try:
+        attached_logs = tuple(kb.attach(entry, path) for path in after.logs)
+        for path in after.attach:
+            kb.attach(entry, path)
+        if after.from_dir:
+            not_copied = _copy_run_folder(kb, entry, after.from_dir)
+            if not_copied:
+                entry.data["provenance"].setdefault("capture_problems", []).extend(not_copied)
+    except BaseException:
+        # An entry without the files it stands on would mislead (a Ctrl-C, a full disk): the sources are still
+        # where they were, so take it back and let the recording be run again.
+        shutil.rmtree(kb.attachments_path(entry), ignore_errors=True)
+        (entry.path or kb.entry_path(entry.id)).unlink(missing_ok=True)
+        raise
     stated = {"class": after.failure_class} if after.failure_class else {}
     explanation = redact_text(after.explain) if after.explain else (written.explanation if written else "")
     if explanation:
         stated["explanation"] = explanation
     observed = {"evidence": proposed} if proposed else None
     ended = _manifest_time(manifest, "ended")
+    if ended is not None and ended < started:
+        entry.data["provenance"].setdefault("capture_problems", []).append(
+            f"{MANIFEST}: timings.ended is before timings.started: the run's clock stepped back; a wall_s the run "
+            "measured itself is the duration to trust"
+        )
     output = attached_logs[0] if attached_logs else kb.attachments_path(entry) / RUN_FOLDER / OUTPUT_LOG
     return finish(
         kb, entry, Outcome(status, ended, observed=observed, stated=stated), logs=attached_logs, output=output
@@ -84,9 +101,30 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
 
 
 def _manifest_fields(folder: Path) -> dict[str, Any]:
-    """The entry fields a run folder's run.json gives (identity fields are the recorder's, not the run's)."""
+    """The entry fields a run folder's run.json gives (identity fields are the recorder's, not the run's), its
+    times checked: a time or duration that is none is refused by name (a NaN loss is evidence, a NaN time is not)."""
     manifest = read_manifest(folder)
+    timings = manifest.get("timings")
+    if isinstance(timings, dict):
+        where = folder / MANIFEST
+        for name in ("started", "ended"):
+            if name in timings and not _is_time(timings[name]):
+                raise KbError(
+                    f"{where}: timings.{name}: {str(timings[name])[:40]!r} is not a time; write it as ISO 8601 "
+                    "(2026-01-31T09:30:00Z) and import again"
+                )
+        for name, value in timings.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise KbError(f"{where}: timings.{name}: {value} is not a duration; fix it or leave it out")
     return {key: value for key, value in manifest.items() if key not in PROTECTED or key == "status"}
+
+
+def _is_time(value: Any) -> bool:
+    try:
+        parse_time(value)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def _title(info: RunInfo, manifest: dict[str, Any]) -> str:
@@ -121,16 +159,40 @@ def _status(after: AfterTheFact, manifest: dict[str, Any]) -> tuple[str, str | N
     return "completed", None
 
 
-def _copy_run_folder(kb: KnowledgeBase, entry: Entry, source: Path) -> None:
+def _copy_run_folder(kb: KnowledgeBase, entry: Entry, source: Path) -> list[str]:
+    """Copy the run's own regular files, at most RUN_FILES_KEPT of them in path order; one line for each file
+    not copied as it was (a link, a FIFO, a device; a name too long to copy; the files past the bound)."""
     target_root = kb.attachments_path(entry) / RUN_FOLDER
+    notes: list[str] = []
+    copied = left = 0
     for root, dirs, files in os.walk(source):
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
         relative = Path(root).relative_to(source)
         (target_root / relative).mkdir(parents=True, exist_ok=True)
         for name in sorted(files):
             path = Path(root, name)
-            if path.is_symlink():
-                continue  # a link could point anywhere on the machine: only the run's own files travel
-            kb.copy_in(path, target_root / relative / name)
+            shown = shown_name(str(relative / name))
+            if not is_regular(path):  # a link could point anywhere on the machine, a FIFO or device never ends
+                notes.append(f"{shown}: {_kind(path)}, not copied")
+                continue
+            if copied == RUN_FILES_KEPT:
+                left += 1
+                continue
+            kept = bounded_name(name)
+            if kept != name:
+                notes.append(f"{shown}: a name of {len(os.fsencode(name))} bytes, copied as {shown_name(kept)}")
+            kb.copy_in(path, target_root / relative / kept)
+            copied += 1
     if not any(target_root.iterdir()):
         shutil.rmtree(target_root)
+    if left:
+        notes.insert(0, f"too many files: the run folder holds {copied + left:,} files; the first {copied:,} in "
+                     f"path order are copied, {left:,} are not")  # fmt: skip
+    return notes[:NOTES_KEPT] + ([f"and {len(notes) - NOTES_KEPT} more"] if len(notes) > NOTES_KEPT else [])
+
+
+def _kind(path: Path) -> str:
+    try:
+        return kind_of(os.lstat(path).st_mode)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"

@@ -22,11 +22,13 @@ class Outcome:
 def create_each(
     kb: KnowledgeBase, items: Iterable[tuple[str, Imported | None, str | None]], info: RunInfo, tool: str
 ) -> Outcome:
-    """An entry for each (label, imported, problem) read; a problem, or an entry kb refuses, is reported by label."""
+    """An entry for each (label, imported, problem) read; a problem (beside the entry when one was read too), or an
+    entry kb refuses, is reported by label."""
     outcome = Outcome()
     for label, imported, problem in items:
-        if imported is None:
+        if problem:
             outcome.problems.append(f"{label}: {problem}")
+        if imported is None:
             continue
         try:
             outcome.entries.append(create_imported(kb, imported, info, tool=tool))

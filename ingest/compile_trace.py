@@ -37,6 +37,7 @@ from typing import IO, Any
 
 from ingest.compile_format import CACHE_COUNTERS, break_reason, cache_state, compile_split
 from ingest.imported import Imported
+from ingest.regular import is_regular
 from kb.errors import KbError
 from kb.redact import redact_pieces, redact_text
 from kb.store import REDACT_BLOCK
@@ -98,11 +99,13 @@ def _trace_logs(folder: Path) -> list[Path]:
             raise KbError(f"{folder}: no such folder; give the folder TORCH_TRACE pointed at")
         if not folder.is_dir():
             raise KbError(f"{folder}: not a folder; give the folder TORCH_TRACE pointed at")
-        logs = sorted(path for path in folder.glob(LOG_GLOB) if path.is_file())
+        found = sorted(folder.glob(LOG_GLOB))
     except OSError as exc:  # a name too long, a folder that may not be listed
         raise KbError(f"cannot read {folder}: {exc.strerror}; give the folder TORCH_TRACE pointed at") from None
+    logs = [path for path in found if is_regular(path)]  # a link could point anywhere on the machine
     if not logs:
-        raise KbError(f"{folder}: no TORCH_TRACE logs ({LOG_GLOB}); run with TORCH_TRACE={folder}")
+        others = f" ({len(found)} links or other files that are not regular files, not read)" if found else ""
+        raise KbError(f"{folder}: no TORCH_TRACE logs ({LOG_GLOB}){others}; run with TORCH_TRACE={folder}")
     return logs
 
 

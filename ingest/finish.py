@@ -25,6 +25,9 @@ METRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:+-]{0,63}")  # as the entry s
 OUTPUT_LOG = "output.log"
 GIT_DIFF = "git.diff"
 RUN_FOLDER = "run"
+# An entry lists at most this many attachments: each is four values of its front matter, which holds 200,000.
+ATTACHMENTS_LISTED = 10_000
+RUN_FILES_KEPT = ATTACHMENTS_LISTED - 100  # a run folder copied in leaves room for kb's own files
 TAIL_BLOCK = 64 * 1024
 # Statuses that call for a failure section, and the class used when no evidence says more.
 DEFAULT_CLASS = {"failed": "crash", "killed": "crash", "interrupted": "interrupted"}
@@ -75,12 +78,18 @@ def finish(
     _settle_failure(entry, outcome, tuple(dict.fromkeys((output, *logs))))
     entry.body = _body(kb, entry, folded, output)
     unnamed: list[str] = []
-    entry.data["attachments"] = list_attachments(kb, entry, unnamed)
+    unlisted: list[str] = []
+    entry.data["attachments"] = list_attachments(kb, entry, unnamed, unlisted)
     if not entry.data["attachments"]:
         del entry.data["attachments"]
-    if unnamed:
+    if unnamed or unlisted:
         problems = data.setdefault("provenance", {}).setdefault("capture_problems", [])
         problems += [f"{path}: not listed as an attachment, its name is not UTF-8 text" for path in unnamed]
+    if unlisted:
+        problems.append(
+            f"too many files: {len(unlisted):,} files past the first {ATTACHMENTS_LISTED:,} in path order are not "
+            f"listed as attachments (they stay in {kb.relative(entry, kb.attachments_path(entry))}), from {unlisted[0]}"
+        )
     kb.save(entry)
     return entry
 
@@ -293,10 +302,13 @@ def _ends_with_newline(handle: Any, size: int) -> bool:
     return handle.read(1) == b"\n"
 
 
-def list_attachments(kb: KnowledgeBase, entry: Entry, unnamed: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every file in the entry's attachment folder, with its role and size, in path order. A file or folder whose
-    name is not UTF-8 text (a run may write any bytes) cannot be named in an entry: it stays on disk, unlisted, and
-    its path (bytes written \\xNN) goes to `unnamed`."""
+def list_attachments(
+    kb: KnowledgeBase, entry: Entry, unnamed: list[str] | None = None, unlisted: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every file in the entry's attachment folder, with its role and size, in path order, at most
+    ATTACHMENTS_LISTED (the paths of the others go to `unlisted`). A file or folder whose name is not UTF-8 text
+    (a run may write any bytes) cannot be named in an entry: it stays on disk, unlisted, and its path (bytes
+    written \\xNN) goes to `unnamed`."""
     folder = kb.attachments_path(entry)
     if not folder.is_dir():
         return []
@@ -312,6 +324,10 @@ def list_attachments(kb: KnowledgeBase, entry: Entry, unnamed: list[str] | None 
                 continue
             if not is_text_name(name):
                 _note_unnamed(kb, entry, path, unnamed)
+                continue
+            if len(found) == ATTACHMENTS_LISTED:
+                if unlisted is not None:
+                    unlisted.append(kb.relative(entry, path))
                 continue
             found.append({"path": kb.relative(entry, path), "role": _role(path, folder), "bytes": path.stat().st_size})
     return found

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from xml.parsers.expat import errors as expat_errors
 
 from ingest.imported import Imported
+from ingest.regular import refuse_irregular
 from kb.errors import KbError
 from kb.redact import redact_text
 
@@ -42,6 +43,10 @@ SUMMARY_GROUPS = 3
 SORT_CHUNK = 50_000  # records sorted in memory at a time; more are sorted in chunks and merged from disk
 CASES_NAME = "cases.tsv"
 SUITES_NAMED = 3
+FIRST_LINE_READ = 65_536  # of a message or traceback, for a reason of REASON_MAX: masked, the rest not read
+TRACEBACK_READ = 1 << 20  # the end of a traceback, where the exception raised is named
+READ_CHUNK = 65_536  # bytes fed to the parser at first; doubled while they end inside one element
+READ_CHUNK_MAX = 1 << 26
 # expat's errors for input that stops early: nothing at all, a tag cut off, a character cut off.
 TRUNCATED = {
     expat_errors.codes[expat_errors.XML_ERROR_NO_ELEMENTS],
@@ -194,6 +199,7 @@ class Tally:
 
 
 def _check_readable(path: Path) -> None:
+    refuse_irregular(path, "a JUnit XML file, e.g. from pytest --junitxml")
     try:
         with path.open("rb"):
             pass
@@ -208,7 +214,7 @@ def _read_file(path: Path, records: SortedRecords, suites: dict[str, None]) -> N
     open_elements: list[ET.Element] = []
     try:
         with path.open("rb") as handle:
-            for event, element in ET.iterparse(handle, events=("start", "end")):
+            for event, element in _events(handle):
                 if event == "start":
                     _note_start(path, element, open_elements, suites)
                     open_elements.append(element)
@@ -263,7 +269,8 @@ def _case(path: Path, element: ET.Element) -> Case:
             reason = _skip_reason(child)
             return Case(case_id, outcome, reason, _collapse(reason), seconds)
         if outcome:
-            message = redact_text(child.get("message") or "")
+            # Masked once, and only the head the reason and group are taken from: not megabytes for 200 characters.
+            message = redact_text((child.get("message") or "")[:FIRST_LINE_READ])
             reason = _first_line(message) if message else _masked_first_line(child.get("type") or child.text)
             return Case(case_id, outcome, _clean(reason)[:REASON_MAX], _failure_group(case_id, child, message), seconds)
     return Case(case_id, "passed", "", "", seconds)
@@ -287,8 +294,9 @@ def _skip_reason(skipped: ET.Element) -> str:
 
 
 def _failure_group(case_id: str, child: ET.Element, message: str) -> str:
-    """What a failure or error counts under: a timeout, else its exception type, else its (masked) message."""
-    text = child.text or ""
+    """What a failure or error counts under: a timeout, else its exception type, else its (masked) message. The
+    traceback's tail says it: one of megabytes is not searched whole, once per rule."""
+    text = (child.text or "")[-TRACEBACK_READ:]
     phase, cause = _phase_and_cause(message)
     if _TIMEOUT.search(cause):
         compiling = any(_COMPILING.search(part) for part in (case_id, message, text))
@@ -337,8 +345,24 @@ def _masked_first_line(text: str | None) -> str:
 
 
 def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
+    lines = text.lstrip()[:FIRST_LINE_READ].splitlines()
     return lines[0].strip() if lines else ""
+
+
+def _events(handle: Any) -> Iterator[tuple[str, ET.Element]]:
+    """iterparse's events, fed in chunks that double while no element ends in them: expat (before 2.6) parses an
+    unfinished element again with every chunk, which made a message of 60 MB take minutes in 16 KB chunks."""
+    parser = ET.XMLPullParser(events=("start", "end"))
+    size = READ_CHUNK
+    while chunk := handle.read(size):
+        parser.feed(chunk)
+        found = False
+        for found_event in parser.read_events():
+            found = True
+            yield found_event
+        size = size if found else min(size * 2, READ_CHUNK_MAX)
+    parser.close()
+    yield from parser.read_events()
 
 
 def _clean(text: str) -> str:

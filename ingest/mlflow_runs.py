@@ -3,9 +3,11 @@
 Each run becomes one run entry: params as settings, each metric's last value (with its step) as a metric
 and its whole history as a curve (`metric-<name>.txt`, one value a line, as the instrumentation
 writes them), tags, status, start and end, the git commit and source MLflow recorded, and the artifacts
-listed (copied only when asked). The entry's `mlflow` section keeps the run's id, which makes a second
-import of the same store skip the runs already imported. A database file is read from a copy, so that
-MLflow's schema upgrades and table creation never touch the original.
+listed (copied only when asked, and only from inside the store or a folder named with --artifacts-from: a
+run's artifact_uri is the store's word and may name any folder on the machine). The entry's `mlflow`
+section keeps the run's id, which makes a second import of the same store skip the runs already imported.
+A database file is read from a copy, so that MLflow's schema upgrades and table creation never touch the
+original.
 """
 
 from __future__ import annotations
@@ -15,18 +17,22 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from ingest.imported import Imported
 from ingest.integration import metric_name
+from ingest.regular import is_regular
+from ingest.timestamps import from_epoch
 from kb.entry import iso
 from kb.errors import KbError
 
 METRICS_KEPT = 200  # per run; a run logging more keeps the first by name and says how many were left out
 ARTIFACTS_LISTED = 1_000
 PAGE = 1_000
+REQUEST_TIMEOUT_S = 30.0  # a tracking server's answer to one request; MLflow's own is 120 s, tried 8 times
+REQUEST_TRIES = 2
 STATUS = {"FINISHED": "completed", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running"}
 SECTION = "mlflow"
 
@@ -40,8 +46,9 @@ class MlflowRun:
     already: bool = False
 
 
-def open_client(store: str, workdir: Path) -> Any:
-    """MLflow's client for a tracking folder (mlruns), a database file (read from a copy) or a tracking URI."""
+def open_client(store: str, workdir: Path, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """MLflow's client for a tracking folder (mlruns), a database file (read from a copy) or a tracking URI; a
+    server that accepts and never answers is given up on after `timeout_s` a request, tried REQUEST_TRIES times."""
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
@@ -51,6 +58,8 @@ def open_client(store: str, workdir: Path) -> Any:
     path = Path(store)
     if "://" in store:
         uri = store
+        os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, round(timeout_s)))
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(REQUEST_TRIES - 1)
     elif path.is_dir():
         # MLflow writes a default experiment into a folder that has none: a folder of no store is left alone.
         if not any(path.glob("*/meta.yaml")):
@@ -71,8 +80,40 @@ def open_client(store: str, workdir: Path) -> Any:
     return MlflowClient(tracking_uri=uri)
 
 
+@dataclass
+class Artifacts:
+    """Where a run's artifacts may be read from on this machine, and whether they are copied."""
+
+    roots: tuple[Path, ...]  # the store's own folder (none for a server) and the folders named by the person
+    copy: bool = False
+
+    def allows(self, folder: Path) -> bool:
+        return any(folder.resolve().is_relative_to(root) for root in self.roots)
+
+
+def store_folder(store: str) -> Path | None:
+    """The folder a store's own artifacts are in on this machine: a tracking folder, a database's folder."""
+    parsed = urlparse(store)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)).resolve()
+    if parsed.scheme == "sqlite":
+        return Path(unquote(parsed.path).removeprefix("/")).resolve().parent
+    if "://" in store:
+        return None
+    path = Path(store).resolve()
+    return path if path.is_dir() else path.parent
+
+
+def _local_folder(uri: str | None) -> Path | None:
+    """The folder of an artifact URI that is on this machine (file:// or a bare path), or None."""
+    parsed = urlparse(uri or "")
+    if parsed.scheme == "file" or (uri and not parsed.scheme):
+        return Path(unquote(parsed.path))
+    return None
+
+
 def iter_runs(
-    client: Any, store: str, experiments: list[str], skip: set[str], workdir: Path, copy_artifacts: bool = False
+    client: Any, store: str, experiments: list[str], skip: set[str], workdir: Path, artifacts: Artifacts
 ) -> Iterator[MlflowRun]:
     """Every run of the store (or of the named experiments): read, or with its problem, or `already` (in skip)."""
     from mlflow.entities import ViewType
@@ -80,6 +121,11 @@ def iter_runs(
     try:
         found = list(client.search_experiments(view_type=ViewType.ALL))
     except Exception as problem:
+        if "timed out" in str(problem).lower():
+            raise KbError(
+                f"{store}: no answer from the tracking server in {os.environ['MLFLOW_HTTP_REQUEST_TIMEOUT']} s "
+                f"(tried {REQUEST_TRIES} times); check the server, or give a longer --timeout"
+            ) from None
         raise KbError(f"{store}: MLflow cannot read it as a tracking store: {_short(problem)}") from None
     chosen = [e for e in found if not experiments or e.name in experiments or e.experiment_id in experiments]
     missing = set(experiments) - {e.name for e in chosen} - {e.experiment_id for e in chosen}
@@ -88,9 +134,14 @@ def iter_runs(
     for experiment in chosen:
         token = None
         while True:
-            page = client.search_runs(
-                [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
-            )
+            try:
+                page = client.search_runs(
+                    [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
+                )
+            except Exception as problem:  # a metric line that is not a number makes MLflow refuse the whole page
+                label = f"experiment {experiment.name} ({experiment.experiment_id})"
+                yield MlflowRun("", label, None, f"MLflow cannot read its runs: {_short(problem)}")
+                break
             for run in page:
                 label = f"run {run.info.run_name or run.info.run_id} ({run.info.run_id}) of {experiment.name}"
                 if run.info.run_id in skip:
@@ -99,8 +150,8 @@ def iter_runs(
                 folder = workdir / run.info.run_id
                 folder.mkdir()
                 try:
-                    yield MlflowRun(run.info.run_id, label, _read_run(client, run, experiment, store, folder,
-                                                                      copy_artifacts))  # fmt: skip
+                    imported, problem = _read_run(client, run, experiment, store, folder, artifacts)
+                    yield MlflowRun(run.info.run_id, label, imported, problem)
                 except Exception as problem:
                     yield MlflowRun(run.info.run_id, label, None, _short(problem))
             token = page.token
@@ -109,14 +160,23 @@ def iter_runs(
 
 
 def import_mlflow(
-    kb: Any, store: str, experiments: list[str], info: Any, workdir: Path, copy_artifacts: bool = False
+    kb: Any,
+    store: str,
+    experiments: list[str],
+    info: Any,
+    workdir: Path,
+    copy_artifacts: bool = False,
+    artifacts_from: tuple[Path, ...] = (),
+    timeout_s: float = REQUEST_TIMEOUT_S,
 ) -> Any:
     """Every run of the store not imported yet, as an entry; see create_each for what a bad run does."""
     from ingest.batch_import import create_each
 
-    client = open_client(store, workdir)
+    own = store_folder(store)
+    roots = (*((own,) if own else ()), *(folder.resolve() for folder in artifacts_from))
+    client = open_client(store, workdir, timeout_s)
     skip = imported_run_ids(kb.iter_entries([]))
-    runs = list(iter_runs(client, store, experiments, skip, workdir, copy_artifacts))
+    runs = list(iter_runs(client, store, experiments, skip, workdir, Artifacts(roots, copy_artifacts)))
     fresh = ((run.label, run.imported, run.problem) for run in runs if not run.already)
     outcome = create_each(kb, fresh, info, "kb ingest mlflow")
     outcome.already = sum(run.already for run in runs)
@@ -132,7 +192,10 @@ def imported_run_ids(entries: Iterator[Any]) -> set[str]:
     }
 
 
-def _read_run(client: Any, run: Any, experiment: Any, store: str, folder: Path, copy_artifacts: bool) -> Imported:
+def _read_run(
+    client: Any, run: Any, experiment: Any, store: str, folder: Path, allowed: Artifacts
+) -> tuple[Imported, str | None]:
+    """The run as an import, and a problem to report beside it (artifacts it may not read), or None."""
     info, data = run.info, run.data
     tags = dict(data.tags)
     name = info.run_name or tags.get("mlflow.runName") or info.run_id
@@ -151,10 +214,25 @@ def _read_run(client: Any, run: Any, experiment: Any, store: str, folder: Path, 
             curve = folder / f"metric-{kb_name}.txt"
             curve.write_text("".join(f"{m.value!r}\n" for m in history))
             files.append((curve, f"metric-{kb_name.replace(':', '.')}.txt"))
-    artifacts = _artifacts(client, info.run_id)
-    if copy_artifacts and artifacts:
-        local = Path(client.download_artifacts(info.run_id, "", str(folder / "artifacts")))
-        files += [(path, str(path.relative_to(local))) for path in sorted(local.rglob("*")) if path.is_file()]
+    local = _local_folder(info.artifact_uri)
+    problem = None
+    if local is not None and not allowed.allows(local):
+        # Not even listed: the names in a folder elsewhere (a home folder's) are not the run's to tell.
+        artifacts = []
+        why = (
+            f"artifact_uri {info.artifact_uri} is outside the store; give --artifacts-from {local} if that folder "
+            "is meant"
+        )
+        notes.append(f"The run's artifacts are not read: {why}.")
+        problem = f"its artifacts are not read: {why}" if allowed.copy else None  # asked for and not done
+    else:
+        artifacts = _artifacts(client, info.run_id)
+    if allowed.copy and artifacts:
+        if local is not None:  # read here, so that a link in it is not followed and only regular files travel
+            files += _local_files(local, ARTIFACTS_LISTED)
+        else:
+            fetched = Path(client.download_artifacts(info.run_id, "", str(folder / "artifacts")))
+            files += _local_files(fetched, ARTIFACTS_LISTED)
     fields: dict[str, Any] = {
         "status": STATUS.get(info.status, "completed"),
         "settings": {_setting_name(key): _value(value) for key, value in sorted(data.params.items())} or None,
@@ -176,13 +254,26 @@ def _read_run(client: Any, run: Any, experiment: Any, store: str, folder: Path, 
         },
     }
     fields[SECTION] = {key: value for key, value in fields[SECTION].items() if value is not None}
-    return Imported(
+    imported = Imported(
         title=f"MLflow run {name} of {experiment.name}",
         kind="run",
         fields={key: value for key, value in fields.items() if value is not None},
         body=_body(name, experiment.name, info.status, fields, artifacts, notes),
         files=files,
     )
+    return imported, problem
+
+
+def _local_files(folder: Path, most: int) -> list[tuple[Path, str]]:
+    """The regular files under folder (links are not followed), at most `most`, with their names inside it."""
+    found: list[tuple[Path, str]] = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(name for name in dirs if not os.path.islink(os.path.join(root, name)))
+        for name in sorted(names):
+            path = Path(root, name)
+            if is_regular(path) and len(found) < most:
+                found.append((path, str(path.relative_to(folder))))
+    return found
 
 
 def _artifacts(client: Any, run_id: str) -> list[dict[str, Any]]:
@@ -201,10 +292,10 @@ def _artifacts(client: Any, run_id: str) -> list[dict[str, Any]]:
 def _timings(start_ms: int | None, end_ms: int | None) -> dict[str, Any] | None:
     if not start_ms:
         return None
-    started = datetime.fromtimestamp(start_ms / 1000, timezone.utc)
+    started = from_epoch(start_ms / 1000, "start_time (in seconds)")
     timings: dict[str, Any] = {"started": iso(started)}
     if end_ms:
-        timings["ended"] = iso(datetime.fromtimestamp(end_ms / 1000, timezone.utc))
+        timings["ended"] = iso(from_epoch(end_ms / 1000, "end_time (in seconds)"))
         timings["wall_s"] = round((end_ms - start_ms) / 1000, 3)
     return timings
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ingest.imported import Imported
+from ingest.regular import refuse_irregular
 from kb.errors import KbError
 from kb.redact import redact_pieces, redact_text
 from kb.store import safe_name
@@ -76,6 +77,7 @@ Interval = tuple[int, int]  # start and end in integer nanoseconds: unions and s
 
 def read_trace(path: Path, workdir: Path) -> Imported:
     """Summarise a torch.profiler trace; raises KbError (naming the file) for anything else."""
+    refuse_irregular(path, "the trace torch.profiler wrote (.json or .json.gz)")
     tally = _Tally(path.name)
     header = _read_document(path, tally)
     _check_is_pytorch_trace(path.name, header, tally)

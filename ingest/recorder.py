@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -35,6 +36,7 @@ ENV_ENTRY_ID = "KB_ENTRY_ID"
 TITLE_MAX = 80
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
+CLOCK_SLACK_S = 2.0  # the wall clock may drift from the monotonic one by this much in a run without a step
 
 
 @dataclass
@@ -77,7 +79,8 @@ def record_command(
         env = {**os.environ, ENV_RUN_DIR: str(run_folder), ENV_ENTRY_ID: entry.id}
         env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe, as in a terminal
         tee = Tee(folder / OUTPUT_LOG)
-        entry.data["timings"]["started"] = iso(utc_now())
+        started = utc_now()
+        entry.data["timings"]["started"] = iso(started)
         clock = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -91,7 +94,9 @@ def record_command(
         tee.follow(proc.stderr, stderr or sys.stderr.buffer)
         returncode = proc.wait()
         wall_s = time.monotonic() - clock  # the command's own time, from a clock that never jumps
-        ended = utc_now()
+        ended, stepped = steady_end(started, utc_now(), wall_s)
+        if stepped:
+            entry.data["provenance"].setdefault("capture_problems", []).append(stepped)
         tee.close()  # reads what the command left in its pipes, then stops: a background child may hold them
         _note_output(entry, tee)
         # Still shielded: a Ctrl-C or SIGTERM now, with the outcome known, must not leave the entry running.
@@ -101,6 +106,19 @@ def record_command(
         outcome.wall_s = wall_s
         finish(kb, entry, outcome)
     return Recorded(entry, returncode if returncode >= 0 else 128 - returncode)
+
+
+def steady_end(started: datetime, ended: datetime, wall_s: float) -> tuple[datetime, str | None]:
+    """The run's end, and what happened to the clock when it stepped back while the run ran (NTP, a person):
+    then the end is the start plus the run's time on the monotonic clock, never a time before the start."""
+    step_s = (ended - started).total_seconds() - wall_s
+    if step_s >= -CLOCK_SLACK_S:
+        return ended, None
+    said = (
+        f"the system clock stepped back {-step_s:.0f} s while the run ran: timings.ended is timings.started plus "
+        f"the {wall_s:.1f} s the run took on a monotonic clock"
+    )
+    return started + timedelta(seconds=wall_s), said
 
 
 def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:

@@ -8,13 +8,15 @@ corrupt keeps the events read before the damage; the problem is reported by file
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ingest.imported import Imported
 from ingest.integration import metric_name
+from ingest.regular import is_regular, kind_of, refuse_irregular
+from ingest.timestamps import from_epoch
 from kb.entry import iso
 from kb.errors import KbError
 
@@ -27,6 +29,7 @@ class Scalars:
     first: float | None = None  # wall times of the first and last event
     last: float | None = None
     events: int = 0
+    bad_time: str | None = None  # why an event's wall_time is no time: the run then has no start and end
 
 
 def read_tensorboard(root: Path, workdir: Path) -> tuple[list[Imported], list[str]]:
@@ -37,15 +40,19 @@ def read_tensorboard(root: Path, workdir: Path) -> tuple[list[Imported], list[st
         raise KbError("kb ingest tensorboard needs TensorBoard: pip install 'kb[tensorboard]'") from None
     if not root.exists():
         raise KbError(f"{root}: no such folder; expected a TensorBoard log folder (with events.out.tfevents.* files)")
-    files = sorted(root.rglob("*tfevents*")) if root.is_dir() else [root]
+    refuse_irregular(root, "a TensorBoard log folder or event file")
+    found = sorted(root.rglob("*tfevents*")) if root.is_dir() else [root]
+    files = [path for path in found if is_regular(path) or path == root]  # a link could point anywhere
     if not files:
         raise KbError(f"{root}: no TensorBoard event files (events.out.tfevents.*) in it or below")
     runs: dict[Path, Scalars] = {}
-    problems: list[str] = []
+    read = set(files)
+    problems = [f"{path}: {kind_of(os.lstat(path).st_mode)}, not read" for path in found if path not in read]
     for path in files:
         problem = _read_file(path, runs.setdefault(path.parent, Scalars()))
         if problem:
             problems.append(problem)
+    problems += [f"{run.bad_time}; its run is imported without times" for run in runs.values() if run.bad_time]
     imported = []
     for folder, scalars in sorted(runs.items()):
         if scalars.series:
@@ -81,8 +88,7 @@ def _read_file(path: Path, into: Scalars) -> str | None:
                 break
             event = migrate_event(event_pb2.Event.FromString(reader.record()))
             read += 1
-            into.first = event.wall_time if into.first is None else min(into.first, event.wall_time)
-            into.last = event.wall_time if into.last is None else max(into.last, event.wall_time)
+            _note_time(path, read, event.wall_time, into)
             for value in event.summary.value:
                 if value.metadata.plugin_data.plugin_name == "scalars" and value.HasField("tensor"):
                     number = float(tensor_util.make_ndarray(value.tensor).item())
@@ -92,6 +98,19 @@ def _read_file(path: Path, into: Scalars) -> str | None:
         return f"{path}: {what}: {type(problem).__name__}: {str(problem).strip()[:200]}"
     into.events += read
     return None
+
+
+def _note_time(path: Path, number: int, wall_time: float, into: Scalars) -> None:
+    """Widen the run's first and last times by one event's; a wall_time that is no time is noted, not used."""
+    if into.bad_time:
+        return
+    try:
+        from_epoch(wall_time, "wall_time")
+    except ValueError as problem:
+        into.bad_time, into.first, into.last = f"{path}: event {number}: {problem}", None, None
+        return
+    into.first = wall_time if into.first is None else min(into.first, wall_time)
+    into.last = wall_time if into.last is None else max(into.last, wall_time)
 
 
 def _imported(name: str, scalars: Scalars, folder: Path) -> Imported:
@@ -110,8 +129,8 @@ def _imported(name: str, scalars: Scalars, folder: Path) -> Imported:
     timings = {}
     if scalars.first is not None and scalars.last is not None:
         timings = {
-            "started": iso(datetime.fromtimestamp(scalars.first, timezone.utc)),
-            "ended": iso(datetime.fromtimestamp(scalars.last, timezone.utc)),
+            "started": iso(from_epoch(scalars.first, "wall_time")),
+            "ended": iso(from_epoch(scalars.last, "wall_time")),
             "wall_s": round(scalars.last - scalars.first, 3),
         }
     lines = [f"TensorBoard run {name}: {scalars.events} events, {len(tags)} scalars.", ""]

@@ -392,6 +392,12 @@ def _explain(error: Any) -> str:
             f"{len(error.instance):,} characters, over the {error.validator_value:,} it may have; "
             "shorten it and keep the whole text in the entry's body"
         )
+    if error.validator == "maxItems":
+        # Each tag is a page and a filter of the site: thousands of them are no way to find anything.
+        return (
+            f"{len(error.instance):,} items, over the {error.validator_value:,} it may have; keep those that find "
+            "the entry, and say the rest in its body"
+        )
     if error.validator == "const":
         return f"must be {error.validator_value!r}, found {found}"
     return error.message

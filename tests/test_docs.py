@@ -51,3 +51,15 @@ def test_every_command_has_help_and_a_hand_written_doc() -> None:
 
 def test_the_generated_reference_is_not_read_as_a_hand_written_doc() -> None:
     assert GENERATED.isdisjoint(hand_written()) and all(path.exists() for path in GENERATED)
+
+
+def test_exit_codes_are_those_the_reference_gives() -> None:
+    from conftest import run_kb
+
+    reference = (REPO / "docs" / "cli.md").read_text()
+    usage = run_kb("ls", "--no-such-option")
+    assert usage.returncode == 2 and "No such option: --no-such-option" in usage.stderr
+    assert "| 2 | a usage error: an unknown command or option," in reference
+    error = run_kb("show", "no-such-entry")
+    assert error.returncode == 1 and error.stderr.startswith("kb: error: ")
+    assert "| 1 | an error kb explains in one line on stderr" in reference

@@ -98,3 +98,52 @@ def test_a_full_disk_site_build_names_the_entry_it_stopped_at(kb: KnowledgeBase,
     assert line.startswith(f"kb: error: site build stopped at the page of {kb.entries_path}/2026-01-0"), line
     assert line.endswith("No space left on device; free some disk space and build again") or "File too large" in line
     assert not list(out.rglob(".*.tmp"))
+
+
+def test_a_clock_that_steps_back_during_a_run_is_noticed_and_the_end_never_precedes_the_start(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import timedelta
+
+    import ingest.recorder
+    from ingest.describe import RunInfo
+    from kb.entry import parse_time, utc_now
+
+    now = utc_now()
+    readings = iter([now, now, now - timedelta(hours=1)])  # the entry, the start, then the end after NTP's step
+    monkeypatch.setattr(ingest.recorder, "utc_now", lambda: next(readings, now - timedelta(hours=1)))
+    with open(os.devnull, "wb") as quiet:
+        recorded = ingest.recorder.record_command(
+            kb, [sys.executable, "-c", "pass"], RunInfo(title="clock"), stdout=quiet
+        )
+    timings = recorded.entry.data["timings"]
+    assert parse_time(timings["ended"]) >= parse_time(timings["started"])
+    assert 0 <= timings["wall_s"] < 60
+    (said,) = [p for p in recorded.entry.data["provenance"]["capture_problems"] if "clock" in p]
+    assert said.startswith("the system clock stepped back 3600 s while the run ran: timings.ended is timings.started")
+
+
+def test_an_entry_dated_in_the_future_is_flagged_by_check(kb: KnowledgeBase) -> None:
+    from conftest import run_kb
+
+    write_entry(kb, "2099-01-01-from-the-future-aaaaaa", recorded="2099-01-01T00:00:00Z", status="completed")
+    write_entry(kb, "2026-01-01-of-today-bbbbbb", recorded="2026-01-01T00:00:00Z", status="completed")
+    result = run_kb("check")
+    assert result.returncode == 1
+    assert (
+        "2099-01-01-from-the-future-aaaaaa.md:7: recorded: dated in the future (2099-01-01T00:00:00Z): was the "
+        "recording machine's clock wrong? correct the date" in result.stdout
+    )
+    assert "2 entries checked, 1 problem" in result.stderr
+
+
+def test_a_run_that_writes_too_many_files_has_those_that_fit_listed_and_the_rest_counted(kb: KnowledgeBase) -> None:
+    from conftest import run_kb
+
+    writer = "import os\nfor n in range(10_050): open(os.path.join(os.environ['KB_RUN_DIR'], f'{n:05d}.txt'), 'w')"
+    result = run_kb("record", "--", sys.executable, "-c", writer, timeout=300)
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert len(entry.data["attachments"]) == 10_000
+    (said,) = [p for p in entry.data["provenance"]["capture_problems"] if p.startswith("too many files")]
+    assert said.startswith("too many files: 51 files past the first 10,000 in path order are not listed as attachments")

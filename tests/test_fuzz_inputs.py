@@ -535,3 +535,31 @@ def test_the_last_day_there_is_bounds_nothing(indexed: tuple) -> None:
     _, db = indexed
     assert len(list_entries(db, Filters(until=date.max.isoformat()), limit=None)) == 3
     assert len(list_entries(db, Filters(since=date.min.isoformat()), limit=None)) == 3
+
+
+def test_thousands_of_tags_are_refused_by_name_and_make_no_pages(kb: KnowledgeBase, tmp_path: Path) -> None:
+    from tests.conftest import run_kb
+
+    for number in range(3):
+        tags = [f"t{number}-{tag}" for tag in range(10_000)]
+        write_entry(
+            kb,
+            f"2026-01-0{number + 1}-tagged-00000{number}",
+            recorded="2026-01-01T00:00:00Z",
+            tags=tags,
+            status="completed",
+        )
+    write_entry(kb, "2026-01-05-plain-000009", recorded="2026-01-05T00:00:00Z", tags=["ok"], status="completed")
+    checked = run_kb("check")
+    assert checked.returncode == 1
+    assert (
+        checked.stdout.count(
+            "tags: 10,000 items, over the 64 it may have; keep those that find the entry, and say the rest in its body"
+        )
+        == 3
+    )
+    built = run_kb("site", "build", "--out", str(tmp_path / "site"))
+    assert built.returncode == 0, built.stderr
+    assert sum(1 for path in (tmp_path / "site").rglob("*") if path.is_file()) < 200
+    refused = run_kb("record", "--title", "tagged", *[f"--tag=t{tag}" for tag in range(65)], "--no-edit")
+    assert refused.returncode == 1 and "tags: 65 items, over the 64 it may have" in refused.stderr

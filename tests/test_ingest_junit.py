@@ -426,3 +426,26 @@ def test_secrets_are_masked_before_reasons_are_cut_or_collapsed(kb: KnowledgeBas
     )
     stored = "\n".join(p.read_text() for p in kb.entries_path.rglob("*") if p.is_file())  # the XML too
     assert [s.id for s in SECRETS if s.probe in stored] == []
+
+
+def test_a_message_of_megabytes_is_masked_once_where_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ingest.junit
+    from ingest.junit import read_junit
+
+    token = next(s.value for s in SECRETS if s.id == "github-ghp")
+    message = f"RuntimeError: login with {token} failed " + "x" * 16_000_000
+    (tmp_path / "big.xml").write_text(
+        f'<testsuite name="s"><testcase classname="t" name="big"><failure message="{message}">'
+        f"{message}\nE   RuntimeError: it broke</failure></testcase></testsuite>"
+    )
+    masked: list[int] = []
+    real = ingest.junit.redact_text
+    monkeypatch.setattr(ingest.junit, "redact_text", lambda text: masked.append(len(text)) or real(text))
+    work = tmp_path / "work"
+    work.mkdir()
+    imported = read_junit([tmp_path / "big.xml"], work)
+    # What the entry keeps of it (the reason, the group) is masked; the file itself is masked once, when attached.
+    assert sum(masked) < 1_000_000, masked
+    cases = (work / "cases.tsv").read_text()
+    assert token not in cases and "RuntimeError: login with" in cases
+    assert "RuntimeError" in imported.body and token not in imported.body

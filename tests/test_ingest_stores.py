@@ -150,3 +150,115 @@ def test_a_damaged_event_file_keeps_what_was_read_and_names_the_file(
     assert f"kb: {damaged / 'events.out.tfevents.0.broken'}: not a TensorBoard event file" in result.stderr
     entry = only_entry(kb)  # the events before the damage
     assert 0 < entry.data["metrics"]["wps"]["step"] < 10
+
+
+@pytest.mark.parametrize("wall_time", [float("nan"), -1e12, 1e308])
+def test_an_event_time_that_is_no_time_is_refused_by_name_and_the_scalars_kept(
+    kb: KnowledgeBase, tmp_path: Path, wall_time: float
+) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "logs" / "run")) as writer:
+        writer.add_scalar("loss", 2.0, 0)
+        writer.add_scalar("loss", float("nan"), 1, walltime=wall_time)
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"event 3: wall_time {wall_time!r} is not a time (seconds since 1970, up to the year 9999)" in result.stderr
+    assert "its run is imported without times" in result.stderr
+    data = only_entry(kb).data
+    assert "timings" not in data
+    assert data["metrics"]["loss"]["step"] == 1 and data["metrics"]["loss"]["value"] != data["metrics"]["loss"]["value"]
+
+
+def test_a_metric_line_that_is_not_a_number_names_its_experiment_and_the_others_are_imported(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    for name in ("broken", "fine"):
+        run = client.create_run(client.create_experiment(name), run_name=name)
+        client.log_metric(run.info.run_id, "loss", 2.0, step=0)
+        client.set_terminated(run.info.run_id)
+    (broken,) = (tmp_path / "mlruns").glob(f"{client.get_experiment_by_name('broken').experiment_id}/*/metrics/loss")
+    with broken.open("a") as metric_file:
+        metric_file.write("1700000000000 notanumber 1\n")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    result = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "kb: experiment broken (" in result.stderr
+    assert "MLflow cannot read its runs: ValueError: could not convert string to float: 'notanumber'" in result.stderr
+    assert only_entry(kb).data["mlflow"]["run_name"] == "fine"
+
+
+def test_artifacts_are_read_only_from_inside_the_store_unless_a_folder_is_named(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"  # what a received store's meta.yaml may point at: someone's home folder
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("private key\n")
+    (home / "notes.txt").write_text("notes\n")
+    (home / "link").symlink_to(tmp_path / "elsewhere.txt")
+    (tmp_path / "elsewhere.txt").write_text("not in the folder\n")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run = client.create_run(client.create_experiment("received"), run_name="theirs")
+    client.set_terminated(run.info.run_id)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    (meta,) = (tmp_path / "mlruns").glob(f"*/{run.info.run_id}/meta.yaml")
+    text = meta.read_text()
+    meta.write_text(text.replace(f"artifact_uri: {run.info.artifact_uri}", f"artifact_uri: {home.as_uri()}"))
+    assert home.as_uri() in meta.read_text()
+
+    listed = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"))  # not asked to copy: not listed either, no error
+    assert listed.returncode == 0, listed.stderr
+    entry = only_entry(kb)
+    assert "artifacts" not in entry.data["mlflow"] and "id_ed25519" not in entry.path.read_text()
+    assert f"The run's artifacts are not read: artifact_uri {home.as_uri()} is outside the store" in entry.body
+    entry.path.unlink()
+
+    refused = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"), "--copy-artifacts")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert (
+        f"its artifacts are not read: artifact_uri {home.as_uri()} is outside the store; give --artifacts-from {home} "
+        "if that folder is meant" in refused.stderr
+    )
+    entry = only_entry(kb)  # the run itself is imported, its artifacts neither copied nor listed
+    assert not kb.attachments_path(entry).exists() and "artifacts" not in entry.data["mlflow"]
+    assert "id_ed25519" not in entry.path.read_text()
+
+    (kb.entries_path / entry.path.name).unlink()
+    named = run_kb("ingest", "mlflow", str(tmp_path / "mlruns"), "--copy-artifacts", "--artifacts-from", str(home))
+    assert named.returncode == 0, named.stderr
+    copied = kb.attachments_path(only_entry(kb))
+    assert sorted(p.name for p in copied.rglob("*") if p.is_file()) == ["id_ed25519", "notes.txt"]
+
+
+def test_a_tracking_server_that_never_answers_is_given_up_on(kb: KnowledgeBase) -> None:
+    import socket
+
+    with socket.socket() as server:  # the kernel accepts connections to a listening socket; no answer ever comes
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        result = run_kb("ingest", "mlflow", url, "--timeout", "1", timeout=240)  # MLflow alone waits 8 x 120 s
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"kb: error: {url}: no answer from the tracking server in 1 s (tried 2 times); check the server, or give a "
+        "longer --timeout\n"
+    )
+    assert list(kb.iter_entries()) == []
+
+
+def test_a_fifo_beside_the_event_files_is_named_and_the_run_imported(
+    kb: KnowledgeBase, event_folder: Path, tmp_path: Path
+) -> None:
+    import os
+    import shutil
+
+    run = tmp_path / "logs" / "run"
+    shutil.copytree(event_folder / "version_0", run)
+    os.mkfifo(run / "events.out.tfevents.0.pipe")  # opened, it would wait for a writer for good
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"), timeout=120)
+    assert result.returncode == 1
+    assert f"kb: {run / 'events.out.tfevents.0.pipe'}: a FIFO, not read\n" in result.stderr
+    assert only_entry(kb).data["metrics"]["wps"]["value"] == 1010.0

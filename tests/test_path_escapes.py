@@ -221,3 +221,43 @@ def test_an_attachment_name_too_long_leaves_the_site_build_going(kb: KnowledgeBa
     write_entry(kb, entry_id, recorded="2026-11-30T00:00:00Z", status="completed", attachments=[{"path": LONG}])
     assert_clean_exit(run_kb("site", "build"), allowed=(0,))
     assert (kb.root / "site" / "entries" / f"{entry_id}.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["ingest", "junit"], "a JUnit XML file, e.g. from pytest --junitxml"),
+        (["ingest", "profile"], "the trace torch.profiler wrote (.json or .json.gz)"),
+        (["ingest", "tensorboard"], "a TensorBoard log folder or event file"),
+        (["record", "--title", "t", "--no-edit", "--log"], "a file to attach"),
+    ],
+)
+def test_a_fifo_given_to_an_import_is_named_at_once(
+    kb: KnowledgeBase, tmp_path: Path, command: list[str], expected: str
+) -> None:
+    fifo = tmp_path / "events.out.tfevents.1"
+    os.mkfifo(fifo)  # opened for reading, it waits for a writer for good
+    result = run_kb(*command, str(fifo), timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == f"kb: error: {fifo}: a FIFO, not a regular file; expected {expected}\n"
+    assert list(kb.iter_entries()) == []
+
+
+def test_event_files_and_trace_logs_found_in_a_folder_are_read_only_when_regular(
+    kb: KnowledgeBase, tmp_path: Path, outside: Path
+) -> None:
+    logs = tmp_path / "tb" / "run"
+    logs.mkdir(parents=True)
+    os.mkfifo(logs / "events.out.tfevents.1.pipe")
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "tb"), timeout=60)
+    assert result.returncode == 1
+    assert "no TensorBoard event files (events.out.tfevents.*) in it or below" in result.stderr
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (outside / "dedicated_log_torch_trace_secret.log").write_text("not the run's\n")
+    (trace / "dedicated_log_torch_trace_rank_0.log").symlink_to(outside / "dedicated_log_torch_trace_secret.log")
+    result = run_kb("ingest", "compile-trace", str(trace), timeout=60)
+    assert result.returncode == 1
+    assert "no TORCH_TRACE logs" in result.stderr
+    assert "(1 links or other files that are not regular files, not read)" in result.stderr
+    assert list(kb.iter_entries()) == []

@@ -235,3 +235,90 @@ def test_the_handover_writer_works_without_kb_installed(tmp_path: Path) -> None:
     assert out.stdout.strip() == str(folder)
     event = json.loads((folder / "events.jsonl").read_text())
     assert event["event"] == "metric" and event["name"] == "loss" and event["value"] == 1.5
+
+
+def _run_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "run-folder"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"title": "hostile run folder", "status": "completed"}))
+    (folder / "train.log").write_text("step 1 loss 2.0\n")
+    return folder
+
+
+def test_only_the_run_folders_regular_files_are_copied_and_the_others_named(kb: KnowledgeBase, tmp_path: Path) -> None:
+    import socket
+
+    folder = _run_folder(tmp_path)
+    os.mkfifo(folder / "pipe")  # opened for reading, it waits for good for a writer
+    (folder / "zero").symlink_to("/dev/zero")  # a device: a copy never ends
+    (folder / "elsewhere").symlink_to(tmp_path / "private.txt")
+    (tmp_path / "private.txt").write_text("not the run's\n")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(folder / "socket"))
+        long_name = "n" * 240 + ".log"  # with a copy's temporary suffix, past the 255 bytes of a file name
+        (folder / long_name).write_text("kept\n")
+        result = run_kb("record", "--from", str(folder), "--no-edit", timeout=60)
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert entry.status == "completed"
+    copied = kb.attachments_path(entry) / "run"
+    assert sorted(path.name for path in copied.iterdir() if len(path.name) < 100) == ["run.json", "train.log"]
+    (long_copy,) = [path for path in copied.iterdir() if len(path.name) >= 100]
+    assert long_copy.read_text() == "kept\n" and len(long_copy.name) <= 200 and long_copy.name.endswith(".log")
+    problems = entry.data["provenance"]["capture_problems"]
+    assert problems == [
+        "elsewhere: a symbolic link, not copied",
+        f"{long_name}: a name of 244 bytes, copied as {long_copy.name}",
+        "pipe: a FIFO, not copied",
+        "socket: a socket, not copied",
+        "zero: a symbolic link, not copied",
+    ]
+
+
+def test_a_run_folder_of_too_many_files_keeps_what_fits_and_says_so(kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = _run_folder(tmp_path)
+    many = folder / "shards"
+    many.mkdir()
+    for number in range(51_000):  # four values each in the entry: past the 200,000 an entry may hold
+        (many / f"{number:05d}.txt").touch()
+    result = run_kb("record", "--from", str(folder), "--no-edit", timeout=300)
+    assert result.returncode == 0, result.stderr
+    listed = run_kb("ls")
+    assert "hostile run folder" in listed.stdout, listed.stderr  # every command reads the entry
+    entry = only_entry(kb)
+    assert len(entry.data["attachments"]) <= 10_000
+    assert entry.data["provenance"]["capture_problems"][0] == (
+        "too many files: the run folder holds 51,002 files; the first 9,900 in path order are copied, 41,102 are not"
+    )
+
+
+def test_a_run_folders_times_are_checked_and_a_nan_loss_kept(kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = tmp_path / "run-folder"
+    folder.mkdir()
+    manifest = folder / "run.json"
+    bad = {
+        '{"started": "nonsense"}': f"{manifest}: timings.started: 'nonsense' is not a time; write it as ISO 8601 "
+        "(2026-01-31T09:30:00Z) and import again",
+        '{"started": NaN}': f"{manifest}: timings.started: 'nan' is not a time; write it as ISO 8601 "
+        "(2026-01-31T09:30:00Z) and import again",
+        '{"started": "2026-01-01T00:00:00Z", "wall_s": NaN}': f"{manifest}: timings.wall_s: nan is not a duration; "
+        "fix it or leave it out",
+    }
+    for timings, said in bad.items():
+        manifest.write_text(f'{{"title": "diverged", "timings": {timings}}}')
+        result = run_kb("record", "--from", str(folder), "--no-edit")
+        assert (result.returncode, result.stderr) == (1, f"kb: error: {said}\n")
+    assert list(kb.iter_entries()) == []
+    manifest.write_text(
+        '{"title": "diverged", "status": "completed", "metrics": {"loss": {"value": NaN}}, '
+        '"timings": {"started": "2026-01-01T10:00:00Z", "ended": "2026-01-01T09:00:00Z", "wall_s": 3600.5}}'
+    )
+    result = run_kb("record", "--from", str(folder), "--no-edit")
+    assert result.returncode == 0, result.stderr
+    data = only_entry(kb).data
+    assert data["metrics"]["loss"]["value"] != data["metrics"]["loss"]["value"]  # NaN: what the run measured
+    assert data["timings"]["wall_s"] == 3600.5
+    assert (
+        "run.json: timings.ended is before timings.started: the run's clock stepped back"
+        in (data["provenance"]["capture_problems"][0])
+    )

@@ -216,3 +216,57 @@ def test_hostile_text_is_shown_as_text(site: Site, tab: Tab) -> None:
     hrefs = page.locator("section.body a[href]").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     # Kept: the plain http link, and `javascript%3A...`, a relative path to a missing page (no scheme in it).
     assert sorted(hrefs) == [f"{site.trap.url}link", "javascript%3Awindow.__pwned=1"]
+
+
+def _status(port: int, path: str, host: str) -> str:
+    """The status line the preview answers a raw GET with."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0].decode()
+
+
+def test_the_preview_answers_only_loopback_names_and_only_the_sites_own_files(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kb.website.serve import make_server
+
+    site = tmp_path / "site"
+    (site / "sub").mkdir(parents=True)
+    (site / "bare").mkdir()
+    (site / "index.html").write_text("home")
+    (site / "sub" / "index.html").write_text("sub")
+    (tmp_path / "private.txt").write_text("not the site's")
+    (site / "leak.txt").symlink_to(tmp_path / "private.txt")
+    (site / "out").symlink_to(tmp_path)
+    server = make_server(site, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        here = f"127.0.0.1:{port}"
+        answers = {
+            (path, host): _status(port, path, host)
+            for path, host in [
+                ("/", here),
+                ("/", f"localhost:{port}"),
+                ("/", f"[::1]:{port}"),
+                ("/sub/", here),
+                ("/", f"attacker.example:{port}"),  # DNS rebinding: a name of elsewhere pointed at 127.0.0.1
+                ("/leak.txt", here),
+                ("/out/private.txt", here),
+                ("/bare/", here),  # a folder without an index.html: never listed
+                ("/%00", here),
+                ("/" + "a" * 70_000, here),
+            ]
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [answer.split(" ", 2)[1] for answer in answers.values()] == [
+        "200", "200", "200", "200", "421", "404", "404", "404", "400", "414"
+    ]  # fmt: skip
+    assert "Traceback" not in capsys.readouterr().err

@@ -112,6 +112,16 @@ def register(app: typer.Typer) -> None:
             [], "--experiment", help="Only this experiment, by name or id (repeatable).", metavar="NAME"
         ),
         copy_artifacts: bool = typer.Option(False, "--copy-artifacts", help="Attach the runs' artifacts too."),
+        artifacts_from: list[Path] = typer.Option(
+            [],
+            "--artifacts-from",
+            help="Read artifacts also from this folder outside the store (repeatable): a run's artifact_uri "
+            "may name any folder, so only the store's own are read unless a folder is named here.",
+            metavar="DIR",
+        ),
+        timeout: float = typer.Option(
+            30.0, "--timeout", min=1, help="Seconds a tracking server has to answer each request.", metavar="S"
+        ),
         workload: Optional[str] = describing.WORKLOAD,
         backend: Optional[str] = describing.BACKEND,
         mode: Optional[str] = describing.MODE,
@@ -122,7 +132,12 @@ def register(app: typer.Typer) -> None:
 
         given = Given(None, workload, backend, mode, tag, [], [], None, None)
         _import_many(
-            ctx, lambda kb, info, work: import_mlflow(kb, store, experiment, info, work, copy_artifacts), given, json_
+            ctx,
+            lambda kb, info, work: import_mlflow(
+                kb, store, experiment, info, work, copy_artifacts, tuple(artifacts_from), timeout
+            ),
+            given,
+            json_,
         )
 
     @ingest.command("tensorboard", help=TENSORBOARD_HELP)

@@ -1,13 +1,17 @@
-"""Everything wrong with a knowledge base: entries that do not parse or validate, and links to nothing."""
+"""Everything wrong with a knowledge base: entries that do not parse or validate, links to nothing, and entries
+dated in the future (a wrong clock on the machine that recorded them: they would sort first for good)."""
 
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 
-from kb.entry import Entry
+from kb.entry import Entry, iso, utc_now
 from kb.errors import EntryError, Problem
 from kb.index.sync import stored_problems
 from kb.store import KnowledgeBase
+
+FUTURE_SLACK = timedelta(days=1)  # time zones and clocks a little ahead are not the future
 
 
 def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], int]:
@@ -24,6 +28,16 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
         except (EntryError, OSError):
             line = None
         found.append(Problem(path, line, f"links.{role}", f"no entry '{target}' in this knowledge base"))
+    latest = iso(utc_now() + FUTURE_SLACK)
+    future = db.execute("SELECT path, recorded FROM entries WHERE recorded > ? ORDER BY path", (latest,)).fetchall()
+    for relative, recorded in future:
+        path = kb.entries_path / relative
+        try:
+            line = Entry.read(path).lines.get(("recorded",))
+        except (EntryError, OSError):
+            line = None
+        message = f"dated in the future ({recorded}): was the recording machine's clock wrong? correct the date"
+        found.append(Problem(path, line, "recorded", message))
     for path, folder in kb.names_not_text():
         left_out = "the folder and all in it" if folder else "the file"
         message = f"the name is not UTF-8 text: kb leaves {left_out} out until it is renamed"
