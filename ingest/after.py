@@ -17,7 +17,7 @@ from typing import Any
 from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FOLDER, Outcome, finish
-from ingest.runfolder import PROTECTED, check_folder, read_manifest
+from ingest.runfolder import GIVEN, PROTECTED, check_folder, given_fields, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
@@ -62,6 +62,8 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
         captured.pop("git", None)  # today's working tree says nothing about a run that already happened
         fields |= {key: captured[key] for key in ("versions", "hardware", "environment") if captured.get(key)}
         fields["provenance"] = {"source": "measured", "tool": "kb record", "environment": "record_time"}
+    if given_fields(info):
+        fields["provenance"][GIVEN] = given_fields(info)
     entry = new_entry(new_id(title, started), title, "run", status=status, recorded=iso(utc_now()), **fields)
     entry.body = written.body() if written else info.body()
     entry = kb.create(entry)

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ingest import environment
-from ingest.describe import RunInfo, command_title
+from ingest.describe import RunInfo, command_title, identity_title
 from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.handover import ENV_RUN_DIR
+from ingest.runfolder import GIVEN, given_fields
 from ingest.signals import SignalForwarder
 from ingest.tee import Tee
 from kb import atomic
@@ -32,7 +33,6 @@ from kb.redact import redact_args, redact_text
 from kb.store import KnowledgeBase
 
 ENV_ENTRY_ID = "KB_ENTRY_ID"
-TITLE_MAX = 80
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 
@@ -106,14 +106,17 @@ def record_command(
 def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
     safe_argv = redact_args(argv)
     line = shlex.join(safe_argv)
-    title = info.title or _title(info, command_title(safe_argv))
+    title = info.title or identity_title(info.workload, info.backend, info.mode) or command_title(safe_argv)
+    provenance = {"source": "measured", "tool": "kb record", "environment": "run_time"}
+    if given_fields(info):
+        provenance[GIVEN] = given_fields(info)
     entry = new_entry(
         new_id(title, started),
         title,
         "run",
         status="running",
         recorded=iso(started),
-        provenance={"source": "measured", "tool": "kb record", "environment": "run_time"},
+        provenance=provenance,
         command={"argv": safe_argv, "line": line, "cwd": str(cwd)},
         recorder=recorder_identity(),
         timings={"started": iso(started)},
@@ -128,12 +131,6 @@ def _note_output(entry: Entry, tee: Tee) -> None:
         entry.data["command"]["output_cut"] = tee.cut
     if tee.held_open:
         entry.data["command"]["descendants_running"] = True
-
-
-def _title(info: RunInfo, what_ran: str) -> str:
-    named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
-    text = named or what_ran
-    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
 def recorder_identity() -> dict[str, Any]:

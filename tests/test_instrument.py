@@ -75,6 +75,30 @@ def test_under_kb_record_the_recorder_gets_everything(kb: KnowledgeBase) -> None
     assert entry.data["tags"] == ["wrapped"] and entry.data["provenance"]["tool"] == "kb record"
     assert entry.data["timings"]["step_s"]["count"] == 6 and entry.data["metrics"]["loss"]["step"] == 7
     assert entry.data["command"]["exit_code"] == 0
+    # Who the run says it is, as run(...) was told: the entry is named by it, not by the program that ran.
+    assert entry.title == "test-mlp cpu eager" and entry.data["workload"] == {"name": "test-mlp"}
+    assert entry.data["backend"] == "cpu" and entry.data["mode"] == "eager"
+    assert entry.data["settings"]["batch"] == 16 and entry.data["settings"]["scenario"] == "eager"
+
+
+def test_options_given_to_kb_record_win_over_what_the_run_says(kb: KnowledgeBase) -> None:
+    given = ("--title", "baseline", "--workload", "mlp-16", "--mode", "compiled", "--setting", "batch=8")
+    result = run_kb("record", *given, "--tag", "wrapped", "--", sys.executable, str(SCRIPT), "eager", "4")
+    assert result.returncode == 0, result.stderr
+    data = only_entry(kb).data
+    assert data["title"] == "baseline" and data["workload"] == {"name": "mlp-16"} and data["mode"] == "compiled"
+    assert data["settings"]["batch"] == 8  # the run said 16
+    assert data["backend"] == "cpu" and data["settings"]["scenario"] == "eager"  # what only the run said stays
+    assert data["provenance"]["given"] == ["title", "workload", "mode", "settings.batch"]
+    assert "Events skipped" not in only_entry(kb).body
+
+
+def test_a_started_run_names_its_entry_under_kb_record(kb: KnowledgeBase) -> None:
+    result = run_kb("record", "--", sys.executable, str(REPO / "tests" / "scripts" / "started.py"), "finish")
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert entry.title == "test-mlp cpu eager" and entry.data["workload"] == {"name": "test-mlp"}
+    assert entry.data["mode"] == "eager" and entry.data["timings"]["step_s"]["count"] == 8
 
 
 def test_without_a_knowledge_base_the_run_folder_waits_for_kb_record_from(kb: KnowledgeBase, tmp_path: Path) -> None:

@@ -518,7 +518,7 @@ class Run:
             )  # fmt: skip
         if self.world_size > 1 and self._throughput():
             self._notes.append(f"Throughput figures are rank 0's own, one of {self.world_size} ranks (per_rank).")
-        for field, value in {**sections, **self._sections}.items():
+        for field, value in {**self._identity(), **sections, **self._sections}.items():
             if field in ("timings", "settings", "versions") and isinstance(value, dict):
                 for key, item in value.items():
                     if item is not None:
@@ -542,6 +542,17 @@ class Run:
         entry = record_after(self._kb, RunInfo(), AfterTheFact(from_dir=folder))
         shutil.rmtree(folder)  # copied into the entry's attachments: the cache copy has done its job
         print(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", file=sys.stderr)
+
+    def _identity(self) -> dict[str, Any]:
+        """Who the run says it is, for the entry (under `kb record`, options given to it win)."""
+        named = {
+            "title": self.title,
+            "workload": {"name": self.workload} if self.workload else None,
+            "backend": self.backend,
+            "mode": self.mode,
+            "tags": list(self.tags) or None,
+        }
+        return {field: value for field, value in named.items() if value is not None}
 
     def _manifest(self, status: str, ended: datetime) -> None:
         """run.json: what this run knows about itself, for `kb record --from` (here or on another machine)."""
