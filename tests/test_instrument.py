@@ -101,6 +101,29 @@ def test_a_started_run_names_its_entry_under_kb_record(kb: KnowledgeBase) -> Non
     assert entry.data["mode"] == "eager" and entry.data["timings"]["step_s"]["count"] == 8
 
 
+def test_metric_names_with_a_slash_keep_the_run(kb: KnowledgeBase, tmp_path: Path) -> None:
+    from ingest.pytorch import run
+
+    with run(workload="slashes", device="cpu", warmup_steps=1) as r:
+        for index in range(3):
+            with r.step():
+                pass
+            r.log("train/loss", 1.0 / (index + 1))
+            r.log("train:loss", 5.0)  # the name "train/loss" becomes: the second keeps its own
+    entry = only_entry(kb)
+    metrics = entry.data["metrics"]
+    assert metrics["train:loss"] == {"value": 5.0, "step": 2}
+    assert metrics["train:loss-2"]["value"] == pytest.approx(1 / 3) and entry.data["timings"]["step_s"]["count"] == 2
+    curves = kb.attachments_path(entry) / "run"
+    assert (curves / "metric-train.loss-2.txt").read_text().split() == ["1.0", "0.5", "0.3333333333333333"]
+    assert (curves / "metric-train.loss.txt").read_text().split() == ["5.0"] * 3
+    script = "from ingest.pytorch import run\nwith run() as r:\n    with r.step(): pass\n    r.log('val/loss', 2.5)\n"
+    result = run_kb("record", "--title", "recorded", "--", sys.executable, "-c", script)
+    assert result.returncode == 0 and "kb: could not" not in result.stderr, result.stderr
+    recorded = next(e for e in kb.iter_entries() if e.title == "recorded")
+    assert recorded.data["metrics"]["val:loss"] == {"value": 2.5, "step": 0}
+
+
 def test_without_a_knowledge_base_the_run_folder_waits_for_kb_record_from(kb: KnowledgeBase, tmp_path: Path) -> None:
     away = tmp_path / "node"
     away.mkdir()

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from ingest import backend_evidence, handover, rank_summaries, steps
+from ingest.integration import curve_file, metric_names
 from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks, xla_metrics
@@ -503,14 +504,14 @@ class Run:
 
     def _write(self, status: str, ended: datetime, sections: dict[str, Any]) -> None:
         folder = self.folder
-        for name in sorted(self._logs):
+        for name, entry_name in metric_names(self._logs).items():
             values = self._read(name)
-            with open(folder / f"metric-{name}.txt", "w") as handle:  # the whole curve, one value per line
+            with open(folder / curve_file(entry_name), "w") as handle:  # the whole curve, one value per line
                 handle.writelines(f"{value}\n" for _, value in values)
             if values:
                 step, last = values[-1]
                 number = last if isinstance(last, (int, float)) and not isinstance(last, bool) else None
-                handover.metric(name, _round(number), step=step, folder=folder)
+                handover.metric(entry_name, _round(number), step=step, folder=folder)
         for name, metric in self._throughput().items():
             handover.metric(
                 name, metric["value"], metric["unit"], better="higher", phase="steady",
