@@ -604,23 +604,26 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 
 
 def _values(values: list[Any]) -> list[Any]:
-    """Many logged values read back at once: 0-d tensors alike are stacked and read in one call (a read per
-    value costs more than the step timer itself)."""
+    """Many logged values read back at once: 0-d tensors are copied to the host, then stacked and read there in one
+    call (a read per value costs more than the step timer itself). Nothing runs on the run's device but the copy
+    every backend has: an operator there (stacking on the device) would be a compile on XLA and a CPU fallback on a
+    backend without it, counted against the run."""
     if len(values) > 1 and all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in values):
         try:
-            return torch.stack(values).tolist()
-        except Exception:  # mixed devices or dtypes: one by one
+            return torch.stack([value.to("cpu") for value in values]).tolist()
+        except Exception:  # a value that cannot be read back (a device error): one by one
             pass
     return [_value(value) for value in values]
 
 
 def _value(value: Any) -> Any:
-    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step;
-    one that cannot be read back (not one number, a device error) is kept as None rather than failing the run."""
+    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step,
+    by a copy to the host (`item()` on the device is an operator some backends lack); one that cannot be read back
+    (not one number, a device error) is kept as None rather than failing the run."""
     if not hasattr(value, "item"):
         return value
     try:
-        return value.item()
+        return (value.to("cpu") if isinstance(value, torch.Tensor) else value).item()
     except Exception:
         return None
 
