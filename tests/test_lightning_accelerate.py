@@ -46,6 +46,10 @@ def test_eager_training_records_steady_steps_metrics_and_settings(
     assert data["metrics"]["samples_per_s"]["value"] > 0 if framework == "lightning" else True
     assert "compile" not in data
     if framework == "lightning":
+        # The training's duration, as the Trainer of transformers gives train_s: Lightning's own Timer agrees.
+        lightning_s = float(result.stdout.rsplit("train ", 1)[1].split()[0])
+        assert timings["train_s"] == pytest.approx(lightning_s, rel=1e-3, abs=2e-3)
+        assert timings["train_s"] >= timings["first_step_s"] + timings["warmup_s"] + timings["evaluate_s"]
         assert timings["evaluate_s"] > 0 and data["metrics"]["val:loss"]["value"] > 0
         assert data["settings"]["hidden"] == 32 and data["settings"]["precision"] == "32-true"  # hyperparameters
     else:
