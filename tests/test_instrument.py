@@ -124,6 +124,18 @@ def test_metric_names_with_a_slash_keep_the_run(kb: KnowledgeBase, tmp_path: Pat
     assert recorded.data["metrics"]["val:loss"] == {"value": 2.5, "step": 0}
 
 
+def test_a_killed_run_keeps_the_last_value_of_a_metric_named_with_a_slash(kb: KnowledgeBase) -> None:
+    script = (
+        "import os, signal\nfrom ingest.pytorch import run\nr = run().__enter__()\n"
+        "for value in (3.0, 2.0):\n    with r.step(): pass\n    r.log('train/loss', value)\n"
+        "r._flush(float('inf'))\nos.kill(os.getpid(), signal.SIGKILL)\n"  # as the OOM killer, after a flush
+    )
+    result = run_kb("record", "--", sys.executable, "-c", script)
+    assert result.returncode == 128 + 9, result.stderr
+    entry = only_entry(kb)
+    assert entry.status == "killed" and entry.data["metrics"]["train:loss"] == {"value": 2.0, "step": 1}
+
+
 def test_without_a_knowledge_base_the_run_folder_waits_for_kb_record_from(kb: KnowledgeBase, tmp_path: Path) -> None:
     away = tmp_path / "node"
     away.mkdir()
