@@ -51,7 +51,10 @@ def record_command(
     cwd: Path | None = None,
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
+    given: list[str] | None = None,
 ) -> Recorded:
+    """Run argv and record it. `given`: the fields a person stated as options, which what the run hands over never
+    replaces (by default, those `info` holds)."""
     cwd = (cwd or Path.cwd()).resolve()
     record = kb.config.record
     captured: dict[str, Any] = {}
@@ -70,7 +73,7 @@ def record_command(
     )
     with SignalForwarder() as forwarder:
         forwarder.start_shielded(capture)  # the capture runs while the entry is written and the command runs
-        entry = kb.create(_running_entry(argv, info, cwd, utc_now()))
+        entry = kb.create(_running_entry(argv, info, cwd, utc_now(), given_fields(info) if given is None else given))
         folder = kb.attachments_path(entry)
         run_folder = folder / RUN_FOLDER
         run_folder.mkdir(parents=True, exist_ok=True)
@@ -103,13 +106,13 @@ def record_command(
     return Recorded(entry, returncode if returncode >= 0 else 128 - returncode)
 
 
-def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
+def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any, given: list[str]) -> Entry:
     safe_argv = redact_args(argv)
     line = shlex.join(safe_argv)
     title = info.title or identity_title(info.workload, info.backend, info.mode) or command_title(safe_argv)
     provenance = {"source": "measured", "tool": "kb record", "environment": "run_time"}
-    if given_fields(info):
-        provenance[GIVEN] = given_fields(info)
+    if given:
+        provenance[GIVEN] = given
     entry = new_entry(
         new_id(title, started),
         title,

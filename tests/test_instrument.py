@@ -93,6 +93,18 @@ def test_options_given_to_kb_record_win_over_what_the_run_says(kb: KnowledgeBase
     assert "Events skipped" not in only_entry(kb).body
 
 
+def test_a_rerun_takes_what_the_run_says_today(kb: KnowledgeBase) -> None:
+    # The original's settings seed the rerun's entry, but nobody typed them: the run's word of today replaces them.
+    script = "import os\nfrom ingest.pytorch import run\nwith run(settings={'batch': int(os.environ['BATCH'])}): pass\n"
+    assert run_kb("record", "--", sys.executable, "-c", script, env={"BATCH": "8"}).returncode == 0
+    original = only_entry(kb)
+    result = run_kb("rerun", "--yes", original.id, env={"BATCH": "16"})
+    assert result.returncode == 0, result.stderr
+    rerun = next(entry for entry in kb.iter_entries() if entry.id != original.id)
+    assert original.data["settings"]["batch"] == 8 and rerun.data["settings"]["batch"] == 16
+    assert "given" not in rerun.data["provenance"]
+
+
 def test_a_started_run_names_its_entry_under_kb_record(kb: KnowledgeBase) -> None:
     result = run_kb("record", "--", sys.executable, str(REPO / "tests" / "scripts" / "started.py"), "finish")
     assert result.returncode == 0, result.stderr
