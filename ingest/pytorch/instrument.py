@@ -610,7 +610,7 @@ def _values(values: list[Any]) -> list[Any]:
     backend without it, counted against the run."""
     if len(values) > 1 and all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in values):
         try:
-            return torch.stack([value.to("cpu") for value in values]).tolist()
+            return torch.stack([value if value.is_cpu else value.to("cpu") for value in values]).tolist()
         except Exception:  # a value that cannot be read back (a device error): one by one
             pass
     return [_value(value) for value in values]
