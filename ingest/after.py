@@ -62,7 +62,7 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
         captured.pop("git", None)  # today's working tree says nothing about a run that already happened
         fields |= {key: captured[key] for key in ("versions", "hardware", "environment") if captured.get(key)}
         fields["provenance"] = {"source": "measured", "tool": "kb record", "environment": "record_time"}
-    if given_fields(info):
+    if after.from_dir and given_fields(info):  # the run folder's events are folded in: they never replace these
         fields["provenance"][GIVEN] = given_fields(info)
     entry = new_entry(new_id(title, started), title, "run", status=status, recorded=iso(utc_now()), **fields)
     entry.body = written.body() if written else info.body()
