@@ -78,7 +78,7 @@ _SKIPPED_FRAME = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
 
 
 def _recompile_reason(function: str, failed: str) -> str:
-    """"fn: tensor 'x' size mismatch at index 0. expected 8, actual 4", without the failed entry's id ("0/0: ")."""
+    """The function and its failed guard, without the failed entry's id ("0/0: "): "fn: tensor 'x' size mismatch..."."""
     return f"{function}: {_ENTRY_ID.sub('', failed, count=1)}"[:MAX_REASON_CHARS]
 
 
