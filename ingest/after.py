@@ -19,7 +19,7 @@ from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
 from ingest.regular import bounded_name, is_regular, kind_of, refuse_irregular
-from ingest.runfolder import MANIFEST, PROTECTED, check_folder, read_manifest
+from ingest.runfolder import GIVEN, MANIFEST, PROTECTED, check_folder, given_fields, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
@@ -66,6 +66,8 @@ def record_after(kb: KnowledgeBase, info: RunInfo, after: AfterTheFact, cwd: Pat
         captured.pop("git", None)  # today's working tree says nothing about a run that already happened
         fields |= {key: captured[key] for key in ("versions", "hardware", "environment") if captured.get(key)}
         fields["provenance"] = {"source": "measured", "tool": "kb record", "environment": "record_time"}
+    if after.from_dir and given_fields(info):  # the run folder's events are folded in: they never replace these
+        fields["provenance"][GIVEN] = given_fields(info)
     entry = new_entry(new_id(title, started), title, "run", status=status, recorded=iso(utc_now()), **fields)
     entry.body = written.body() if written else info.body()
     entry = kb.create(entry)

@@ -17,6 +17,7 @@ _METRIC = re.compile(
 )
 
 
+TITLE_MAX = 80
 # Programs that run another named by an argument: the title is the program they run (`python train.py`: train).
 _RUNNERS = re.compile(
     r"(?:python[0-9.]*|pypy[0-9.]*|py|bash|sh|zsh|uv|uvx|torchrun|accelerate|deepspeed|mpirun|mpiexec|srun|env|time"
@@ -49,6 +50,14 @@ def command_title(argv: list[str]) -> str:
             continue
         program = _name(word)
     return program
+
+
+def identity_title(workload: str | None, backend: str | None, mode: str | None) -> str | None:
+    """The title a run's identity gives when nobody named it: "tiny-lm cuda compiled", cut to TITLE_MAX."""
+    text = " ".join(part for part in (workload, backend, mode) if part)
+    if not text:
+        return None
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
 def _name(word: str) -> str:

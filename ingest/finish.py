@@ -7,13 +7,13 @@ fact, and a `running` entry whose recorder was killed (settled later as `killed`
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import rank_summaries, steps
+from ingest.integration import metric_names
 from ingest.runfolder import Folded, fold_events
 from kb.entry import Entry, iso, parse_time
 from kb.store import KnowledgeBase, is_text_name, shown_name
@@ -21,7 +21,6 @@ from kb.store import KnowledgeBase, is_text_name, shown_name
 if TYPE_CHECKING:
     from ingest.signatures import Finding
 
-METRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_:+-]{0,63}")  # as the entry schema allows
 OUTPUT_LOG = "output.log"
 GIT_DIFF = "git.diff"
 RUN_FOLDER = "run"
@@ -105,9 +104,9 @@ def _figures_from_stream(entry: Entry, run_folder: Path, folded: Folded) -> None
     metrics = entry.data.setdefault("metrics", {})
     for name, metric in rates.items():
         metrics.setdefault(name, metric | {"better": "higher"})
-    for name, values in stream["logs"].items():
-        numbers = [(step, value) for step, value in values if isinstance(value, (int, float))]
-        if numbers and name not in metrics and METRIC_NAME.fullmatch(name):
+    for logged, name in metric_names(stream["logs"]).items():
+        numbers = [(step, value) for step, value in stream["logs"][logged] if isinstance(value, (int, float))]
+        if numbers and name not in metrics:
             metrics[name] = {"value": numbers[-1][1], "step": numbers[-1][0]}
     if not metrics:
         del entry.data["metrics"]

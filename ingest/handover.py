@@ -9,8 +9,9 @@ it writes into the folder becomes an attachment of the entry. Three events exist
     {"event": "note", "text": "Needed static shapes: padded every batch to 64 tokens."}
 
 `metric` keeps the last value per name in the entry (every value stays in events.jsonl); `set` writes
-any entry field by dotted path (objects are merged), except the identity and outcome fields the recorder
-owns; `note` adds a paragraph to the entry's body. Any language can write these lines, e.g. from a
+any entry field by dotted path (objects are merged, tags added), except the identity and outcome fields
+the recorder owns and the fields a person gave as options to `kb record`; `note` adds a paragraph to the
+entry's body. Any language can write these lines, e.g. from a
 shell: `echo '{"event":"metric","name":"loss","value":1.9}' >> "$KB_RUN_DIR/events.jsonl"`.
 
 This module is the Python writer. It imports only the standard library, so a training node without kb

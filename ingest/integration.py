@@ -11,7 +11,7 @@ import functools
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 Hook = TypeVar("Hook", bound=Callable[..., Any])
@@ -64,6 +64,27 @@ def metric_name(name: str) -> str:
     """A framework's metric name as an entry metric name: "train/loss" -> "train:loss"."""
     cleaned = _NOT_IN_NAME.sub("_", name.replace("/", ":").replace(".", "_")).lstrip(":+-") or "metric"
     return cleaned[:METRIC_NAME_MAX]
+
+
+def metric_names(names: Iterable[str]) -> dict[str, str]:
+    """Per logged name, its entry metric name (see metric_name), distinct for every name: a name that is one already
+    keeps it, and one that would take a name already taken ("train/loss" beside "train:loss") gets a number."""
+    found: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in sorted(names, key=lambda name: (metric_name(name) != name, name)):
+        kept = base = metric_name(name)
+        number = 1
+        while kept in taken:
+            number += 1
+            kept = f"{base[: METRIC_NAME_MAX - len(str(number)) - 1]}-{number}"
+        taken.add(kept)
+        found[name] = kept
+    return found
+
+
+def curve_file(entry_name: str) -> str:
+    """The file a metric's whole curve goes to: one folder level, no colon (which some systems and URLs refuse)."""
+    return f"metric-{entry_name.replace(':', '.')}.txt"
 
 
 def loggable(value: Any) -> Any:

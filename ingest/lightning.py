@@ -8,13 +8,15 @@ A logger sees metrics, not steps, so KbTimer (a callback) does the timing. kb's 
 callbacks_factory` entry point adds one to every Trainer; it binds to the Trainer's KbLogger at setup
 and does nothing in a Trainer without one (pass `callbacks=[KbTimer()]` where entry points are not
 loaded). The run starts at on_fit_start; each training batch is a step (on_train_batch_start to
-on_train_batch_end); validation is the "evaluate" phase; log_metrics gives metrics with curves,
-log_hyperparams settings; finalize ends the run, with the exception on_exception saw when it failed.
+on_train_batch_end); validation is the "evaluate" phase; on_train_start to on_train_end is `timings.train_s`;
+log_metrics gives metrics with curves, log_hyperparams settings; finalize ends the run, with the exception
+on_exception saw when it failed.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from argparse import Namespace
 from typing import Any
 
@@ -90,6 +92,7 @@ class KbTimer(Callback, Guarded):
     def __init__(self) -> None:
         Guarded.__init__(self)
         self.logger: KbLogger | None = None
+        self._train_began: float | None = None
 
     @guarded
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
@@ -111,6 +114,15 @@ class KbTimer(Callback, Guarded):
             self.logger.begin(trainer, pl_module)
             for text in self.problems.values():  # this callback's own, from setup
                 self.logger.run.note(text)
+
+    @guarded
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self._train_began = time.perf_counter()
+
+    @guarded
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.run is not None and self._train_began is not None:  # as the Trainer of transformers has train_s
+            self.run.set("timings.train_s", round(time.perf_counter() - self._train_began, 3))
 
     @guarded
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:

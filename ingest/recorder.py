@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ingest import environment
-from ingest.describe import RunInfo, command_title
+from ingest.describe import RunInfo, command_title, identity_title
 from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.handover import ENV_RUN_DIR
+from ingest.runfolder import GIVEN, given_fields
 from ingest.signals import SignalForwarder
 from ingest.tee import Tee
 from kb import atomic
@@ -33,7 +34,6 @@ from kb.redact import redact_args, redact_text
 from kb.store import KnowledgeBase
 
 ENV_ENTRY_ID = "KB_ENTRY_ID"
-TITLE_MAX = 80
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 CLOCK_SLACK_S = 2.0  # the wall clock may drift from the monotonic one by this much in a run without a step
@@ -53,7 +53,10 @@ def record_command(
     cwd: Path | None = None,
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
+    given: list[str] | None = None,
 ) -> Recorded:
+    """Run argv and record it. `given`: the fields a person stated as options, which what the run hands over never
+    replaces (by default, those `info` holds)."""
     cwd = (cwd or Path.cwd()).resolve()
     record = kb.config.record
     captured: dict[str, Any] = {}
@@ -72,7 +75,7 @@ def record_command(
     )
     with SignalForwarder() as forwarder:
         forwarder.start_shielded(capture)  # the capture runs while the entry is written and the command runs
-        entry = kb.create(_running_entry(argv, info, cwd, utc_now()))
+        entry = kb.create(_running_entry(argv, info, cwd, utc_now(), given_fields(info) if given is None else given))
         folder = kb.attachments_path(entry)
         run_folder = folder / RUN_FOLDER
         run_folder.mkdir(parents=True, exist_ok=True)
@@ -121,17 +124,20 @@ def steady_end(started: datetime, ended: datetime, wall_s: float) -> tuple[datet
     return started + timedelta(seconds=wall_s), said
 
 
-def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any) -> Entry:
+def _running_entry(argv: list[str], info: RunInfo, cwd: Path, started: Any, given: list[str]) -> Entry:
     safe_argv = redact_args(argv)
     line = shlex.join(safe_argv)
-    title = info.title or _title(info, command_title(safe_argv))
+    title = info.title or identity_title(info.workload, info.backend, info.mode) or command_title(safe_argv)
+    provenance = {"source": "measured", "tool": "kb record", "environment": "run_time"}
+    if given:
+        provenance[GIVEN] = given
     entry = new_entry(
         new_id(title, started),
         title,
         "run",
         status="running",
         recorded=iso(started),
-        provenance={"source": "measured", "tool": "kb record", "environment": "run_time"},
+        provenance=provenance,
         command={"argv": safe_argv, "line": line, "cwd": str(cwd)},
         recorder=recorder_identity(),
         timings={"started": iso(started)},
@@ -146,12 +152,6 @@ def _note_output(entry: Entry, tee: Tee) -> None:
         entry.data["command"]["output_cut"] = tee.cut
     if tee.held_open:
         entry.data["command"]["descendants_running"] = True
-
-
-def _title(info: RunInfo, what_ran: str) -> str:
-    named = " ".join(part for part in (info.workload, info.backend, info.mode) if part)
-    text = named or what_ran
-    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
 
 
 def recorder_identity() -> dict[str, Any]:

@@ -61,4 +61,5 @@ def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
         settings=dict(data.get("settings") or {}),
         rerun_of=original.id,
     )
-    return Rerun(original, record_command(kb, list(argv), info, cwd=folder), warnings)
+    # Nobody stated these today: what the run says now (its settings, the threads it had) replaces them.
+    return Rerun(original, record_command(kb, list(argv), info, cwd=folder, given=[]), warnings)

@@ -192,10 +192,14 @@ def _preparation(timings: dict[str, Any], compile_: dict[str, Any]) -> str:
 
 
 def _compile_counts(compile_: dict[str, Any]) -> str:
-    counts = [(compile_.get("graphs"), "graph"), (compile_.get("frame_count"), "frame"),
-              ((compile_.get("graph_breaks") or {}).get("count"), "graph break"),
-              ((compile_.get("recompiles") or {}).get("count"), "recompile")]  # fmt: skip
-    return ", ".join(f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts if isinstance(n, int))
+    breaks = compile_.get("graph_breaks") or {}
+    sites = breaks.get("sites")  # older entries count only how often a break was met
+    counts = [(compile_.get("graphs"), "graph", "graphs"), (compile_.get("frame_count"), "frame", "frames"),
+              (sites, "graph-break site", "graph-break sites") if isinstance(sites, int)
+              else (breaks.get("count"), "graph break", "graph breaks"),
+              ((compile_.get("recompiles") or {}).get("count"), "recompile", "recompiles"),
+              (len(breaks.get("eager_frames") or []) or None, "frame ran eagerly", "frames ran eagerly")]  # fmt: skip
+    return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts if isinstance(n, int))
 
 
 def _on_device(fallbacks: dict[str, Any]) -> str:
@@ -287,25 +291,45 @@ def _compile(compile_: dict[str, Any], cwd: str) -> list[tuple[str, Section]]:
         out.append(("Compile", pairs))
     frames = [f for f in compile_.get("frames") or [] if isinstance(f, dict)]
     if frames:
-        rows = [[str(f.get("id") or ""), str(f.get("function") or ""), humanize.duration(f.get("compile_s")),
-                 humanize.duration(f.get("aot_autograd_s")), humanize.duration(f.get("backend_s")),
-                 str(f.get("fx_cache") or "-"), str(f.get("aot_cache") or "-"), str(f.get("recompile_reason") or "")]
+        eagerly = " (ran eagerly)"
+        rows = [[str(f.get("id") or ""), str(f.get("function") or "") + (eagerly if f.get("ran_eagerly") else ""),
+                 humanize.duration(f.get("compile_s")), humanize.duration(f.get("aot_autograd_s")),
+                 humanize.duration(f.get("backend_s")), str(f.get("fx_cache") or "-"), str(f.get("aot_cache") or "-"),
+                 str(f.get("recompile_reason") or "")]
                 for f in frames]  # fmt: skip
         out.append(("Compile frames", Records(["frame", "function", "compile", "aot", "backend", "fx", "aot cache",
                                                "recompile reason"], rows, cut=1)))  # fmt: skip
-    for key, label in (("graph_breaks", "Graph breaks"), ("recompiles", "Recompiles")):
-        part = compile_.get(key) or {}
-        # A reason is a record {reason, count, at} or, one per occurrence, a line of text; same lines are counted.
-        counted: dict[str, int] = {}
-        for reason in part.get("reasons") or []:
-            text = str(reason.get("reason") or "") if isinstance(reason, dict) else str(reason)
-            if isinstance(reason, dict) and reason.get("at"):
-                text = f"at {_site(str(reason['at']), cwd)}: {text}"
-            counted[text] = counted.get(text, 0) + (reason.get("count", 1) if isinstance(reason, dict) else 1)
-        if part.get("count") or counted:
-            out.append((f"{label} ({part.get('count', sum(counted.values()))})",
-                        [(f"{n}×", text) for text, n in counted.items()]))  # fmt: skip
+    breaks = compile_.get("graph_breaks") or {}
+    counted = _counted(breaks.get("reasons") or [], cwd)
+    lines = [(f"{n}×", text) for text, n in counted.items()]
+    for frame in breaks.get("eager_frames") or []:
+        if isinstance(frame, dict):
+            where = frame.get("at") or frame.get("break_at")
+            named = " ".join(str(part) for part in (frame.get("function"), where and f"at {_site(str(where), cwd)}")
+                             if part)  # fmt: skip
+            lines.append(("ran eagerly", f"{named}: {frame.get('reason') or ''}".strip(": ")))
+    if breaks.get("count") or lines:
+        # A site is one place in the code; Dynamo meets it again at each recompile and in each resumed frame.
+        sites = breaks.get("sites", len(counted))
+        met = breaks.get("count", sum(counted.values()))
+        out.append((f"Graph breaks ({sites} {'site' if sites == 1 else 'sites'}, met {met}×)", lines))
+    recompiles = compile_.get("recompiles") or {}
+    counted = _counted(recompiles.get("reasons") or [], cwd)
+    if recompiles.get("count") or counted:
+        out.append((f"Recompiles ({recompiles.get('count', sum(counted.values()))})",
+                    [(f"{n}×", text) for text, n in counted.items()]))  # fmt: skip
     return out
+
+
+def _counted(reasons: list[Any], cwd: str) -> dict[str, int]:
+    """Reasons as lines with how often each was met: a record {reason, count, at}, or a line of text per time."""
+    counted: dict[str, int] = {}
+    for reason in reasons:
+        text = str(reason.get("reason") or "") if isinstance(reason, dict) else str(reason)
+        if isinstance(reason, dict) and reason.get("at"):
+            text = f"at {_site(str(reason['at']), cwd)}: {text}"
+        counted[text] = counted.get(text, 0) + (reason.get("count", 1) if isinstance(reason, dict) else 1)
+    return counted
 
 
 def _placement(fallbacks: dict[str, Any]) -> Pairs:

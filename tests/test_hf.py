@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, only_entry
+from conftest import REPO, only_entry, run_kb
 from shown import added_lines, shown_lines
 
 from kb.store import KnowledgeBase
@@ -47,11 +47,18 @@ def test_an_eager_training_records_phases_steady_steps_and_the_logs(kb: Knowledg
     assert data["versions"]["transformers"]
 
 
-def test_torch_compile_true_records_compile_evidence(kb: KnowledgeBase, tmp_path: Path) -> None:
-    result = train("compiled", tmp_path)
+def test_torch_compile_true_records_compile_evidence_and_names_the_run_under_kb_record(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    command = [sys.executable, str(SCRIPT), "compiled", str(tmp_path / "trainer")]
+    result = run_kb("record", "--", *command, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}, timeout=600)
     assert result.returncode == 0, result.stderr
-    data = only_entry(kb).data
-    assert data["mode"] == "compiled"
+    entry = only_entry(kb)
+    data = entry.data
+    # What the callback was told, and the mode it read from torch_compile, reach the recorder's entry.
+    assert entry.title == "tiny-gpt2 cpu compiled" and data["workload"] == {"name": "tiny-gpt2"}
+    assert data["mode"] == "compiled" and data["backend"] == "cpu" and data["tags"] == ["hf"]
+    assert data["provenance"]["tool"] == "kb record" and data["settings"]["batch"] == 4
     assert data["settings"]["torch_compile"] is True and data["settings"]["torch_compile_backend"] == "aot_eager"
     assert data["compile"]["frame_count"] >= 1 and data["compile"]["graphs"] >= 1
     assert data["timings"]["compile_s"] > 0

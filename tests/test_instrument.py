@@ -75,6 +75,77 @@ def test_under_kb_record_the_recorder_gets_everything(kb: KnowledgeBase) -> None
     assert entry.data["tags"] == ["wrapped"] and entry.data["provenance"]["tool"] == "kb record"
     assert entry.data["timings"]["step_s"]["count"] == 6 and entry.data["metrics"]["loss"]["step"] == 7
     assert entry.data["command"]["exit_code"] == 0
+    # Who the run says it is, as run(...) was told: the entry is named by it, not by the program that ran.
+    assert entry.title == "test-mlp cpu eager" and entry.data["workload"] == {"name": "test-mlp"}
+    assert entry.data["backend"] == "cpu" and entry.data["mode"] == "eager"
+    assert entry.data["settings"]["batch"] == 16 and entry.data["settings"]["scenario"] == "eager"
+
+
+def test_options_given_to_kb_record_win_over_what_the_run_says(kb: KnowledgeBase) -> None:
+    given = ("--title", "baseline", "--workload", "mlp-16", "--mode", "compiled", "--setting", "batch=8")
+    result = run_kb("record", *given, "--tag", "wrapped", "--", sys.executable, str(SCRIPT), "eager", "4")
+    assert result.returncode == 0, result.stderr
+    data = only_entry(kb).data
+    assert data["title"] == "baseline" and data["workload"] == {"name": "mlp-16"} and data["mode"] == "compiled"
+    assert data["settings"]["batch"] == 8  # the run said 16
+    assert data["backend"] == "cpu" and data["settings"]["scenario"] == "eager"  # what only the run said stays
+    assert data["provenance"]["given"] == ["title", "workload", "mode", "settings.batch"]
+    assert "Events skipped" not in only_entry(kb).body
+
+
+def test_a_rerun_takes_what_the_run_says_today(kb: KnowledgeBase) -> None:
+    # The original's settings seed the rerun's entry, but nobody typed them: the run's word of today replaces them.
+    script = "import os\nfrom ingest.pytorch import run\nwith run(settings={'batch': int(os.environ['BATCH'])}): pass\n"
+    assert run_kb("record", "--", sys.executable, "-c", script, env={"BATCH": "8"}).returncode == 0
+    original = only_entry(kb)
+    result = run_kb("rerun", "--yes", original.id, env={"BATCH": "16"})
+    assert result.returncode == 0, result.stderr
+    rerun = next(entry for entry in kb.iter_entries() if entry.id != original.id)
+    assert original.data["settings"]["batch"] == 8 and rerun.data["settings"]["batch"] == 16
+    assert "given" not in rerun.data["provenance"]
+
+
+def test_a_started_run_names_its_entry_under_kb_record(kb: KnowledgeBase) -> None:
+    result = run_kb("record", "--", sys.executable, str(REPO / "tests" / "scripts" / "started.py"), "finish")
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert entry.title == "test-mlp cpu eager" and entry.data["workload"] == {"name": "test-mlp"}
+    assert entry.data["mode"] == "eager" and entry.data["timings"]["step_s"]["count"] == 8
+
+
+def test_metric_names_with_a_slash_keep_the_run(kb: KnowledgeBase, tmp_path: Path) -> None:
+    from ingest.pytorch import run
+
+    with run(workload="slashes", device="cpu", warmup_steps=1) as r:
+        for index in range(3):
+            with r.step():
+                pass
+            r.log("train/loss", 1.0 / (index + 1))
+            r.log("train:loss", 5.0)  # the name "train/loss" becomes: the second keeps its own
+    entry = only_entry(kb)
+    metrics = entry.data["metrics"]
+    assert metrics["train:loss"] == {"value": 5.0, "step": 2}
+    assert metrics["train:loss-2"]["value"] == pytest.approx(1 / 3) and entry.data["timings"]["step_s"]["count"] == 2
+    curves = kb.attachments_path(entry) / "run"
+    assert (curves / "metric-train.loss-2.txt").read_text().split() == ["1.0", "0.5", "0.3333333333333333"]
+    assert (curves / "metric-train.loss.txt").read_text().split() == ["5.0"] * 3
+    script = "from ingest.pytorch import run\nwith run() as r:\n    with r.step(): pass\n    r.log('val/loss', 2.5)\n"
+    result = run_kb("record", "--title", "recorded", "--", sys.executable, "-c", script)
+    assert result.returncode == 0 and "kb: could not" not in result.stderr, result.stderr
+    recorded = next(e for e in kb.iter_entries() if e.title == "recorded")
+    assert recorded.data["metrics"]["val:loss"] == {"value": 2.5, "step": 0}
+
+
+def test_a_killed_run_keeps_the_last_value_of_a_metric_named_with_a_slash(kb: KnowledgeBase) -> None:
+    script = (
+        "import os, signal\nfrom ingest.pytorch import run\nr = run().__enter__()\n"
+        "for value in (3.0, 2.0):\n    with r.step(): pass\n    r.log('train/loss', value)\n"
+        "r._flush(float('inf'))\nos.kill(os.getpid(), signal.SIGKILL)\n"  # as the OOM killer, after a flush
+    )
+    result = run_kb("record", "--", sys.executable, "-c", script)
+    assert result.returncode == 128 + 9, result.stderr
+    entry = only_entry(kb)
+    assert entry.status == "killed" and entry.data["metrics"]["train:loss"] == {"value": 2.0, "step": 1}
 
 
 def test_without_a_knowledge_base_the_run_folder_waits_for_kb_record_from(kb: KnowledgeBase, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, only_entry
+from conftest import REPO, only_entry, run_kb
 from shown import added_lines, shown_lines
 
 from kb.store import KnowledgeBase
@@ -46,6 +46,10 @@ def test_eager_training_records_steady_steps_metrics_and_settings(
     assert data["metrics"]["samples_per_s"]["value"] > 0 if framework == "lightning" else True
     assert "compile" not in data
     if framework == "lightning":
+        # The training's duration, as the Trainer of transformers gives train_s: Lightning's own Timer agrees.
+        lightning_s = float(result.stdout.rsplit("train ", 1)[1].split()[0])
+        assert timings["train_s"] == pytest.approx(lightning_s, rel=1e-3, abs=2e-3)
+        assert timings["train_s"] >= timings["first_step_s"] + timings["warmup_s"] + timings["evaluate_s"]
         assert timings["evaluate_s"] > 0 and data["metrics"]["val:loss"]["value"] > 0
         assert data["settings"]["hidden"] == 32 and data["settings"]["precision"] == "32-true"  # hyperparameters
     else:
@@ -54,11 +58,17 @@ def test_eager_training_records_steady_steps_metrics_and_settings(
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_compiled_training_records_compile_evidence(kb: KnowledgeBase, tmp_path: Path, framework: str) -> None:
-    result = train(framework, "compiled", tmp_path)
+def test_compiled_training_records_compile_evidence_and_names_the_run_under_kb_record(
+    kb: KnowledgeBase, tmp_path: Path, framework: str
+) -> None:
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    result = run_kb("record", "--", sys.executable, str(SCRIPTS[framework]), "compiled", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    data = only_entry(kb).data
-    assert data["mode"] == "compiled"
+    entry = only_entry(kb)
+    data = entry.data
+    # What the logger or tracker was told, and the mode it found, reach the recorder's entry.
+    assert entry.title == "tiny-mlp cpu compiled" and data["workload"] == {"name": "tiny-mlp"}
+    assert data["mode"] == "compiled" and data["backend"] == "cpu" and data["provenance"]["tool"] == "kb record"
     assert data["compile"]["frame_count"] >= 1 and data["timings"]["compile_s"] > 0
     assert data["timings"]["first_step_s"] > data["timings"]["step_s"]["median"]
 

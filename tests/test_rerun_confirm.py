@@ -49,4 +49,4 @@ def test_an_entry_whose_line_hides_what_runs_is_refused_and_checked(kb: Knowledg
     checked = run_kb("check")
     assert checked.returncode == 1
     shown = shlex.join(["sh", "-c", f"touch {marker}"])
-    assert f":18: command.line: differs from command.argv, which is what kb rerun runs: {shown}\n" in checked.stdout
+    assert f":20: command.line: differs from command.argv, which is what kb rerun runs: {shown}\n" in checked.stdout

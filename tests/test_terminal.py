@@ -172,7 +172,8 @@ def test_show_leads_with_the_answer_for_a_measured_run(shipped: KnowledgeBase) -
     assert frames[0].split() == ["frame", "function", "compile", "aot", "backend", "fx", "aot", "cache"]
     assert frames[1].split() == ["0/0", "train_step", "3.6", "s", "1.73", "s", "-", "hit", "hit"]
     assert "torch_dynamo_resume_in_train" in frames[2] and "…" in frames[2]
-    assert "Graph breaks (4)" in lines and "parameters  0 of 28 off cpu" in [line.rstrip() for line in lines]
+    assert "Graph breaks (3 sites, met 4×)" in lines
+    assert "parameters  0 of 28 off cpu" in [line.rstrip() for line in lines]
     assert "frames[0]" not in out and "kb show b5c3dc --all: every field as stored" in out
     everything = run_kb("show", "b5c3dc", "--all").stdout
     assert "frames[0]" in everything and "14754.2 tokens/s" in everything  # as stored, for --all
@@ -278,7 +279,7 @@ def test_graph_breaks_and_recompiles_are_counted_by_reason() -> None:
         ("1×", "torch_dynamo_resume_in_with_branch_at_37: 1/0: tensor 'y' size mismatch at index 0. expected 16, "
                "actual 4"),
     ]  # fmt: skip
-    assert [count for count, _ in found["Graph breaks (2)"]] == ["2×"]
+    assert [count for count, _ in found["Graph breaks (1 site, met 2×)"]] == ["2×"]
     assert found["Compile frames"].rows[2][-1] == "0/0: tensor 'x' size mismatch at index 0. expected 16, actual 4"
 
 
@@ -315,7 +316,7 @@ def test_show_labels_rates_graph_break_sites_memory_and_whole_keys_at_80_columns
     assert "throughput  1,104 tokens/s (wall) · 1,322 tokens/s (median step) · 17.25" in lines
     assert any(line.strip() == "samples/s (wall) · 20.66 samples/s (median step)" for line in lines)
     assert "metrics     loss 0.84" in lines and "memory      host peak RSS 335 MB" in lines
-    breaks = lines[lines.index("Graph breaks (3)") + 1 :][:2]
+    breaks = lines[lines.index("Graph breaks (2 sites, met 3×)") + 1 :][:2]
     assert breaks == ["2×  at train_tiny_lm.py:94: Unsupported Tensor.backward() call",
                       "1×  at /opt/lib/other.py:7: Call to `torch._dynamo.graph_break()`"]  # fmt: skip
     assert "torch_num_interop_threads  1" in lines  # the key whole; the long value below it folds instead

@@ -65,6 +65,7 @@ LOGGERS = (
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in ")
+_ENTRY_ID = re.compile(r"\A\[?\d+/\d+\]?:\s*")  # which cached entry's guard failed: "0/1: "
 # Where Dynamo says a break is: "Graph break in user code at FILE:LINE" in a log record, and the traced line in a
 # counter's message ('# File "FILE", line N, in fn, code: ...').
 _USER_CODE_AT = re.compile(r"in user code at (.+?):(\d+)")
@@ -74,6 +75,11 @@ _EAGER_FRAME = "falling back to eager"
 _ENCOUNTERED = "Graph break encountered:"
 _CHAINED = "*** While handling this graph break, another graph break occurred: ***"
 _SKIPPED_FRAME = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
+
+
+def _recompile_reason(function: str, failed: str) -> str:
+    """The function and its failed guard, without the failed entry's id ("0/0: "): "fn: tensor 'x' size mismatch..."."""
+    return f"{function}: {_ENTRY_ID.sub('', failed, count=1)}"[:MAX_REASON_CHARS]
 
 
 def _round(value: float) -> float:
@@ -131,11 +137,11 @@ class _Capture(logging.Handler):
         if not match:
             return
         self.recompile_events += 1
-        function = match.group(1)
-        for line in message.splitlines():
-            line = line.strip()
-            if line.startswith("- "):
-                self.recompiles.append(f"{function}: {line[2:].strip()}"[:MAX_REASON_CHARS])
+        # One failed guard per cached entry, the newest first: the first is what made this recompile, the rest
+        # are older entries' failures, said again at every recompile.
+        failed = next((line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")), None)
+        if failed is not None:
+            self.recompiles.append(_recompile_reason(match.group(1), failed))
 
 
 class CompileWatch:
@@ -454,23 +460,16 @@ class CompileWatch:
         return result
 
     def _recompiles(self, records: list[Any] | None) -> dict[str, Any]:
+        """One reason per recompile (the guard that failed, by function), from the compile records, else from the
+        log records; a reason met again is listed again, so that a reader can count it."""
         reasons: list[str] = []
-        from_records = 0
         for record in _forward(records or []):
             reason = getattr(record, "recompile_reason", None)
-            if reason:
-                from_records += 1
-                function = getattr(record, "co_name", None) or "?"
-                reasons += [
-                    f"{function}: {line.strip()}"[:MAX_REASON_CHARS]
-                    for line in str(reason).splitlines()
-                    if line.strip()
-                ]
-        reasons += self._capture.recompiles
-        return {
-            "count": max(from_records, self._capture.recompile_events),
-            "reasons": list(dict.fromkeys(reasons))[:MAX_REASONS],
-        }
+            lines = [line.strip() for line in str(reason or "").splitlines() if line.strip()]
+            if lines:  # the newest entry's failed guard first, as in the log
+                reasons.append(_recompile_reason(getattr(record, "co_name", None) or "?", lines[0]))
+        count = max(len(reasons), self._capture.recompile_events)
+        return {"count": count, "reasons": (reasons or self._capture.recompiles)[:MAX_REASONS]}
 
 
 class _NeverImported:

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from ingest import backend_evidence, handover, rank_summaries, steps
+from ingest.integration import curve_file, metric_names
 from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks, xla_metrics
@@ -503,14 +504,14 @@ class Run:
 
     def _write(self, status: str, ended: datetime, sections: dict[str, Any]) -> None:
         folder = self.folder
-        for name in sorted(self._logs):
+        for name, entry_name in metric_names(self._logs).items():
             values = self._read(name)
-            with open(folder / f"metric-{name}.txt", "w") as handle:  # the whole curve, one value per line
+            with open(folder / curve_file(entry_name), "w") as handle:  # the whole curve, one value per line
                 handle.writelines(f"{value}\n" for _, value in values)
             if values:
                 step, last = values[-1]
                 number = last if isinstance(last, (int, float)) and not isinstance(last, bool) else None
-                handover.metric(name, _round(number), step=step, folder=folder)
+                handover.metric(entry_name, _round(number), step=step, folder=folder)
         for name, metric in self._throughput().items():
             handover.metric(
                 name, metric["value"], metric["unit"], better="higher", phase="steady",
@@ -518,7 +519,7 @@ class Run:
             )  # fmt: skip
         if self.world_size > 1 and self._throughput():
             self._notes.append(f"Throughput figures are rank 0's own, one of {self.world_size} ranks (per_rank).")
-        for field, value in {**sections, **self._sections}.items():
+        for field, value in {**self._identity(), **sections, **self._sections}.items():
             if field in ("timings", "settings", "versions") and isinstance(value, dict):
                 for key, item in value.items():
                     if item is not None:
@@ -542,6 +543,17 @@ class Run:
         entry = record_after(self._kb, RunInfo(), AfterTheFact(from_dir=folder))
         shutil.rmtree(folder)  # copied into the entry's attachments: the cache copy has done its job
         print(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", file=sys.stderr)
+
+    def _identity(self) -> dict[str, Any]:
+        """Who the run says it is, for the entry (under `kb record`, options given to it win)."""
+        named = {
+            "title": self.title,
+            "workload": {"name": self.workload} if self.workload else None,
+            "backend": self.backend,
+            "mode": self.mode,
+            "tags": list(self.tags) or None,
+        }
+        return {field: value for field, value in named.items() if value is not None}
 
     def _manifest(self, status: str, ended: datetime) -> None:
         """run.json: what this run knows about itself, for `kb record --from` (here or on another machine)."""
@@ -592,23 +604,26 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 
 
 def _values(values: list[Any]) -> list[Any]:
-    """Many logged values read back at once: 0-d tensors alike are stacked and read in one call (a read per
-    value costs more than the step timer itself)."""
+    """Many logged values read back at once: 0-d tensors are copied to the host, then stacked and read there in one
+    call (a read per value costs more than the step timer itself). Nothing runs on the run's device but the copy
+    every backend has: an operator there (stacking on the device) would be a compile on XLA and a CPU fallback on a
+    backend without it, counted against the run."""
     if len(values) > 1 and all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in values):
         try:
-            return torch.stack(values).tolist()
-        except Exception:  # mixed devices or dtypes: one by one
+            return torch.stack([value if value.is_cpu else value.to("cpu") for value in values]).tolist()
+        except Exception:  # a value that cannot be read back (a device error): one by one
             pass
     return [_value(value) for value in values]
 
 
 def _value(value: Any) -> Any:
-    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step;
-    one that cannot be read back (not one number, a device error) is kept as None rather than failing the run."""
+    """A logged value as a number: a tensor is read back here (once, at a flush or at the end), never in a step,
+    by a copy to the host (`item()` on the device is an operator some backends lack); one that cannot be read back
+    (not one number, a device error) is kept as None rather than failing the run."""
     if not hasattr(value, "item"):
         return value
     try:
-        return value.item()
+        return (value.to("cpu") if isinstance(value, torch.Tensor) else value).item()
     except Exception:
         return None
 

@@ -1,7 +1,8 @@
 """An instrumented run on the kbdev PrivateUse1 test device: `python kbdev_run.py SCENARIO [STEPS]`.
 
-Scenarios: native (only add.Tensor, which kbdev implements), warned_before (a linear layer, whose addmm falls
-back to the CPU, runs once before the run starts, so its once-per-process warning comes before the watch).
+Scenarios: native (only add.Tensor, which kbdev implements), logged (native, and each step's result logged as a
+tensor on the device, which kb reads back), warned_before (a linear layer, whose addmm falls back to the CPU, runs
+once before the run starts, so its once-per-process warning comes before the watch).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ with run(workload="kbdev-test", backend=device, mode="eager", device=device, sam
         ones = torch.ones(3, 4).to(device)
     for _ in range(steps):
         with r.step():
-            y = x + ones if scenario == "native" else model(x)
-        r.log("loss", 1.0)
-    r.audit(model if scenario != "native" else None, y)
+            y = model(x) if scenario == "warned_before" else x + ones
+        r.log("loss", y[0, 0] if scenario == "logged" else 1.0)
+    r.audit(model if scenario == "warned_before" else None, y)
 print(f"done {scenario}")
