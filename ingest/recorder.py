@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ingest import environment
+from ingest import environment, provenance
 from ingest.describe import RunInfo, command_title
 from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.handover import ENV_RUN_DIR
@@ -51,6 +51,7 @@ def record_command(
     cwd: Path | None = None,
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
+    code_dir: Path | None = None,
 ) -> Recorded:
     cwd = (cwd or Path.cwd()).resolve()
     record = kb.config.record
@@ -63,6 +64,7 @@ def record_command(
                 packages=(*environment.DEFAULT_PACKAGES, *record.packages),
                 env_prefixes=(*environment.DEFAULT_ENV_PREFIXES, *record.env_prefixes),
                 probe_timeout_s=record.probe_timeout_s,
+                git_of=lambda: provenance.code_git(argv, cwd, kb.root, code_dir),
             )
         ),
         name="kb-capture",
