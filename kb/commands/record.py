@@ -47,7 +47,9 @@ def register(app: typer.Typer) -> None:
         reference: Optional[str] = typer.Option(
             None, "--reference", help="Id of the entry this run is checked against."
         ),
-        author: Optional[str] = describing.AUTHOR,
+        author: Optional[str] = typer.Option(
+            None, "--author", help="Who ran it (default: git's user.name <user.email>, else your login)."
+        ),
         status: Optional[str] = typer.Option(None, "--status", help=f"Without a command: {', '.join(STATUSES[:-1])}."),
         failure: Optional[str] = typer.Option(
             None, "--failure", help="Without a command: the failure class.", metavar="CLASS"
@@ -79,6 +81,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
+        from kb.authors import current_author
         from kb.commands.common import knowledge_base
 
         settings, metrics = parse_all(setting, metric)
@@ -97,6 +100,7 @@ def register(app: typer.Typer) -> None:
             author=author,
         )
         kb = knowledge_base(ctx)
+        info.author = author or current_author(kb.root)
         if reference:
             info.reference = kb.load(reference).id  # it must exist (fail before running); a short id becomes whole
         if command:
