@@ -54,7 +54,7 @@ def main_options(
 
 # One module per command in kb/commands/, listed in the order `kb --help` shows them.
 COMMANDS = ("init", "record", "add", "ingest", "rerun", "show", "ls", "search", "board", "compare", "trend", "decide",
-            "release", "revisit", "expect", "check", "index", "migrate", "site", "schema")  # fmt: skip
+            "release", "revisit", "expect", "check", "index", "migrate", "site", "export", "schema")  # fmt: skip
 
 
 def _register() -> None:
