@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import json_data, run_kb
+from conftest import REPO, json_data, run_kb
 
 from bench.generate import generate
 from kb.errors import KbError
@@ -146,3 +147,10 @@ def test_without_pyarrow_the_error_says_what_to_install(
     with pytest.raises(KbError, match=r"^kb export --parquet needs pyarrow: pip install 'kb\[export\]'"):
         export_parquet(connect(index_path(kb.cache_path)), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_documented_schema_is_the_exports() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cogapp", "--check", "docs/team.md"], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, "docs/team.md is stale: run `cog -r docs/team.md`\n" + result.stderr
