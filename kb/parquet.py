@@ -17,8 +17,6 @@ from typing import Any
 from kb.errors import KbError
 from kb.index.export import TABLES, Table, iter_batches, snapshot
 
-BATCH_ROWS = 20_000
-
 
 @dataclass(frozen=True)
 class Exported:
@@ -49,10 +47,11 @@ def arrow_type(pa: Any, name: str) -> Any:
 def export_parquet(
     db: sqlite3.Connection,
     out: Path,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> list[Exported]:
-    """Write TABLES into out (made if missing) as <table>.parquet; progress(table, rows so far) after each batch."""
+    """Write TABLES into out (made if missing) as <table>.parquet, batch_rows at a time (default: each table's
+    own); progress(table, rows so far) after each batch."""
     pa = _arrow()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +69,7 @@ def _write(
     db: sqlite3.Connection,
     table: Table,
     out: Path,
-    batch_rows: int,
+    batch_rows: int | None,
     progress: Callable[[str, int], None] | None,
 ) -> Exported:
     schema = pa.schema(

@@ -29,6 +29,7 @@ class Table:
     columns: tuple[Column, ...]
     sql: str  # selects the columns in their order (or what `shape` makes them from)
     shape: Callable[[tuple], tuple] | None = None
+    batch_rows: int = 20_000  # rows read and written at a time: what the export holds in memory
 
 
 def _text(value: Any) -> str | None:
@@ -101,6 +102,7 @@ TABLES: tuple[Table, ...] = (
         "SELECT id, path, title, kind, status, recorded, author, backend, mode, workload, task, model, source, "
         "host, failure_class, wall_s, compile_s, first_step_s, step_s_median, git_commit, front_matter "
         "FROM entries ORDER BY recorded, id",
+        batch_rows=2_000,  # a front matter is kilobytes: 2,000 of them are about as much as 20,000 metrics
     ),
     Table(
         "metrics",
@@ -184,6 +186,7 @@ TABLES: tuple[Table, ...] = (
         ),
         "SELECT id, title, recorded, author, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded, id",
         _decision_row,
+        batch_rows=2_000,
     ),
 )
 
@@ -198,8 +201,9 @@ def snapshot(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("COMMIT")
 
 
-def iter_batches(db: sqlite3.Connection, table: Table, size: int) -> Iterator[list[tuple]]:
-    """table's rows, size at a time, in its columns' order."""
+def iter_batches(db: sqlite3.Connection, table: Table, size: int | None = None) -> Iterator[list[tuple]]:
+    """table's rows, size (else its batch_rows) at a time, in its columns' order."""
+    size = size or table.batch_rows
     cursor = db.execute(table.sql)
     while batch := cursor.fetchmany(size):
         yield [table.shape(row) for row in batch] if table.shape else batch
