@@ -42,10 +42,13 @@ def check(kb: KnowledgeBase, ref: str) -> tuple[Entry, list[str], Path, list[str
     shown = command.get("line")
     if isinstance(shown, str) and shown != shlex.join(argv):
         warnings.append(f"the line {original.id} shows is not the command that runs: {shown}")
-    then = (original.data.get("git") or {}).get("commit")
-    now = environment.git_state(folder).get("commit")
+    recorded_git = original.data.get("git") or {}
+    then = recorded_git.get("commit")
+    # The commit is the code's repository's (ingest.provenance), not always the working folder's.
+    code = Path(recorded_git["repository"]) if isinstance(recorded_git.get("repository"), str) else folder
+    now = environment.git_state(code).get("commit") if code.is_dir() else None
     if then and now and then != now:
-        warnings.append(f"the code changed: {original.id} ran at commit {then[:12]}, the folder is now at {now[:12]}")
+        warnings.append(f"the code changed: {original.id} ran at commit {then[:12]}, {code} is now at {now[:12]}")
     return original, argv, folder, warnings
 
 

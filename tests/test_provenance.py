@@ -101,3 +101,20 @@ def test_code_dir_must_exist(kb: KnowledgeBase, tmp_path: Path) -> None:
         f"kb: error: --code-dir {tmp_path / 'nowhere'}: no such folder; name the folder of the code that runs",
     )
     assert list(kb.iter_entry_paths()) == []
+
+
+def test_a_rerun_compares_the_codes_repository_not_the_working_folders(
+    kb_in_git: KnowledgeBase, tmp_path: Path
+) -> None:
+    code = tmp_path / "code"
+    first = repository(code, {"train.py": "print('trained')\n"})
+    entry = record(kb_in_git, "--", sys.executable, str(code / "train.py"), cwd=kb_in_git.root)
+    unchanged = run_kb("rerun", "--yes", entry.id, cwd=kb_in_git.root)
+    assert unchanged.returncode == 0 and "the code changed" not in unchanged.stderr, unchanged.stderr
+    (code / "train.py").write_text("print('trained again')\n")
+    git(code, "commit", "-q", "-am", "second")
+    changed = run_kb("rerun", "--yes", entry.id, cwd=kb_in_git.root)
+    now = git(code, "rev-parse", "HEAD")
+    assert f"the code changed: {entry.id} ran at commit {first[:12]}, {code.resolve()} is now at {now[:12]}" in (
+        changed.stderr
+    )
