@@ -9,6 +9,7 @@ from pathlib import Path
 from ingest import environment
 from ingest.describe import RunInfo
 from ingest.recorder import Recorded, record_command
+from kb.authors import current_author
 from kb.entry import Entry
 from kb.errors import KbError
 from kb.redact import MASK
@@ -63,5 +64,6 @@ def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
         tags=list(data.get("tags") or []),
         settings=dict(data.get("settings") or {}),
         rerun_of=original.id,
+        author=current_author(kb.root),
     )
     return Rerun(original, record_command(kb, list(argv), info, cwd=folder), warnings)

@@ -84,7 +84,12 @@ def test_runs_decisions_reviews_and_releases_are_signed_by_gits_identity(
     decision = kb_json(kb.root, "decide", "--title", "Use CPU", "--question", "Which?", "--choice", "CPU")
     release = kb_json(kb.root, "release", "torch", "2.13.0")
     kb_ok(kb.root, "revisit", "--ack", decision["id"], "--note", "re-checked")
-    entries = {item["id"]: Entry.read(kb.entries_path / item["path"]) for item in (run, decision, release)}
+    own_git_config.write_text("[user]\n\tname = Grace Hopper\n\temail = grace@example.org\n")
+    kb_ok(kb.root, "rerun", "--yes", run["id"])
+    entries = [Entry.read(path) for path in kb.iter_entry_paths()]
+    rerun = next(entry for entry in entries if (entry.data.get("links") or {}).get("rerun_of") == run["id"])
+    assert rerun.data["author"] == "Grace Hopper <grace@example.org>"  # who ran it again, not who ran it first
+    entries = {entry.id: entry for entry in entries}
     assert [entries[item["id"]].data.get("author") for item in (run, decision, release)] == [signed] * 3
     reviewed = Entry.read(kb.entries_path / decision["path"])
     assert [review["by"] for review in reviewed.data["decision"]["reviews"]] == [signed]
