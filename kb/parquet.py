@@ -48,10 +48,10 @@ def export_parquet(
     db: sqlite3.Connection,
     out: Path,
     batch_rows: int | None = None,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Exported]:
     """Write TABLES into out (made if missing) as <table>.parquet, batch_rows at a time (default: each table's
-    own); progress(table, rows so far) after each batch."""
+    own); progress(rows) after each batch with the rows it wrote."""
     pa = _arrow()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ def _write(
     table: Table,
     out: Path,
     batch_rows: int | None,
-    progress: Callable[[str, int], None] | None,
+    progress: Callable[[int], None] | None,
 ) -> Exported:
     schema = pa.schema(
         [pa.field(c.name, arrow_type(pa, c.type), metadata={"description": c.description}) for c in table.columns],
@@ -86,7 +86,7 @@ def _write(
                 writer.write_batch(pa.record_batch(columns, schema=schema))
                 rows += len(batch)
                 if progress is not None:
-                    progress(table.name, rows)
+                    progress(len(batch))
             if not rows:
                 writer.write_table(schema.empty_table())
         os.replace(partial, final)

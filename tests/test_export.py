@@ -15,7 +15,7 @@ from conftest import REPO, json_data, run_kb
 from bench.generate import generate
 from kb.errors import KbError
 from kb.index.db import connect, index_path
-from kb.index.export import TABLES
+from kb.index.export import TABLES, total_rows
 from kb.index.prepare import prepare
 from kb.parquet import export_parquet
 from kb.store import KnowledgeBase
@@ -121,12 +121,11 @@ def test_the_export_is_written_in_batches(exported: tuple[Path, Path, str], tmp_
     kb = KnowledgeBase(root)
     prepare(kb)
     db = connect(index_path(kb.cache_path))
-    seen: list[tuple[str, int]] = []
-    written = export_parquet(
-        db, tmp_path / "out", batch_rows=100, progress=lambda table, rows: seen.append((table, rows))
-    )
+    seen: list[int] = []
+    written = export_parquet(db, tmp_path / "out", batch_rows=100, progress=seen.append)
     entries = next(item for item in written if item.table == "entries")
-    assert [rows for table, rows in seen if table == "entries"] == [*range(100, 601, 100), 601]
+    assert seen[:8] == [100] * 6 + [1, 100]  # the entries in batches of 100, then the metrics'
+    assert sum(seen) == sum(item.rows for item in written) == total_rows(db)
     assert pq.ParquetFile(entries.path).metadata.num_row_groups == math.ceil(601 / 100)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(f"{t.name}.parquet" for t in TABLES)
 

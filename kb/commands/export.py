@@ -24,11 +24,13 @@ def register(app: typer.Typer) -> None:
         from kb.commands.common import synced
         from kb.commands.envelope import print_json
         from kb.index.db import reading
+        from kb.index.export import total_rows
         from kb.parquet import export_parquet
+        from kb.progress import Progress
 
         _, db = synced(ctx)
-        with reading(db):
-            written = export_parquet(db, parquet)
+        with reading(db), Progress("Exporting", total_rows(db), "rows") as step:
+            written = export_parquet(db, parquet, progress=step)
         if json_:
             print_json([{"table": w.table, "path": str(w.path), "rows": w.rows} for w in written])
             return

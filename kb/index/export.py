@@ -30,6 +30,10 @@ class Table:
     sql: str  # selects the columns in their order (or what `shape` makes them from)
     shape: Callable[[tuple], tuple] | None = None
     batch_rows: int = 20_000  # rows read and written at a time: what the export holds in memory
+    count_sql: str = ""  # counts the rows, where counting `sql` would cost more (a sort): for progress
+
+    def counting(self) -> str:
+        return self.count_sql or f"SELECT count(*) FROM ({self.sql})"
 
 
 def _text(value: Any) -> str | None:
@@ -103,6 +107,7 @@ TABLES: tuple[Table, ...] = (
         "host, failure_class, wall_s, compile_s, first_step_s, step_s_median, git_commit, front_matter "
         "FROM entries ORDER BY recorded, id",
         batch_rows=2_000,  # a front matter is kilobytes: 2,000 of them are about as much as 20,000 metrics
+        count_sql="SELECT count(*) FROM entries",
     ),
     Table(
         "metrics",
@@ -199,6 +204,11 @@ def snapshot(db: sqlite3.Connection) -> Iterator[None]:
         yield
     finally:
         db.execute("COMMIT")
+
+
+def total_rows(db: sqlite3.Connection) -> int:
+    """How many rows an export writes, all tables together (for its progress)."""
+    return sum(db.execute(table.counting()).fetchone()[0] for table in TABLES)
 
 
 def iter_batches(db: sqlite3.Connection, table: Table, size: int | None = None) -> Iterator[list[tuple]]:
