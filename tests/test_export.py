@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, json_data, run_kb
+from conftest import REPO, json_data, run_kb, write_entry
 
 from bench.generate import generate
 from kb.errors import KbError
@@ -134,6 +134,15 @@ def test_an_empty_base_exports_empty_tables(kb: KnowledgeBase, tmp_path: Path) -
     run_kb("export", "--parquet", str(tmp_path / "out"))
     assert query(tmp_path / "out", "SELECT count(*) FROM entries") == [(0,)]
     assert query(tmp_path / "out", "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_a_hand_edited_decision_is_exported_as_text_not_lost(kb: KnowledgeBase, tmp_path: Path) -> None:
+    decision = {"question": "Where?", "choice": "CUDA", "status": "accepted", "reviews": [{"by": 5}, "re-checked"]}
+    write_entry(kb, "2026-11-01-odd-000001", kind="decision", recorded="2026-11-01T00:00:00Z", decision=decision,
+                links={"evidence": "2026-10-01-run-000001"})  # fmt: skip
+    assert run_kb("export", "--parquet", str(tmp_path / "out")).returncode == 0
+    rows = query(tmp_path / "out", "SELECT choice, evidence, reviews FROM decisions")
+    assert rows == [("CUDA", ["2026-10-01-run-000001"], [{"date": None, "by": "5", "note": None}])]
 
 
 def test_without_pyarrow_the_error_says_what_to_install(

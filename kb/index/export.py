@@ -37,23 +37,22 @@ class Table:
 
 
 def _text(value: Any) -> str | None:
-    """A hand-edited entry may hold a number or a list where a text is expected: exported as text, not lost."""
+    """A field the schema leaves open (a review's, a link that may be a list) may hold a number or a list where
+    the column is a text: exported as text (JSON for a list), not lost."""
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def _texts(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    return [str(_text(item)) for item in (value if isinstance(value, list) else [value])]
+def _ids(value: str | list[str] | None) -> list[str] | None:
+    return [value] if isinstance(value, str) else value  # a link's target is an id or a list of ids
 
 
 def _decision_row(row: tuple) -> tuple:
+    """The index holds only entries the schema accepts: the decision's own fields have the types it says."""
     entry_id, title, recorded, author, front_matter = row
     data = json.loads(front_matter)
-    decision = data.get("decision") if isinstance(data.get("decision"), dict) else {}
-    links = data.get("links") if isinstance(data.get("links"), dict) else {}
+    decision, links = data.get("decision") or {}, data.get("links") or {}
     reviews = [
         {"date": _text(review.get("date")), "by": _text(review.get("by")), "note": _text(review.get("note"))}
         for review in decision.get("reviews") or []
@@ -64,11 +63,11 @@ def _decision_row(row: tuple) -> tuple:
         title,
         recorded,
         author,
-        *(_text(decision.get(name)) for name in ("status", "question", "choice", "rationale", "owner", "date")),
-        _texts(decision.get("alternatives")),
-        _texts(decision.get("triggers")),
-        _texts(links.get("evidence")),
-        _text(links.get("supersedes")),
+        *(decision.get(name) for name in ("status", "question", "choice", "rationale", "owner", "date")),
+        decision.get("alternatives"),
+        decision.get("triggers"),
+        _ids(links.get("evidence")),
+        _text(links.get("supersedes")),  # one id, as kb decide writes it (a list, as JSON)
         _text(links.get("superseded_by")),
         reviews,
     )
