@@ -712,8 +712,11 @@ def capture(
     env_prefixes: Sequence[str] = DEFAULT_ENV_PREFIXES,
     env: Mapping[str, str] | None = None,
     probe_timeout_s: float = 5.0,
+    git_of: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything above for a command about to run (or running) in cwd; the slow parts run in parallel.
+
+    git_of, when given, finds the git state instead of the work tree holding cwd (see ingest.provenance).
 
     Returns {"versions", "versions_source", "hardware" (host info, "accelerators", "probes"), "git",
     "environment", "python" (the command's interpreter or None), "notes" (one line per part that raised)}.
@@ -730,7 +733,7 @@ def capture(
     python = settle("python", lambda: python_for(argv or ()), None)
     with _pool(4, "kb-capture") as pool:
         versions_job = pool.submit(package_versions, packages, python)
-        git_job = pool.submit(git_state, cwd)
+        git_job = pool.submit(git_of or (lambda: git_state(cwd)))
         probes_job = pool.submit(probe_accelerators, probe_timeout_s)
         host_job = pool.submit(host_info)
         environment = settle(

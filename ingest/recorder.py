@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ingest import environment
+from ingest import environment, provenance
 from ingest.describe import RunInfo, command_title, identity_title
 from ingest.finish import GIT_DIFF, OUTPUT_LOG, RUN_FOLDER, Outcome, finish
 from ingest.handover import ENV_RUN_DIR
@@ -54,6 +54,7 @@ def record_command(
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
     given: list[str] | None = None,
+    code_dir: Path | None = None,
 ) -> Recorded:
     """Run argv and record it. `given`: the fields a person stated as options, which what the run hands over never
     replaces (by default, those `info` holds)."""
@@ -68,6 +69,7 @@ def record_command(
                 packages=(*environment.DEFAULT_PACKAGES, *record.packages),
                 env_prefixes=(*environment.DEFAULT_ENV_PREFIXES, *record.env_prefixes),
                 probe_timeout_s=record.probe_timeout_s,
+                git_of=lambda: provenance.code_git(argv, cwd, kb.root, code_dir),
             )
         ),
         name="kb-capture",

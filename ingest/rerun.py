@@ -9,6 +9,7 @@ from pathlib import Path
 from ingest import environment
 from ingest.describe import RunInfo
 from ingest.recorder import Recorded, record_command
+from kb.authors import current_author
 from kb.entry import Entry
 from kb.errors import KbError
 from kb.redact import MASK
@@ -42,10 +43,13 @@ def check(kb: KnowledgeBase, ref: str) -> tuple[Entry, list[str], Path, list[str
     shown = command.get("line")
     if isinstance(shown, str) and shown != shlex.join(argv):
         warnings.append(f"the line {original.id} shows is not the command that runs: {shown}")
-    then = (original.data.get("git") or {}).get("commit")
-    now = environment.git_state(folder).get("commit")
+    recorded_git = original.data.get("git") or {}
+    then = recorded_git.get("commit")
+    # The commit is the code's repository's (ingest.provenance), not always the working folder's.
+    code = Path(recorded_git["repository"]) if isinstance(recorded_git.get("repository"), str) else folder
+    now = environment.git_state(code).get("commit") if code.is_dir() else None
     if then and now and then != now:
-        warnings.append(f"the code changed: {original.id} ran at commit {then[:12]}, the folder is now at {now[:12]}")
+        warnings.append(f"the code changed: {original.id} ran at commit {then[:12]}, {code} is now at {now[:12]}")
     return original, argv, folder, warnings
 
 
@@ -60,6 +64,7 @@ def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
         tags=list(data.get("tags") or []),
         settings=dict(data.get("settings") or {}),
         rerun_of=original.id,
+        author=current_author(kb.root),
     )
     # Nobody stated these today: what the run says now (its settings, the threads it had) replaces them.
     return Rerun(original, record_command(kb, list(argv), info, cwd=folder, given=[]), warnings)

@@ -56,6 +56,7 @@ COMMANDS: dict[str, Command] = {
     "watch": Command("index", "Watch the entries folder, so commands look only at what changed."),
     "migrate": Command("migrate", "Bring entries written by an older kb to the current format."),
     "site": Command("site", "Build and preview the static site."),
+    "export": Command("export", "Export the knowledge base as Parquet files for DuckDB or pandas."),
     "schema": Command("schema", "Print the JSON Schema that entry front matter follows."),
 }
 

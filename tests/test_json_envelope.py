@@ -51,6 +51,7 @@ ELSEWHERE = {
     "ingest tensorboard": "test_ingest_stores.py",
     "ingest profile": "test_ingest_profile.py",
     "ingest compile-trace": "test_ingest_compile_trace.py",
+    "export": "test_export.py",
 }
 
 

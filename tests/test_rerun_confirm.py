@@ -44,9 +44,10 @@ def test_an_entry_whose_line_hides_what_runs_is_refused_and_checked(kb: Knowledg
     argv_end = text.index("  line:")
     evil = f"  argv:\n  - sh\n  - -c\n  - touch {marker}\n"
     path.write_text(text[:argv_start] + evil + text[argv_end:])
+    at = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("  line:"))
     result = run_kb("rerun", "--yes", entry_id)
     assert result.returncode == 1 and not marker.exists()
     checked = run_kb("check")
     assert checked.returncode == 1
     shown = shlex.join(["sh", "-c", f"touch {marker}"])
-    assert f":20: command.line: differs from command.argv, which is what kb rerun runs: {shown}\n" in checked.stdout
+    assert f":{at}: command.line: differs from command.argv, which is what kb rerun runs: {shown}\n" in checked.stdout

@@ -263,6 +263,7 @@ def new_decision(
     triggers: list[str],
     supersedes: str | None,
     when: date,
+    author: str | None = None,
 ) -> Entry:
     """Write a decision entry (and mark the one it supersedes); everything is checked before anything is written."""
     if status not in DECISION_STATUSES:
@@ -288,7 +289,7 @@ def new_decision(
         links["evidence"] = evidence_ids
     if previous is not None:
         links["supersedes"] = previous.id
-    entry = kb.create(entry_now(title, "decision", links=links or None, decision=section))
+    entry = kb.create(entry_now(title, "decision", author=author, links=links or None, decision=section))
     if previous is not None:
         previous.data.setdefault("decision", {})["status"] = "superseded"
         previous.data.setdefault("links", {})["superseded_by"] = entry.id
@@ -296,6 +297,22 @@ def new_decision(
     return entry
 
 
-def new_release(kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None) -> Entry:
+def recorded_release(db: sqlite3.Connection, package: str, version: str) -> str | None:
+    """The id of the release entry already recorded for package at version (2.28 and 2.28.0 are one), if any."""
+    from packaging.version import InvalidVersion, Version
+
+    wanted = Version(version)
+    for row in answers.releases(db, package):
+        try:
+            if Version(str(row["version"])) == wanted:
+                return str(row["id"])
+        except InvalidVersion:
+            continue
+    return None
+
+
+def new_release(
+    kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None, author: str | None = None
+) -> Entry:
     release = {"package": package, "version": version, "date": when.isoformat(), "url": url, "notes": notes}
-    return kb.create(entry_now(f"{package} {version}", "release", release=release))
+    return kb.create(entry_now(f"{package} {version}", "release", author=author, release=release))

@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from kb.answers.decisions import new_decision
+        from kb.authors import current_author
         from kb.commands.common import ask_missing, knowledge_base
         from kb.errors import KbError
 
@@ -58,8 +59,9 @@ def register(app: typer.Typer) -> None:
             when = date.fromisoformat(date_) if date_ else date.today()
         except ValueError:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
+        kb = knowledge_base(ctx)
         entry = new_decision(
-            knowledge_base(ctx),
+            kb,
             title=asked["--title"],
             question=asked["--question"],
             choice=asked["--choice"],
@@ -71,5 +73,6 @@ def register(app: typer.Typer) -> None:
             triggers=trigger,
             supersedes=supersedes,
             when=when,
+            author=current_author(kb.root),
         )
         written.report_written(entry, f"kb: recorded decision {entry.id} in {entry.path}", json_)

@@ -47,7 +47,9 @@ def register(app: typer.Typer) -> None:
         reference: Optional[str] = typer.Option(
             None, "--reference", help="Id of the entry this run is checked against."
         ),
-        author: Optional[str] = describing.AUTHOR,
+        author: Optional[str] = typer.Option(
+            None, "--author", help="Who ran it (default: git's user.name <user.email>, else your login)."
+        ),
         status: Optional[str] = typer.Option(None, "--status", help=f"Without a command: {', '.join(STATUSES[:-1])}."),
         failure: Optional[str] = typer.Option(
             None, "--failure", help="Without a command: the failure class.", metavar="CLASS"
@@ -67,11 +69,19 @@ def register(app: typer.Typer) -> None:
             help="With a command that cannot start (not found, not executable): keep its failed entry (a missing "
             "tool is evidence about an environment) or write none.",
         ),
+        code_dir: Optional[Path] = typer.Option(
+            None,
+            "--code-dir",
+            help="With a command: the git repository of the code that runs (default: the repository of the "
+            "command's script, else of the working folder; never the knowledge base's own).",
+            metavar="DIR",
+        ),
         json_: bool = typer.Option(
             False, "--json", help="Print the new entry's id, path, kind and status as JSON (after the output)."
         ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
+        from kb.authors import current_author
         from kb.commands.common import knowledge_base
 
         settings, metrics = parse_all(setting, metric)
@@ -90,6 +100,7 @@ def register(app: typer.Typer) -> None:
             author=author,
         )
         kb = knowledge_base(ctx)
+        info.author = author or current_author(kb.root)
         if reference:
             info.reference = kb.load(reference).id  # it must exist (fail before running); a short id becomes whole
         if command:
@@ -101,6 +112,8 @@ def register(app: typer.Typer) -> None:
                 "--attach": attach,
                 "--from": from_dir,
             }
+            if code_dir is not None and not code_dir.is_dir():
+                raise KbError(f"--code-dir {code_dir}: no such folder; name the folder of the code that runs")
             given = [name for name, value in after_only.items() if value]
             if given:
                 raise KbError(
@@ -109,7 +122,7 @@ def register(app: typer.Typer) -> None:
                 )
             from ingest.recorder import record_command as run_and_record
 
-            recorded = run_and_record(kb, command, info)
+            recorded = run_and_record(kb, command, info, code_dir=code_dir.resolve() if code_dir else None)
             entry = recorded.entry
             if not recorded.started:
                 typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
@@ -122,6 +135,8 @@ def register(app: typer.Typer) -> None:
                                    stdout_free=False)  # fmt: skip
             raise typer.Exit(recorded.exit_code)
 
+        if code_dir is not None:
+            raise KbError("--code-dir goes with a command (after --): a run recorded after the fact has no git state")
         from ingest.after import AfterTheFact, record_after
 
         interactive = sys.stdin.isatty() and sys.stdout.isatty()

@@ -27,9 +27,11 @@ def register(app: typer.Typer) -> None:
 
         from packaging.version import InvalidVersion, Version
 
-        from kb.answers.decisions import new_release
-        from kb.commands.common import knowledge_base
+        from kb.answers.decisions import new_release, recorded_release
+        from kb.authors import current_author
+        from kb.commands.common import synced
         from kb.errors import KbError
+        from kb.index.db import reading
 
         try:
             Version(version)
@@ -38,7 +40,12 @@ def register(app: typer.Typer) -> None:
             raise KbError(f"{version!r} is not a version kb can order (PEP 440), e.g. 2.27.1") from None
         except ValueError:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
-        entry = new_release(knowledge_base(ctx), package, version, when=when, url=url, notes=notes)
+        kb, db = synced(ctx)  # with what a pull brought in: a teammate may have recorded it already
+        with reading(db):
+            existing = recorded_release(db, package, version)
+        if existing is not None:
+            raise KbError(f"{package} {version} is already recorded as {existing}; nothing written")
+        entry = new_release(kb, package, version, when=when, url=url, notes=notes, author=current_author(kb.root))
         written.report_written(entry, f"kb: recorded release {entry.id} in {entry.path}", json_)
         # On stderr: stdout holds the new id (or its JSON), for scripts.
         made_due = due_by(ctx, entry.id)

@@ -23,7 +23,9 @@ def register(app: typer.Typer) -> None:
             metavar="ID",
         ),
         note: Optional[str] = typer.Option(None, "--note", help="With --ack: what was re-checked, and the outcome."),
-        by: Optional[str] = typer.Option(None, "--by", help="With --ack: who reviewed it (default: your login)."),
+        by: Optional[str] = typer.Option(
+            None, "--by", help="With --ack: who reviewed it (default: git's user.name and email, else your login)."
+        ),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """List the decisions that are due, each with its reasons and the entries to look at."""
@@ -38,14 +40,14 @@ def register(app: typer.Typer) -> None:
         from kb.index.db import reading
 
         if ack is not None:
-            import getpass
-
             from kb.answers.decisions import review
+            from kb.authors import current_author
             from kb.entry import utc_now
 
             if not note:
                 raise KbError("--ack needs --note: say what was re-checked, e.g. --note 're-checked on 2.27.1'")
-            entry = review(knowledge_base(ctx), ack, note=note, by=by or getpass.getuser(), when=utc_now())
+            kb = knowledge_base(ctx)
+            entry = review(kb, ack, note=note, by=by or current_author(kb.root), when=utc_now())
             typer.echo(f"kb: recorded a review of {entry.id} in {entry.path}", err=True)
             return
         if note or by:
