@@ -36,7 +36,34 @@ def ratio_text(cell: Cell) -> str:
         return "×0 (num.)"
     if cell.ratio is None:
         return "-"
-    return f"×{cell.ratio:.3g}" + ("" if cell.verdict == "counted" else "?")
+    if cell.verdict != "counted":
+        return f"×{cell.ratio:.3g}?"
+    unsure = (cell.comparison or {}).get("verdict") == "inconclusive"
+    return f"×{cell.ratio:.3g}" + ("~" if unsure else "")
+
+
+def footing_text(cell: Cell) -> str:
+    """`5 runs, 4,800-5,200 tok/s; torch 2.13.0, 2026-12-06`: what the cell's figure stands on."""
+    if cell.figure is None:
+        return ""
+    low, high = cell.spread or (cell.figure.value, cell.figure.value)
+    spread = "" if cell.n < 2 else f", {_figure_value(cell.figure, low)} to {_figure_value(cell.figure, high)}"
+    where = ", ".join(part for part in (cell.release, cell.evidence_date) if part)
+    busy = f"; {cell.busy} busy kept out" if cell.busy else ""
+    return f"{cell.n} run{'s' if cell.n != 1 else ''}{spread}" + (f"; {where}" if where else "") + busy
+
+
+def _figure_value(figure: Figure, value: float) -> str:
+    return duration(value) if figure.name == "step_s" else number(round(value))
+
+
+def comparison_text(cell: Cell) -> str:
+    """The verdict against the baseline with its footing, where the cell was compared."""
+    if not cell.comparison:
+        return ""
+    from kb.answers.verdict import Verdict
+
+    return "vs baseline: " + Verdict(**cell.comparison).text()
 
 
 def run_texts(cell: Cell) -> tuple[str, str]:
@@ -65,13 +92,16 @@ def _clip(text: str, width: int = WIDTH) -> str:
 def board_lines(result: Board) -> list[str]:
     if not result.workloads:
         return ["No runs yet: record one with kb record --workload NAME --backend NAME -- python train.py"]
-    lines: list[str] = []
+    lines: list[str] = textwrap.wrap(result.guessed, WIDTH) + ([""] if result.guessed else [])
     for workload in result.workloads:
         lines += [*_workload_lines(workload), ""]
     lines += [
-        "×N?: numerics unchecked, so not counted; ×0 (num.): numerics failed.",
-        "Figures are per device; reported figures are listed apart and never ranked.",
-        "Baseline: [answers] incumbent in kb.toml or --incumbent, else the most runs.",
+        "×N?: numerics unchecked, so not counted; ×0 (num.): numerics failed;",
+        "×N~: inconclusive (too few runs, or the interval straddles the floor).",
+        "Figures: the median of the current release's repeated runs, per device;",
+        f"verdicts from n runs each side, with a floor of {result.floor:.0%}: faster, slower,",
+        "equivalent within the floor, or inconclusive. Busy-machine runs are kept out.",
+        "Reported figures are listed apart and never ranked.",
     ]
     return lines
 
@@ -86,7 +116,8 @@ def _workload_lines(workload: WorkloadBoard) -> list[str]:
         done = f"{cell.completed}/{cell.tried}"
         lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), run_texts(cell)[0], done]))
         said_below = cell.tried == 0 and (cell.backend, cell.mode) in reported  # its reported line says it
-        lines += [_clip(f"    {line}") for line in _details(cell, said_below)]
+        for line in _details(cell, said_below):
+            lines += textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="      ")
     for report in workload.reported:
         label = f"{report.backend} · {report.mode}" if report.mode else report.backend
         lines.append(_clip(f"  reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"))
@@ -109,7 +140,11 @@ def _details(cell: Cell, said_below: bool) -> list[str]:
     if cell.cold_compile or cell.warm_compile:
         cold, warm = (duration(c["seconds"]) if c else "not measured" for c in (cell.cold_compile, cell.warm_compile))
         lines.append(f"compile: cold {cold}, warm {warm}")
+    if cell.numerics_note:
+        lines.append(f"numerics failed: {cell.numerics_note}")
     if cell.figure is not None:
+        lines.append(footing_text(cell))
+        lines.append(comparison_text(cell))
         lines.append(f"on accelerator: {cell.stayed}; run {cell.figure.entry}")
     if cell.failure:
         message = " ".join(str(cell.failure["message"] or "").split())

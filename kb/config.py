@@ -24,8 +24,10 @@ probe_timeout_s = 5.0
 
 [answers]
 # The backend the team runs on today (e.g. "cuda", or "cuda compiled" for one mode of it): kb board and
-# kb compare --by give every ratio against it. Empty: the backend with the most completed runs.
+# kb compare --by give every ratio against it. Empty: guessed (the backend with the most completed runs), and said.
 incumbent = ""
+# The practical floor: a change smaller than this share (0.02 = 2%) is "equivalent", whatever the runs say.
+floor = 0.02
 """
 
 
@@ -40,6 +42,7 @@ class RecordConfig:
 @dataclass(frozen=True)
 class AnswersConfig:
     incumbent: str = ""
+    floor: float = 0.02
 
 
 @dataclass(frozen=True)

@@ -262,3 +262,23 @@ def newest_per_cell(
         # Absent sections are left out, as in the entry.
         row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
     return rows
+
+
+# -- the evidence a verdict judges: every run of a cell, not the newest few --------------------------------------------
+def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Every run, report and coverage entry of a workload (all workloads when None), newest first, with its author,
+    host, failure message and its front matter (`data`, parsed here: Python's reader takes the NaN and infinity a
+    run may hold, where SQLite's JSON functions refuse the whole document)."""
+    where = "e.workload = ?" if workload is not None else "e.workload IS NOT NULL"
+    rows = _dicts(
+        db.execute(
+            "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
+            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) AS failure_message, "
+            f"e.front_matter FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage') "
+            "ORDER BY e.recorded DESC, e.id DESC",
+            [workload] if workload is not None else [],
+        )
+    )
+    for row in rows:
+        row["data"] = json.loads(row.pop("front_matter"))
+    return rows
