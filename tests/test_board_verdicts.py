@@ -190,3 +190,19 @@ def test_a_non_finite_figure_is_a_numerics_failure_with_its_step() -> None:
     assert figures.numerics({"numerics": {"verdict": "pass"}, "metrics": {"loss": {"value": float("inf")}}}) == "failed"
     assert figures.headline({"metrics": {"tokens_per_s": {"value": float("nan")}}}) is None
     assert figures.nonfinite({"metrics": {"loss": {"value": 2.5, "step": 5}}}) == ""
+
+
+def test_kb_init_records_the_incumbent_by_option_or_on_a_terminal(tmp_path) -> None:
+    from conftest import run_kb_in_terminal
+
+    made = run_kb("init", str(tmp_path / "given"), "--incumbent", "cuda eager")
+    assert made.returncode == 0 and "Incumbent: cuda eager" in made.stdout, made.stderr
+    assert KnowledgeBase(tmp_path / "given").config.answers.incumbent == "cuda eager"
+    code, said = run_kb_in_terminal(
+        "init", str(tmp_path / "asked"), answer=lambda shown: b"neuron\r" if b"incumbent" in shown else None
+    )
+    assert code == 0 and b"Incumbent: neuron" in said, said
+    assert KnowledgeBase(tmp_path / "asked").config.answers.incumbent == "neuron"
+    # Without a terminal nothing is asked, and the board will say what it guessed.
+    quiet = run_kb("init", str(tmp_path / "quiet"))
+    assert "Incumbent: not set" in quiet.stdout and KnowledgeBase(tmp_path / "quiet").config.answers.incumbent == ""
