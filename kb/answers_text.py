@@ -49,7 +49,7 @@ def footing_text(cell: Cell) -> str:
     low, high = cell.spread or (cell.figure.value, cell.figure.value)
     spread = "" if cell.n < 2 else f", {_figure_value(cell.figure, low)} to {_figure_value(cell.figure, high)}"
     where = ", ".join(part for part in (cell.release, cell.evidence_date) if part)
-    busy = f"; {cell.busy} busy kept out" if cell.busy else ""
+    busy = "; all on a busy machine" if cell.busy_only else f"; {cell.busy} busy kept out" if cell.busy else ""
     return f"{cell.n} run{'s' if cell.n != 1 else ''}{spread}" + (f"; {where}" if where else "") + busy
 
 
@@ -256,9 +256,18 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
     for outcome in outcomes:
         item = outcome.expectation
         where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
-        actual = "no evidence" if outcome.actual is None else f"now {outcome.actual:g}"
-        lines.append(_clip(f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"))
+        if item.bound is None:
+            bound = f"{item.figure} must pass"
+        else:
+            bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+        if outcome.actual is not None:
+            actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+        else:
+            actual = outcome.reason or "no evidence"
+        said = f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"
+        lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 11)
+        for note in outcome.notes:
+            lines += textwrap.wrap(note, WIDTH, initial_indent=" " * 9, subsequent_indent=" " * 11)
         if outcome.entry:
             lines.append(f"         {outcome.entry}")
     return lines

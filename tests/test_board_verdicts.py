@@ -48,6 +48,9 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
         run(kb, "lm", "cuda", "eager", rate, versions=cuda())
     for rate in (100.0, 120.0):
         run(kb, "lm", "cuda", "eager", rate, versions=cuda(), hardware={"load": {"busy": True}})
+    # xpu: three times as fast, but only ever measured on a busy machine.
+    for rate in (3000.0, 3100.0, 2900.0):
+        run(kb, "lm", "xpu", "eager", rate, versions=cuda(), numerics=PASSED, hardware={"load": {"busy": True}})
     # xla: noisy from run to run (1,649 to 8,668 as seen on a shared machine): no verdict either way.
     for rate in (1649.0, 8668.0, 900.0):
         run(kb, "lm", "xla", "compiled", rate, numerics=PASSED, versions={"torch": "2.10.0", "torch-xla": "2.10.0"})
@@ -107,6 +110,10 @@ def test_a_cell_is_the_median_of_its_repeats_with_n_spread_and_an_interval(evide
     assert tpu["verdict"] == "inconclusive" and tpu["ratio"] == 2.0 and tpu["low"] is None
     rocm = lm["rocm · eager"]["comparison"]
     assert rocm["verdict"] == "equivalent" and 0.98 <= rocm["low"] <= rocm["high"] <= 1.02
+    busy = lm["xpu · eager"]
+    assert busy["figure"]["value"] == 3000.0 and busy["busy_only"] and busy["busy"] == 3
+    assert busy["comparison"]["verdict"] == "inconclusive"
+    assert busy["comparison"]["reason"] == "runs on a busy machine decide nothing"
 
 
 def test_a_winner_that_fails_on_the_newest_release_is_not_the_answer(evidence: KnowledgeBase) -> None:

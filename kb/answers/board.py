@@ -16,7 +16,7 @@ import sqlite3
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -65,6 +65,7 @@ class Cell:
     n: int = 0  # runs behind the figure
     spread: list[float] | None = None  # lowest and highest figure of those runs
     busy: int = 0  # runs of the current state kept out because the machine was busy
+    busy_only: bool = False  # every run of the current state was on a busy machine: a figure, never a verdict
     release: str | None = None  # "torch-neuronx 2.27.1": the backend package's release the figure comes from
     evidence_date: str | None = None  # when the newest run behind the figure was recorded
     current_failure: str = ""  # "fails on torch-neuronx 2.27.1: compile_error x2"
@@ -240,7 +241,7 @@ class State:
     current: list[Run]  # newest first
     older: list[Run]
     figure_runs: list[Run]  # current, completed, not busy, numerics not failed, with a figure; newest first
-    shapes: dict[str, Any] = field(default_factory=dict)  # of the newest of figure_runs
+    busy_only: bool = False  # figure_runs were all on a busy machine
 
 
 def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
@@ -266,7 +267,11 @@ def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
     current = [run for run in runs if run.release == release]
     older = [run for run in runs if run.release != release]
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
-    usable = [run for run in current if run.completed and not figures.busy(run.data) and figures.headline(run.data)]
+    measured = [run for run in current if run.completed and figures.headline(run.data)]
+    usable = [run for run in measured if not figures.busy(run.data)]
+    if not usable and measured:
+        # Only runs on a busy machine: their figure is shown, but no verdict stands on them.
+        usable, cell.busy_only = measured, True
     if usable and figures.numerics(usable[0].data) == "failed":
         # The current state fails its numerics: its figure is shown, at a speed-up of zero, and never a baseline.
         cell.numerics = "failed"
@@ -274,7 +279,7 @@ def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
         figure_runs = [run for run in usable if figures.numerics(run.data) == "failed"]
     else:
         figure_runs = [run for run in usable if figures.numerics(run.data) != "failed"]
-    state = State(package, release, current, older, figure_runs)
+    state = State(package, release, current, older, figure_runs, cell.busy_only)
     if release and package:
         cell.release = f"{package} {release}"
     if current and not any(run.completed for run in current) and release:
@@ -385,6 +390,8 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         return
     values = [f.value for f in (figures.headline(run.data, name) for run in sample) if f]
     judged = verdict.judge(base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    if cell.busy_only or base.busy_only:
+        judged = replace(judged, verdict="inconclusive", reason="runs on a busy machine decide nothing")
     cell.comparison = judged.as_dict()
     cell.ratio = judged.ratio
     if cell.ratio is None:

@@ -140,12 +140,12 @@ def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:
         if wanted == "step_s":
             step = (data.get("timings") or {}).get("step_s")
             value = step.get("median") if isinstance(step, dict) else step
-            if _number(value) is not None:
+            if finite_number(value) is not None:
                 return Figure("step_s", float(value), "s", float(value), devices(data), str(data.get("id")))
             continue
         metric = (data.get("metrics") or {}).get(wanted)
         value = metric.get("value") if isinstance(metric, dict) else None
-        if _number(value) is not None:
+        if finite_number(value) is not None:
             count = devices(data)
             unit = str(metric.get("unit") or unit_of(wanted))
             return Figure(wanted, float(value) / count, unit, float(value), count, str(data.get("id")))
@@ -162,7 +162,7 @@ def release_of(version: str) -> str:
         return version
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite number, else None: a NaN or infinite figure is never a good figure."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None

@@ -282,3 +282,19 @@ def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> li
     for row in rows:
         row["data"] = json.loads(row.pop("front_matter"))
     return rows
+
+
+def workload_names(db: sqlite3.Connection) -> set[str]:
+    """Every workload an entry names (for "did you mean")."""
+    return {row[0] for row in db.execute("SELECT DISTINCT workload FROM entries WHERE workload IS NOT NULL")}
+
+
+def backend_names(db: sqlite3.Connection) -> set[str]:
+    """Every backend an entry names (for "did you mean")."""
+    return {row[0] for row in db.execute("SELECT DISTINCT backend FROM entries WHERE backend IS NOT NULL")}
+
+
+def package_names(db: sqlite3.Connection) -> set[str]:
+    """Every package a run recorded the version of, or a release names (for "did you mean")."""
+    found = {row[0] for row in db.execute("SELECT DISTINCT package FROM versions")}
+    return found | {normalise_package(str(row[0])) for row in db.execute("SELECT DISTINCT package FROM release_rows")}
