@@ -213,3 +213,25 @@ def test_kb_init_records_the_incumbent_by_option_or_on_a_terminal(tmp_path) -> N
     # Without a terminal nothing is asked, and the board will say what it guessed.
     quiet = run_kb("init", str(tmp_path / "quiet"))
     assert "Incumbent: not set" in quiet.stdout and KnowledgeBase(tmp_path / "quiet").config.answers.incumbent == ""
+
+
+def test_kb_record_repeat_makes_the_runs_one_cell_of_n(tmp_path) -> None:
+    import sys
+
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    script = (
+        "import json, os, random\n"
+        "path = os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl')\n"
+        "line = dict(event='metric', name='tokens_per_s', value=1000 + random.random(), unit='tokens/s')\n"
+        "open(path, 'a').write(json.dumps(line) + '\\n')\n"
+    )
+    made = run_kb("--kb", str(kb.root), "record", "--repeat", "3", "--workload", "lm", "--backend", "cpu",
+                  "--mode", "eager", "--", sys.executable, "-c", script)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert [line for line in made.stderr.splitlines() if "(run 3 of 3, repeat-" in line], made.stderr
+    groups = {tag for entry in kb.iter_entries([]) for tag in entry.data.get("tags") or []}
+    assert len(groups) == 1 and next(iter(groups)).startswith("repeat-")
+    eager = cells(board(kb), "lm")["cpu · eager"]
+    assert eager["n"] + eager["busy"] == 3 and 1000 <= eager["figure"]["value"] <= 1001
+    refused = run_kb("--kb", str(kb.root), "record", "--repeat", "2", "--workload", "lm", "--no-edit")
+    assert refused.returncode == 1 and "--repeat runs a command again" in refused.stderr

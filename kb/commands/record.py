@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Optional
@@ -70,6 +71,14 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(
             False, "--json", help="Print the new entry's id, path, kind and status as JSON (after the output)."
         ),
+        repeat: int = typer.Option(
+            1,
+            "--repeat",
+            min=1,
+            metavar="N",
+            help="With a command: run it N times, one entry each, tagged repeat-<group> so the board knows them as "
+            "repeats (verdicts need 3 a side). Stops at an interrupted or killed run.",
+        ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
         from kb.commands.common import knowledge_base
@@ -109,18 +118,30 @@ def register(app: typer.Typer) -> None:
                 )
             from ingest.recorder import record_command as run_and_record
 
-            recorded = run_and_record(kb, command, info)
-            entry = recorded.entry
-            if not recorded.started:
-                typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
-                if not keep_unstarted:
-                    kb.remove(entry)
-                    typer.echo("kb: no entry kept (--discard-unstarted)", err=True)
-                    raise typer.Exit(recorded.exit_code)
-            # The command's output is on stdout: the id goes there only when --json asks for it.
-            written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_,
-                                   stdout_free=False)  # fmt: skip
-            raise typer.Exit(recorded.exit_code)
+            group = repeat_group() if repeat > 1 else None
+            first_failure = 0
+            for number in range(1, repeat + 1):
+                run_info = dataclasses.replace(info, tags=[*info.tags, group] if group else list(info.tags))
+                recorded = run_and_record(kb, command, run_info)
+                entry = recorded.entry
+                if not recorded.started:
+                    typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
+                    if not keep_unstarted:
+                        kb.remove(entry)
+                        typer.echo("kb: no entry kept (--discard-unstarted)", err=True)
+                        raise typer.Exit(recorded.exit_code)
+                # The command's output is on stdout: the id goes there only when --json asks for it.
+                of = f" (run {number} of {repeat}, {group})" if group else ""
+                written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}){of} in {entry.path}", json_,
+                                       stdout_free=False)  # fmt: skip
+                first_failure = first_failure or recorded.exit_code
+                if not recorded.started or entry.status in ("interrupted", "killed"):
+                    if number < repeat:
+                        typer.echo(f"kb: stopped after run {number} of {repeat}: it was {entry.status}", err=True)
+                    break
+            raise typer.Exit(first_failure)
+        if repeat > 1:
+            raise KbError("--repeat runs a command again: give the command after --")
 
         from ingest.after import AfterTheFact, record_after
 
@@ -143,3 +164,10 @@ def register(app: typer.Typer) -> None:
                 "pass --failure CLASS to correct it",
                 err=True,
             )
+
+
+def repeat_group() -> str:
+    """The tag the runs of one `--repeat` share: `repeat-` and 6 random hex digits."""
+    import secrets
+
+    return f"repeat-{secrets.token_hex(3)}"
