@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations
     from kb.answers.expectations import Outcome
     from kb.answers.figures import Figure
     from kb.answers.regressions import Regressions
+    from kb.answers.trend import Trend
 
 WIDTH = 80
 COLUMNS = (("backend · mode", 22), ("figure", 20), ("vs base", 10), ("numerics", 10), ("done", 6))
@@ -231,21 +232,30 @@ def decision_lines(state: DecisionState) -> list[str]:
 
 
 def regression_lines(found: Regressions) -> list[str]:
-    """What stopped working across releases, then what got slower: two lists, never mixed."""
+    """What stopped working across releases, then what got slower: two lists, never mixed; lines wrap."""
+
+    def wrapped(text: str, indent: int = 2) -> list[str]:
+        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4))
+
     lines = ["Stopped working (completed on the older release, fails on the newer):"]
     for item in found.breakages:
         where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        lines.append(_clip(f"  {where}: {item.package} {item.before} -> {item.after}: {item.failure}"))
-        lines += [_clip(f"      {case}") for case in item.cases[:10]]
+        lines += wrapped(f"{where}: {item.package} {item.before} -> {item.after}: {item.failure}")
+        for case in item.cases[:10]:
+            lines += wrapped(case, 6)
         lines.append(f"    was {item.passed_entry}")
         lines.append(f"    now {item.failed_entry}")
     if not found.breakages:
         lines.append("  none")
-    lines += ["", "Slower (beyond the noise band, against the best earlier release):"]
+    lines += ["", "Slower (each release's runs against the release before, beyond the floor):"]
     for slow in found.slowdowns:
-        lines.append(
-            _clip(f"  {slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.version} {slow.change:+.1%}")
-        )
+        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> {slow.version} "
+                f"{slow.change:+.1%}")  # fmt: skip
+        lines += wrapped(said)
+        if slow.comparison:
+            from kb.answers.verdict import Verdict
+
+            lines += wrapped(Verdict(**slow.comparison).text(), 6)
     if not found.slowdowns:
         lines.append("  none")
     return lines
@@ -270,4 +280,34 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
             lines += textwrap.wrap(note, WIDTH, initial_indent=" " * 9, subsequent_indent=" " * 11)
         if outcome.entry:
             lines.append(f"         {outcome.entry}")
+    return lines
+
+
+def trend_lines(result: Trend, workload: str) -> list[str]:
+    """A series per program, a line per release: its median, n, date, the change against the release before
+    and the verdict on it (the flag and the number from the same figure); long lines wrap."""
+    from kb.humanize import field
+
+    lines = [f"{result.metric} of {workload} across {result.package} versions ({result.better} is better)"]
+    lines += textwrap.wrap(f"each release against the one before: n runs a side, floor {result.floor:.0%}", WIDTH)
+    for series in result.series:
+        lines += ["", f"{series.group or 'all'}  {series.sparkline()}"]
+        for point in series.points:
+            change = "" if point.change is None else f"  {point.change:+.1%} vs {point.previous}"
+            flag = f"  {point.flag.upper()}" if point.flag else f"  ({point.note})" if point.note else ""
+            said = f"  {point.version:<12} {field(result.metric, point.value):>12}  n={point.count:<3} {point.last}"
+            lines += textwrap.wrap(said + change + flag, WIDTH, subsequent_indent="      ")
+            if point.flag and point.comparison:
+                from kb.answers.verdict import Verdict
+
+                lines += textwrap.wrap(Verdict(**point.comparison).text(), WIDTH, initial_indent="      ",
+                                       subsequent_indent="        ")  # fmt: skip
+            builds = [label for label in point.labels if label != point.version]
+            if builds:
+                lines += textwrap.wrap(f"builds: {', '.join(builds)}", WIDTH, initial_indent="    ")
+    if result.skipped:
+        plural = "ies" if result.skipped > 1 else "y"
+        lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]
+    if result.unfinished:
+        lines.append(f"({result.unfinished} run{'s' if result.unfinished > 1 else ''} that did not complete left out)")
     return lines

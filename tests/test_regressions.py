@@ -40,6 +40,8 @@ def fill(kb: KnowledgeBase) -> None:
 
 def test_what_stopped_working_is_apart_from_what_got_slower(kb: KnowledgeBase) -> None:
     fill(kb)
+    for n, neuronx, median in ((7, "2.26.0", 0.1), (8, "2.26.0", 0.1), (9, "2.27.1", 0.2), (10, "2.27.1", 0.2)):
+        run(kb, n, neuronx, mode="eager", timings={"step_s": {"median": median + n / 10000, "count": 20}})
     found = json_data(run_kb("board", "--regressions", "--json").stdout)
     broken = {(b["mode"], b["failure"]): b for b in found["breakages"]}
     run_break = broken[("compiled", "compile_error")]
@@ -49,16 +51,32 @@ def test_what_stopped_working_is_apart_from_what_got_slower(kb: KnowledgeBase) -
     assert cases["cases"] == ["test_b"]
     # A failed run is a breakage, never a slowdown; the eager step time doubled on the newer torch-neuronx.
     (slow,) = found["slowdowns"]
-    assert (slow["series"], slow["figure"], slow["package"], slow["version"], slow["change"]) == (
-        "neuron · eager",
-        "step_s",
-        "torch-neuronx",
-        "2.27.1",
-        1.0,
-    )
+    said = (slow["series"], slow["figure"], slow["package"], slow["last_good"], slow["version"])
+    assert said == ("neuron · eager", "step_s", "torch-neuronx", "2.26.0", "2.27.1")
+    assert 0.99 < slow["change"] < 1.01 and slow["comparison"]["verdict"] == "slower"
+    assert slow["comparison"]["high"] < 0.98 and slow["comparison"]["n"] == 3
     text = run_kb("board", "--regressions").stdout
-    assert "lm on neuron · compiled: torch-neuronx 2.26.0 -> 2.27.1: compile_error" in text
-    assert "lm step_s on neuron · eager: torch-neuronx 2.27.1 +100.0%" in text
+    words = " ".join(text.split())  # long lines wrap, never cut
+    assert "lm on neuron · compiled: torch-neuronx 2.26.0 -> 2.27.1: compile_error" in words
+    assert "lm step_s on neuron · eager: torch-neuronx 2.26.0 -> 2.27.1 +99.5%" in words
+    assert "slower ×0.5" in words and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_only_comparable_runs_in_time_order_pair_and_a_ctrl_c_is_no_regression(kb: KnowledgeBase) -> None:
+    run(kb, 1, "2.26.0", settings={"batch": 8})
+    run(kb, 2, "2.27.1", status="failed", settings={"batch": 16}, failure={"class": "oom"})  # another batch
+    run(kb, 3, "2.27.1", status="interrupted", settings={"batch": 8}, failure={"class": "interrupted"})  # Ctrl-C
+    run(kb, 5, "2.26.0", mode="eager", settings={"batch": 8})
+    run(kb, 4, "2.27.1", mode="eager", status="failed", settings={"batch": 8}, failure={"class": "crash"})
+    # The failed eager run on the newer release was recorded before the completed one on the older.
+    found = json_data(run_kb("board", "--regressions", "--json").stdout)
+    assert found["breakages"] == []
+    run(kb, 6, "2.27.1", status="failed", settings={"batch": 8}, failure={"class": "compile_error"})
+    (broken,) = json_data(run_kb("board", "--regressions", "--json").stdout)["breakages"]
+    assert (broken["passed_entry"], broken["failed_entry"]) == (
+        "2026-11-01-lm-neuron-000001",
+        "2026-11-06-lm-neuron-000006",
+    )
 
 
 def test_expectations_pass_fail_improve_and_are_rewritten(kb: KnowledgeBase) -> None:
