@@ -121,8 +121,13 @@ def _workload_lines(workload: WorkloadBoard) -> list[str]:
             lines += textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="      ")
     for report in workload.reported:
         label = f"{report.backend} · {report.mode}" if report.mode else report.backend
-        lines.append(_clip(f"  reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"))
+        said = f"reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"
+        lines += textwrap.wrap(said, WIDTH, initial_indent="  ", subsequent_indent="      ")
         lines.append(f"    {report.entry}")
+    for tested in workload.coverage:
+        lines += textwrap.wrap(f"test coverage on {tested['backend']}: {tested['text']}", WIDTH, initial_indent="  ",
+                               subsequent_indent="      ")  # fmt: skip
+        lines.append(f"    {tested['entry']}")
     return lines
 
 
@@ -201,6 +206,9 @@ def board_markdown(result: Board) -> str:
                 lines.append(
                     f"- {_md(label)}: {figure_text(report.figure)}, {_md(report.publisher or '?')} (`{report.entry}`)"
                 )
+        if workload.coverage:
+            lines += ["", "Test coverage:", ""]
+            lines += [f"- {_md(t['backend'])}: {_md(t['text'])} (`{t['entry']}`)" for t in workload.coverage]
         lines.append("")
     return "\n".join(lines) or "No runs yet."
 

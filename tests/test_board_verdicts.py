@@ -7,6 +7,8 @@ incumbent, no incumbent at all, a baseline alone in its configuration, a compile
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from conftest import json_data, run_kb, write_entry
 
@@ -216,8 +218,6 @@ def test_kb_init_records_the_incumbent_by_option_or_on_a_terminal(tmp_path) -> N
 
 
 def test_kb_record_repeat_makes_the_runs_one_cell_of_n(tmp_path) -> None:
-    import sys
-
     kb, _ = KnowledgeBase.init(tmp_path / "kb")
     script = (
         "import json, os, random\n"
@@ -235,3 +235,38 @@ def test_kb_record_repeat_makes_the_runs_one_cell_of_n(tmp_path) -> None:
     assert eager["n"] + eager["busy"] == 3 and 1000 <= eager["figure"]["value"] <= 1001
     refused = run_kb("--kb", str(kb.root), "record", "--repeat", "2", "--workload", "lm", "--no-edit")
     assert refused.returncode == 1 and "--repeat runs a command again" in refused.stderr
+
+
+def test_the_checklist_reads_the_evidence(tmp_path) -> None:
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    home = ("--kb", str(kb.root))
+    after = ("record", "--workload", "lm", "--backend", "cpu", "--setting", "batch=8", "--metric",
+             "tokens_per_s=1000tokens/s")  # fmt: skip
+    # Recorded after the fact: its versions are this machine's now, not the run's.
+    assert run_kb(*home, *after, "--mode", "eager", "--no-edit").returncode == 0
+    # Adaptations given as options, and written under the editor template's heading.
+    given = run_kb(*home, *after, "--mode", "compiled", "--no-edit", "--adaptation", "patched rotary embedding")
+    assert given.returncode == 0, given.stderr
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import sys\npath = sys.argv[1]\ntext = open(path).read()\n"
+        "open(path, 'w').write(text.replace('## Adaptations\\n', '## Adaptations\\n\\nreplaced flash attention\\n'))\n"
+    )
+    written = run_kb(*home, *after, "--mode", "xla", "--edit", env={"EDITOR": f"{sys.executable} {editor}"})
+    assert written.returncode == 0, written.stderr
+    write_entry(kb, "2026-11-01-lm-junit-000001", kind="coverage", recorded="2026-11-01T00:00:00Z", backend="cpu",
+                workload={"name": "lm"}, coverage={"passed": 2, "skipped": 0, "total": 4})  # fmt: skip
+    lm = cells(board(kb), "lm")
+    checks = {
+        mode: {c["question"]: c for c in lm[f"cpu · {mode}"]["checklist"]} for mode in ("eager", "compiled", "xla")
+    }
+    versions = checks["eager"]["settings and versions recorded"]
+    assert versions["ok"] is False and "recording machine's" in versions["detail"]
+    assert checks["compiled"]["adaptations recorded"]["ok"] is True
+    assert checks["compiled"]["adaptations recorded"]["detail"] == "1 adaptation"
+    assert checks["xla"]["adaptations recorded"]["ok"] is True
+    assert checks["eager"]["adaptations recorded"]["ok"] is False
+    tested = checks["eager"]["test coverage disclosed"]
+    assert tested["ok"] is True and tested["detail"] == "2 passed, 0 skipped of 4 (50% pass)"
+    text = run_kb(*home, "board").stdout
+    assert "test coverage on cpu: 2 passed, 0 skipped of 4 (50% pass)" in text

@@ -104,6 +104,7 @@ class WorkloadBoard:
     best: str  # the answer in one line: which backend wins, on what footing
     cells: list[Cell]
     reported: list[Reported]
+    coverage: list[dict[str, Any]] = field(default_factory=list)  # {backend, entry, text}: the newest per backend
 
 
 @dataclass
@@ -228,8 +229,10 @@ def _workload(
                                  provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
     base_label = cells[base_key].label if base_key else None
+    tested = [{"backend": backend, "entry": str(found.get("id")), "text": coverage_text(found)}
+              for backend, found in sorted(coverage.items())]  # fmt: skip
     return WorkloadBoard(name, base_label, reason, _best(ordered, cells.get(base_key) if base_key else None, base),
-                         ordered, reported)  # fmt: skip
+                         ordered, reported, tested)  # fmt: skip
 
 
 @dataclass
@@ -523,9 +526,17 @@ def checklist(
         return [*(Check(q, False, None, missing) for q in QUESTIONS[:-1]), _release_check(cell, None, latest)]
     rid = str(run.get("id"))
     timings = run.get("timings") or {}
+    # Versions read when a run was recorded after the fact are the recording machine's, not the run's.
+    run_time = (run.get("provenance") or {}).get("environment") != "record_time"
+    settings_todo = "record with kb record and give --setting batch=..., dtype=..."
+    if run.get("versions") and not run_time:
+        settings_todo = (
+            "its versions are the recording machine's (recorded after the fact): record the run "
+            "itself, kb record -- COMMAND, or import its run folder, kb record --from DIR"
+        )
     checks = [
-        _yes(QUESTIONS[0], bool(run.get("versions")) and bool(run.get("settings")), rid,
-             "", "record with kb record and give --setting batch=..., dtype=..."),
+        _yes(QUESTIONS[0], bool(run.get("versions")) and bool(run.get("settings")) and run_time, rid,
+             "", settings_todo),
         _yes(QUESTIONS[1], isinstance(timings.get("step_s"), dict) and any(k in timings for k in figures.ONE_OFF[1:]),
              rid, "",
              "time steps with ingest.pytorch.run (r.step) so compile and warm-up stay out of the steady state"),
@@ -604,9 +615,17 @@ def _coverage_check(cell: Cell, coverage: dict[str, Any] | None) -> Check:
     if not coverage:
         todo = f"kb ingest junit results.xml --workload {cell.workload} --backend {cell.backend}"
         return Check(QUESTIONS[6], False, None, todo)
+    return Check(QUESTIONS[6], True, str(coverage.get("id")), coverage_text(coverage))
+
+
+def coverage_text(coverage: dict[str, Any]) -> str:
+    """`2 passed, 0 skipped of 4 (50% pass)`: a coverage entry's totals and its pass rate."""
     totals = coverage.get("coverage") or {}
-    found = f"{totals.get('passed', '?')} passed, {totals.get('skipped', '?')} skipped of {totals.get('total', '?')}"
-    return Check(QUESTIONS[6], True, str(coverage.get("id")), found)
+    passed, total = totals.get("passed"), totals.get("total")
+    rate = f" ({passed / total:.0%} pass)" if isinstance(passed, int) and isinstance(total, int) and total else ""
+    return (
+        f"{totals.get('passed', '?')} passed, {totals.get('skipped', '?')} skipped of {totals.get('total', '?')}{rate}"
+    )
 
 
 def _release_check(cell: Cell, run: dict[str, Any] | None, newest: LatestRelease) -> Check:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -13,6 +13,10 @@ from kb.commands import describing, written
 from kb.commands.filters import check_choice
 from kb.errors import KbError
 from kb.taxonomy import FAILURE_CLASSES, STATUSES
+
+if TYPE_CHECKING:
+    from kb.entry import Entry
+    from kb.store import KnowledgeBase
 
 HELP = """Record a run as an entry in the knowledge base.
 
@@ -71,6 +75,13 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(
             False, "--json", help="Print the new entry's id, path, kind and status as JSON (after the output)."
         ),
+        adaptation: list[str] = typer.Option(
+            [],
+            "--adaptation",
+            metavar="TEXT",
+            help="What had to change to make it run (code, config, a kernel), and the effort; repeatable. "
+            "The editor's Adaptations heading counts too.",
+        ),
         repeat: int = typer.Option(
             1,
             "--repeat",
@@ -123,7 +134,7 @@ def register(app: typer.Typer) -> None:
             for number in range(1, repeat + 1):
                 run_info = dataclasses.replace(info, tags=[*info.tags, group] if group else list(info.tags))
                 recorded = run_and_record(kb, command, run_info)
-                entry = recorded.entry
+                entry = with_adaptations(kb, recorded.entry, adaptation)
                 if not recorded.started:
                     typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
                     if not keep_unstarted:
@@ -155,7 +166,7 @@ def register(app: typer.Typer) -> None:
             from_dir=from_dir,
             edit=edit if edit is not None else (interactive and note is None),
         )
-        entry = record_after(kb, info, after)
+        entry = with_adaptations(kb, record_after(kb, info, after), adaptation)
         written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_)
         failure_found = entry.data.get("failure") or {}
         if failure_found.get("assigned") == "auto" and failure_found.get("evidence"):
@@ -171,3 +182,25 @@ def repeat_group() -> str:
     import secrets
 
     return f"repeat-{secrets.token_hex(3)}"
+
+
+def with_adaptations(kb: KnowledgeBase, entry: Entry, given: list[str]) -> Entry:
+    """The entry with its adaptations: those given with --adaptation, and what was written under the editor
+    template's Adaptations heading, as the front matter's `adaptations` list the answers read."""
+    found = [{"what": text.strip(), "kind": "other"} for text in given if text.strip()]
+    written = adaptations_written(entry.body or "")
+    if written and not entry.data.get("adaptations"):
+        found.append({"what": written, "kind": "other"})
+    if not found:
+        return entry
+    entry.data["adaptations"] = [*(entry.data.get("adaptations") or []), *found]
+    kb.save(entry)
+    return entry
+
+
+def adaptations_written(body: str) -> str:
+    """The text under an `## Adaptations` heading of an entry's body, up to the next heading."""
+    import re
+
+    found = re.search(r"(?ms)^## Adaptations[ \t]*\n(.*?)(?=^## |\Z)", body)
+    return found.group(1).strip() if found else ""
