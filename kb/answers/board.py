@@ -149,8 +149,21 @@ class Run:
 def board(
     db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None, floor: float = verdict.FLOOR
 ) -> Board:
-    rows = answers.workload_evidence(db, workload)
+    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter.
+    rows = answers.board_entries(db, workload)
     releases = answers.releases(db)
+    failed = [str(row["id"]) for row in rows if row["category"] == "other"]
+    versions = answers.entry_versions(db, failed)  # a failed run keeps no facts: its release comes from here
+    failures: dict[tuple[str, Key], dict[str, Any]] = {}
+    for row in answers.cell_failures(db, workload):  # the most common failure of each cell, ties to the newest
+        key = (row["workload"], _key(row))
+        if key not in failures or (row["count"], row["entry"]) > (failures[key]["count"], failures[key]["entry"]):
+            failures[key] = {"class": row["class"], "count": row["count"], "message": row["message"],
+                             "entry": row["entry"]}  # fmt: skip
+    for row in rows:
+        row["failure_class"] = row["class"]
+        row["data"] = row["facts"] or {"id": row["id"], "recorded": row["recorded"],
+                                       "versions": versions.get(str(row["id"]), {})}  # fmt: skip
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
     def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
@@ -162,21 +175,13 @@ def board(
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         grouped.setdefault(row["workload"], []).append(row)
-    found = [_workload(name, parts, latest, incumbent, floor) for name, parts in sorted(grouped.items())]
+    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids))
+             for name, parts in sorted(grouped.items())]  # fmt: skip
     guessed = ""
     if not incumbent and found:
         guessed = (f"No incumbent: each workload's baseline is guessed (its backend with the most completed runs, "
                    f"eager first); {SET_INCUMBENT}.")  # fmt: skip
     return Board(incumbent, found, floor, guessed)
-
-
-def category(row: dict[str, Any]) -> str:
-    """completed or other (measured runs), report, coverage: as the board counts an entry."""
-    if row["kind"] == "coverage":
-        return "coverage"
-    if row["kind"] == "report" or row["source"] == "reported":
-        return "report"
-    return "completed" if row["status"] == "completed" else "other"
 
 
 def _key(row: dict[str, Any]) -> Key:
@@ -195,14 +200,23 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
     return {str(k).lower().replace("_", "-"): str(v) for k, v in (data.get("versions") or {}).items()}
 
 
+Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
+
+
 def _workload(
-    name: str, rows: list[dict[str, Any]], latest: LatestRelease, incumbent: str, floor: float
+    name: str,
+    rows: list[dict[str, Any]],
+    latest: LatestRelease,
+    incumbent: str,
+    floor: float,
+    failures: dict[tuple[str, Key], dict[str, Any]],
+    flagged: Flagged,
 ) -> WorkloadBoard:
     measured: dict[Key, list[dict[str, Any]]] = {}
     reports: list[tuple[Key, dict[str, Any]]] = []
     coverage: dict[str, dict[str, Any]] = {}
     for row in rows:  # newest first
-        kind = category(row)
+        kind = row["category"]
         if kind == "coverage":
             coverage.setdefault(_key(row)[0], row["data"])
         elif kind == "report":
@@ -214,8 +228,8 @@ def _workload(
     cells: dict[Key, Cell] = {}
     states: dict[Key, State] = {}
     for key, found in measured.items():
-        cells[key] = Cell(name, *key)
-        states[key] = _state(cells[key], found)
+        cells[key] = Cell(name, *key, failure=failures.get((name, key)))
+        states[key] = _state(cells[key], found, flagged)
     base_key, reason = _baseline(cells, states, incumbent)
     base = states[base_key] if base_key else None
     for key, cell in cells.items():
@@ -247,19 +261,12 @@ class State:
     busy_only: bool = False  # figure_runs were all on a busy machine
 
 
-def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
+def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
     from kb.index.query import version_key
 
     cell.tried = len(rows)
     cell.completed = sum(1 for row in rows if row["status"] == "completed")
     cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
-    failed = [row for row in rows if row["status"] != "completed"]
-    if failed:
-        classes = Counter(str(row["failure_class"] or row["status"] or "unknown") for row in failed)
-        top = max(classes.values())
-        chosen = next(row for row in failed if classes[str(row["failure_class"] or row["status"] or "unknown")] == top)
-        cell.failure = {"class": str(chosen["failure_class"] or chosen["status"] or "unknown"), "count": top,
-                        "message": chosen["failure_message"], "entry": str(chosen["id"])}  # fmt: skip
     package = backend_package(cell.backend, rows)
     runs = []
     for row in rows:
@@ -269,6 +276,7 @@ def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
     release = max(known, key=version_key) if known else None
     current = [run for run in runs if run.release == release]
     older = [run for run in runs if run.release != release]
+    _flag(current, flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]
     usable = [run for run in measured if not figures.busy(run.data)]
@@ -291,6 +299,22 @@ def _state(cell: Cell, rows: list[dict[str, Any]]) -> State:
         cell.current_failure = f"fails on {package} {release}: {said}"
     _compiles(cell, [run.data for run in current if run.completed] or [run.data for run in runs if run.completed])
     return state
+
+
+def _flag(runs: list[Run], flagged: Flagged) -> None:
+    """The completed runs of the current state with the sections a verdict needs beyond the facts: whether the
+    machine was busy, where the versions were read, and every metric and numerics figure (for NaN)."""
+    completed = [run for run in runs if run.completed]
+    found = flagged([run.id for run in completed]) if completed else {}
+    for run in completed:
+        extra = found.get(run.id) or {}
+        data = dict(run.data)
+        if extra.get("hardware.load"):
+            data["hardware"] = {**(data.get("hardware") or {}), "load": extra["hardware.load"]}
+        for section in ("provenance", "numerics", "metrics"):
+            if extra.get(section):
+                data[section] = extra[section]
+        run.row = {**run.row, "data": data}
 
 
 def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
