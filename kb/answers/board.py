@@ -191,13 +191,18 @@ def _key(row: dict[str, Any]) -> Key:
 def backend_package(backend: str, runs: list[dict[str, Any]]) -> str | None:
     """The package whose release is a backend's state: the first of its packages its runs record."""
     for package in BACKEND_PACKAGES.get(backend, (backend,)):
-        if any(package in _versions(row["data"]) for row in runs):
+        if any(package in (row.get("versions") or _versions(row["data"])) for row in runs):
             return package
     return None
 
 
 def _versions(data: dict[str, Any]) -> dict[str, str]:
-    return {str(k).lower().replace("_", "-"): str(v) for k, v in (data.get("versions") or {}).items()}
+    return {_package(k): str(v) for k, v in (data.get("versions") or {}).items()}
+
+
+@cache  # a few package names, met in every run
+def _package(name: Any) -> str:
+    return str(name).lower().replace("_", "-")
 
 
 Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
@@ -267,10 +272,12 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
     cell.tried = len(rows)
     cell.completed = sum(1 for row in rows if row["status"] == "completed")
     cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
+    for row in rows:
+        row["versions"] = _versions(row["data"])
     package = backend_package(cell.backend, rows)
     runs = []
     for row in rows:
-        version = _versions(row["data"]).get(package) if package else None
+        version = row["versions"].get(package) if package else None
         runs.append(Run(row, figures.release_of(version) if version else None))
     known = [run.release for run in runs if run.release]
     release = max(known, key=version_key) if known else None

@@ -152,6 +152,7 @@ def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:
     return None
 
 
+@cache  # a handful of versions, asked for every run
 def release_of(version: str) -> str:
     """A version without its local label (`2.10.0+cu126` -> `2.10.0`): builds of one release order together."""
     from packaging.version import InvalidVersion, Version
