@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations
     from kb.answers.expectations import Outcome
     from kb.answers.figures import Figure
     from kb.answers.regressions import Regressions
+    from kb.answers.summary import Summary
     from kb.answers.trend import Trend
 
 WIDTH = 80
@@ -318,4 +319,28 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
         lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]
     if result.unfinished:
         lines.append(f"({result.unfinished} run{'s' if result.unfinished > 1 else ''} that did not complete left out)")
+    return lines
+
+
+def summary_lines(found: Summary, floor: float) -> list[str]:
+    """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile."""
+    if not found.rows:
+        return ["No runs yet: nothing to summarise."]
+    lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
+    for row in found.rows:
+        rate = f"{row.completed}/{row.tried} {row.completed / row.tried:.0%}" if row.tried else "-"
+        if row.geomean is None:
+            speed = "-"
+        else:
+            interval = f" [{row.low:.3g}, {row.high:.3g}]" if row.low is not None else ""
+            speed = f"×{row.geomean:.3g}{interval} n={row.counted}"
+        compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
+        lines += textwrap.wrap(f"{row.label:<20} {rate:>14}  {speed:<24} {compiles}", WIDTH, subsequent_indent=" " * 4)
+        releases = f"; {len(row.releases)} releases, newest {row.releases[-1]}" if row.releases else ""
+        lines.append(f"    {row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}")
+    said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
+            "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
+            f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile: the median over the "
+            "workloads.")  # fmt: skip
+    lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines

@@ -270,3 +270,25 @@ def test_the_checklist_reads_the_evidence(tmp_path) -> None:
     assert tested["ok"] is True and tested["detail"] == "2 passed, 0 skipped of 4 (50% pass)"
     text = run_kb(*home, "board").stdout
     assert "test coverage on cpu: 2 passed, 0 skipped of 4 (50% pass)" in text
+
+
+def test_the_summary_gives_each_backend_on_one_line(tmp_path) -> None:
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    for workload, speedup in (("w1", 2.0), ("w2", 1.5), ("w3", 3.0)):
+        for rate in (1000.0, 1010.0, 990.0):
+            run(kb, workload, "cuda", "eager", rate, versions=cuda())
+            run(kb, workload, "neuron", "compiled", rate * speedup, numerics=PASSED, versions=neuron("2.26.0"),
+                tags=["warm"], timings={"compile_s": 30.0})  # fmt: skip
+        run(kb, workload, "neuron", "compiled", None, status="failed", versions=neuron("2.26.0"),
+            failure={"class": "compile_error"})  # fmt: skip
+    result = run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["label"]: row for row in json_data(result.stdout)["rows"]}
+    neuron_row = rows["neuron · compiled"]
+    assert (neuron_row["completed"], neuron_row["tried"], neuron_row["counted"]) == (9, 12, 3)
+    assert neuron_row["geomean"] == pytest.approx((2.0 * 1.5 * 3.0) ** (1 / 3), rel=1e-3)
+    assert neuron_row["low"] < neuron_row["geomean"] < neuron_row["high"]
+    assert neuron_row["warm_compile_s"] == 30.0 and neuron_row["releases"] == ["torch-neuronx 2.26.0"]
+    assert rows["cuda · eager"]["geomean"] is None  # the baseline has no speed-up over itself
+    text = run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda").stdout
+    assert "neuron · compiled" in text and "×2.08 [" in text and max(len(line) for line in text.splitlines()) <= 80

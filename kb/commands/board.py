@@ -37,6 +37,9 @@ def register(app: typer.Typer) -> None:
         regressions: bool = typer.Option(
             False, "--regressions", help="What stopped working across releases, apart from what got slower."
         ),
+        summary: bool = typer.Option(
+            False, "--summary", help="One line per backend and mode: pass rate, geomean speed-up, compile."
+        ),
         markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for a pull request or a wiki)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -61,6 +64,17 @@ def register(app: typer.Typer) -> None:
         chosen = kb.config.answers.incumbent if incumbent is None else incumbent
         with reading(db):
             result = board(db, incumbent=chosen, workload=workload, floor=kb.config.answers.floor)
+        if summary:
+            from kb.answers.summary import summary as per_backend
+
+            found = per_backend(result)
+            if json_:
+                print_json(found.as_dict())
+                return
+            from kb.answers_text import summary_lines
+
+            typer.echo("\n".join(summary_lines(found, result.floor)))
+            return
         if json_:
             print_json(result.as_dict())
             return
