@@ -152,6 +152,8 @@ def _details(cell: Cell, said_below: bool) -> list[str]:
     if cell.figure is not None:
         lines.append(footing_text(cell))
         lines.append(comparison_text(cell))
+        if cell.reproduction:
+            lines.append(cell.reproduction)
         lines.append(f"on accelerator: {cell.stayed}; run {cell.figure.entry}")
     if cell.failure:
         message = " ".join(str(cell.failure["message"] or "").split())

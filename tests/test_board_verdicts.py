@@ -65,8 +65,9 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
         run(kb, "lm", "neuron", "compiled", None, status="failed", versions=neuron("2.27.1"),
             failure={"class": "compile_error", "message": "neuronx-cc exited 70"})  # fmt: skip
     # rocm: equivalent to the baseline within the floor.
-    for rate in (1001.0, 1003.0, 999.0, 1000.0, 1002.0):
-        run(kb, "lm", "rocm", "eager", rate, numerics=PASSED, versions=cuda())
+    for n, rate in enumerate((1001.0, 1003.0, 999.0, 1000.0, 1002.0)):  # by two people on three hosts
+        run(kb, "lm", "rocm", "eager", rate, numerics=PASSED, versions=cuda(), author=("ana", "bo")[n % 2],
+            hardware={"hostname": f"host{n % 3}"})  # fmt: skip
     # mps: faster by far, but its loss became NaN.
     for rate in (10568.0, 10600.0, 10500.0):
         run(kb, "lm", "mps", "compiled", rate, versions=cuda(),
@@ -112,6 +113,8 @@ def test_a_cell_is_the_median_of_its_repeats_with_n_spread_and_an_interval(evide
     assert tpu["verdict"] == "inconclusive" and tpu["ratio"] == 2.0 and tpu["low"] is None
     rocm = lm["rocm · eager"]["comparison"]
     assert rocm["verdict"] == "equivalent" and 0.98 <= rocm["low"] <= rocm["high"] <= 1.02
+    assert lm["rocm · eager"]["reproduction"] == "reproduced by 2 people on 3 hosts, within ±0.2%"
+    assert lm["cuda · eager"]["reproduction"] == "not reproduced"
     busy = lm["xpu · eager"]
     assert busy["figure"]["value"] == 3000.0 and busy["busy_only"] and busy["busy"] == 3
     assert busy["comparison"]["verdict"] == "inconclusive"

@@ -68,6 +68,7 @@ class Cell:
     busy_only: bool = False  # every run of the current state was on a busy machine: a figure, never a verdict
     release: str | None = None  # "torch-neuronx 2.27.1": the backend package's release the figure comes from
     evidence_date: str | None = None  # when the newest run behind the figure was recorded
+    reproduction: str = ""  # "reproduced by 2 people on 3 hosts, within ±4%", or "not reproduced"
     current_failure: str = ""  # "fails on torch-neuronx 2.27.1: compile_error x2"
     history: str = ""  # "passed on 2.26.0 at x2.17": the older release's figure, where the newest one failed
     differences: list[str] = field(default_factory=list)  # against the baseline's runs
@@ -321,7 +322,7 @@ def _flag(runs: list[Run], flagged: Flagged) -> None:
         for section in ("provenance", "numerics", "metrics"):
             if extra.get(section):
                 data[section] = extra[section]
-        run.row = {**run.row, "data": data}
+        run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
 
 
 def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
@@ -461,6 +462,20 @@ def _figure(cell: Cell, sample: list[Run], name: str | None) -> None:
     low, high = verdict.spread(values) or (median, median)
     cell.spread = [low, high]
     cell.evidence_date = str(found[0][0].row["recorded"])[:10]
+    cell.reproduction = reproduction([run.row for run, _ in found], values, median)
+
+
+def reproduction(rows: list[dict[str, Any]], values: list[float], median: float) -> str:
+    """Whether others reproduced a figure: runs of the same configuration by another author or on another host,
+    and how far the furthest run lies from the median."""
+    people = {row.get("author") for row in rows if row.get("author")}
+    hosts = {row.get("host") for row in rows if row.get("host")}
+    if len(people) < 2 and len(hosts) < 2:
+        who = f" (one author{', one host' if hosts else ''})" if people else ""
+        return "not reproduced" + who
+    furthest = max(abs(value - median) for value in values) / median if median else 0.0
+    by = f"{len(people)} {'people' if len(people) != 1 else 'person'}" if people else "unknown authors"
+    return f"reproduced by {by} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, within ±{furthest:.1%}"
 
 
 def _history(cell: Cell, state: State, base: State | None, floor: float) -> None:

@@ -323,8 +323,9 @@ RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics")
 
 def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> the sections the board's facts leave out and a verdict needs ({'hardware.load': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ...}: a busy machine, versions read after the fact, NaN and infinity) of the
-    entries named. A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""
+    ..., 'numerics': ..., 'metrics': ...}: a busy machine, versions read after the fact, NaN and infinity), and
+    the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
+    read (a NaN) is read whole by Python."""
     # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
     picked = ", ".join(
         f"CASE WHEN json_valid(front_matter) AND json_type(front_matter, '$.{path}') = 'object' "
@@ -333,17 +334,20 @@ def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any
     )
     found: dict[str, dict[str, Any]] = {}
     unreadable = []
-    for entry_id, valid, *values in db.execute(
-        f"SELECT id, json_valid(front_matter), {picked} FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+    people: dict[str, dict[str, Any]] = {}
+    for entry_id, author, host, valid, *values in db.execute(
+        f"SELECT id, author, host, json_valid(front_matter), {picked} FROM entries "
+        "WHERE id IN (SELECT value FROM json_each(?))",
         [json.dumps(ids)],
     ):
+        people[entry_id] = {"author": author, "host": host}
         if not valid:
             unreadable.append(entry_id)
             continue
         found[entry_id] = {path: json.loads(v) if v else None for path, v in zip(RUN_FLAGS, values, strict=True)}
     for entry_id, data in front_matters(db, unreadable).items():
         found[entry_id] = {path: _at(data, path) for path in RUN_FLAGS}
-    return found
+    return {entry_id: {**found.get(entry_id, {}), **who} for entry_id, who in people.items()}
 
 
 def _at(data: dict[str, Any], path: str) -> Any:
