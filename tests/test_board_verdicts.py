@@ -57,7 +57,8 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
     for rate in (1649.0, 8668.0, 900.0):
         run(kb, "lm", "xla", "compiled", rate, numerics=PASSED, versions={"torch": "2.10.0", "torch-xla": "2.10.0"})
     # tpu: twice as fast, once: too few runs to call it.
-    run(kb, "lm", "tpu", "compiled", 2000.0, numerics=PASSED, versions={"torch-xla": "2.10.0"})
+    checked = {"verdict": "pass", "compared": "loss curve", "reference": "eager-loss.txt", "rtol": 0.05}
+    run(kb, "lm", "tpu", "compiled", 2000.0, numerics=checked, versions={"torch-xla": "2.10.0"})
     # neuron: x2.1 on 2.26.0, then both runs on 2.27.1 fail to compile.
     for rate in (2100.0, 2150.0, 2080.0):
         run(kb, "lm", "neuron", "compiled", rate, numerics=PASSED, versions=neuron("2.26.0+b1"))
@@ -109,6 +110,8 @@ def test_a_cell_is_the_median_of_its_repeats_with_n_spread_and_an_interval(evide
     xla = lm["xla · compiled"]["comparison"]
     assert xla["verdict"] == "inconclusive" and xla["n"] == 3 and xla["n_base"] == 5
     assert xla["low"] < 1 - xla["floor"] < xla["high"]  # the interval straddles the floor
+    numerics = {c["question"]: c for c in lm["tpu · compiled"]["checklist"]}["numerics agree with a reference"]
+    assert numerics["ok"] is True and numerics["detail"] == "loss curve against eager-loss.txt, rtol 0.05"
     tpu = lm["tpu · compiled"]["comparison"]
     assert tpu["verdict"] == "inconclusive" and tpu["ratio"] == 2.0 and tpu["low"] is None
     rocm = lm["rocm · eager"]["comparison"]

@@ -588,7 +588,7 @@ def checklist(
              "time steps with ingest.pytorch.run (r.step) so compile and warm-up stay out of the steady state"),
         _compile_check(cell),
         _stayed_check(cell, rid),
-        _numerics_check(cell, rid),
+        _numerics_check(cell, rid, run.get("numerics")),
         _adaptations_check(run),
         _coverage_check(cell, coverage),
         _release_check(cell, run, latest),
@@ -638,13 +638,24 @@ def _stayed_check(cell: Cell, entry: str) -> Check:
     return Check(question, False, None, "no placement evidence: record through ingest.pytorch.run")
 
 
-def _numerics_check(cell: Cell, entry: str) -> Check:
+def _numerics_check(cell: Cell, entry: str, section: Any) -> Check:
     question = QUESTIONS[4]
     if cell.numerics == "passed":
-        return Check(question, True, entry)
+        return Check(question, True, entry, _against(section if isinstance(section, dict) else {}))
     if cell.numerics == "failed":
         return Check(question, False, entry, "numerics failed: its speed-up counts as zero")
     return Check(question, False, None, "check outputs against a reference: r.check_numerics(outputs, reference)")
+
+
+def _against(section: dict[str, Any]) -> str:
+    """What "passed" was checked against: `loss curve against eager-loss.txt, rtol 0.05`."""
+    what = section.get("compared") or "outputs"
+    reference = section.get("reference")
+    tolerances = ", ".join(f"{name} {section[name]:g}" for name in ("rtol", "atol")
+                           if isinstance(section.get(name), (int, float)) and section[name])  # fmt: skip
+    if not reference and not tolerances:
+        return ""
+    return f"{what}" + (f" against {reference}" if reference else "") + (f", {tolerances}" if tolerances else "")
 
 
 def _adaptations_check(found: dict[str, Any]) -> Check:
