@@ -51,6 +51,8 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loss-out", help="write the loss curve here, one value per line (a reference)")
+    parser.add_argument("--loss-reference", help="check the loss curve against this one (5%% relative tolerance)")
     args = parser.parse_args()
     if args.steps <= args.warmup:
         parser.error("--steps must be larger than --warmup")
@@ -65,7 +67,7 @@ def main() -> None:
         "warmup_steps": args.warmup,
         "tokens_per_step": args.batch * args.context,
         "samples_per_step": args.batch,
-        "settings": vars(args),
+        "settings": {name: value for name, value in vars(args).items() if not name.startswith("loss_")},
     }
     with run(**options) as r:
         with r.phase("load"):
@@ -80,8 +82,13 @@ def main() -> None:
                 loss = step_fn(model, optimizer, batch)
             r.log("loss", loss)
         r.audit(model, model(batch[:1, :-1]))
+        if args.loss_reference:
+            r.check_loss_curve(args.loss_reference)
     summary = r.summary()
     timings, losses = summary["timings"], summary["logs"]["loss"]
+    if args.loss_out:
+        with open(args.loss_out, "w") as out:
+            out.write("".join(f"{float(value)!r}\n" for value in losses))
     print(
         f"mode={args.mode} first_step={timings['first_step_s']:.3f}s "
         f"steady_step={timings['step_s']['median'] * 1000:.2f}ms loss {losses[0]:.3f} -> {losses[-1]:.3f}"

@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations
     from kb.answers.expectations import Outcome
     from kb.answers.figures import Figure
     from kb.answers.regressions import Regressions
+    from kb.answers.summary import Summary
+    from kb.answers.trend import Trend
 
 WIDTH = 80
 COLUMNS = (("backend · mode", 22), ("figure", 20), ("vs base", 10), ("numerics", 10), ("done", 6))
@@ -36,7 +38,34 @@ def ratio_text(cell: Cell) -> str:
         return "×0 (num.)"
     if cell.ratio is None:
         return "-"
-    return f"×{cell.ratio:.3g}" + ("" if cell.verdict == "counted" else "?")
+    if cell.verdict != "counted":
+        return f"×{cell.ratio:.3g}?"
+    unsure = (cell.comparison or {}).get("verdict") == "inconclusive"
+    return f"×{cell.ratio:.3g}" + ("~" if unsure else "")
+
+
+def footing_text(cell: Cell) -> str:
+    """`5 runs, 4,800-5,200 tok/s; torch 2.13.0, 2026-12-06`: what the cell's figure stands on."""
+    if cell.figure is None:
+        return ""
+    low, high = cell.spread or (cell.figure.value, cell.figure.value)
+    spread = "" if cell.n < 2 else f", {_figure_value(cell.figure, low)} to {_figure_value(cell.figure, high)}"
+    where = ", ".join(part for part in (cell.release, cell.evidence_date) if part)
+    busy = "; all on a busy machine" if cell.busy_only else f"; {cell.busy} busy kept out" if cell.busy else ""
+    return f"{cell.n} run{'s' if cell.n != 1 else ''}{spread}" + (f"; {where}" if where else "") + busy
+
+
+def _figure_value(figure: Figure, value: float) -> str:
+    return duration(value) if figure.name == "step_s" else number(round(value))
+
+
+def comparison_text(cell: Cell) -> str:
+    """The verdict against the baseline with its footing, where the cell was compared."""
+    if not cell.comparison:
+        return ""
+    from kb.answers.verdict import Verdict
+
+    return "vs baseline: " + Verdict(**cell.comparison).text()
 
 
 def run_texts(cell: Cell) -> tuple[str, str]:
@@ -65,13 +94,16 @@ def _clip(text: str, width: int = WIDTH) -> str:
 def board_lines(result: Board) -> list[str]:
     if not result.workloads:
         return ["No runs yet: record one with kb record --workload NAME --backend NAME -- python train.py"]
-    lines: list[str] = []
+    lines: list[str] = textwrap.wrap(result.guessed, WIDTH) + ([""] if result.guessed else [])
     for workload in result.workloads:
         lines += [*_workload_lines(workload), ""]
     lines += [
-        "×N?: numerics unchecked, so not counted; ×0 (num.): numerics failed.",
-        "Figures are per device; reported figures are listed apart and never ranked.",
-        "Baseline: [answers] incumbent in kb.toml or --incumbent, else the most runs.",
+        "×N?: numerics unchecked, so not counted; ×0 (num.): numerics failed;",
+        "×N~: inconclusive (too few runs, or the interval straddles the floor).",
+        "Figures: the median of the current release's repeated runs, per device;",
+        f"verdicts from n runs each side, with a floor of {result.floor:.0%}: faster, slower,",
+        "equivalent within the floor, or inconclusive. Busy-machine runs are kept out.",
+        "Reported figures are listed apart and never ranked.",
     ]
     return lines
 
@@ -86,11 +118,17 @@ def _workload_lines(workload: WorkloadBoard) -> list[str]:
         done = f"{cell.completed}/{cell.tried}"
         lines.append(_row([cell.label, figure_text(cell.figure), ratio_text(cell), run_texts(cell)[0], done]))
         said_below = cell.tried == 0 and (cell.backend, cell.mode) in reported  # its reported line says it
-        lines += [_clip(f"    {line}") for line in _details(cell, said_below)]
+        for line in _details(cell, said_below):
+            lines += textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="      ")
     for report in workload.reported:
         label = f"{report.backend} · {report.mode}" if report.mode else report.backend
-        lines.append(_clip(f"  reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"))
+        said = f"reported, not ranked: {label} {figure_text(report.figure)} ({report.publisher or '?'})"
+        lines += textwrap.wrap(said, WIDTH, initial_indent="  ", subsequent_indent="      ")
         lines.append(f"    {report.entry}")
+    for tested in workload.coverage:
+        lines += textwrap.wrap(f"test coverage on {tested['backend']}: {tested['text']}", WIDTH, initial_indent="  ",
+                               subsequent_indent="      ")  # fmt: skip
+        lines.append(f"    {tested['entry']}")
     return lines
 
 
@@ -109,7 +147,13 @@ def _details(cell: Cell, said_below: bool) -> list[str]:
     if cell.cold_compile or cell.warm_compile:
         cold, warm = (duration(c["seconds"]) if c else "not measured" for c in (cell.cold_compile, cell.warm_compile))
         lines.append(f"compile: cold {cold}, warm {warm}")
+    if cell.numerics_note:
+        lines.append(f"numerics failed: {cell.numerics_note}")
     if cell.figure is not None:
+        lines.append(footing_text(cell))
+        lines.append(comparison_text(cell))
+        if cell.reproduction:
+            lines.append(cell.reproduction)
         lines.append(f"on accelerator: {cell.stayed}; run {cell.figure.entry}")
     if cell.failure:
         message = " ".join(str(cell.failure["message"] or "").split())
@@ -165,6 +209,9 @@ def board_markdown(result: Board) -> str:
                 lines.append(
                     f"- {_md(label)}: {figure_text(report.figure)}, {_md(report.publisher or '?')} (`{report.entry}`)"
                 )
+        if workload.coverage:
+            lines += ["", "Test coverage:", ""]
+            lines += [f"- {_md(t['backend'])}: {_md(t['text'])} (`{t['entry']}`)" for t in workload.coverage]
         lines.append("")
     return "\n".join(lines) or "No runs yet."
 
@@ -196,21 +243,30 @@ def decision_lines(state: DecisionState) -> list[str]:
 
 
 def regression_lines(found: Regressions) -> list[str]:
-    """What stopped working across releases, then what got slower: two lists, never mixed."""
+    """What stopped working across releases, then what got slower: two lists, never mixed; lines wrap."""
+
+    def wrapped(text: str, indent: int = 2) -> list[str]:
+        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4))
+
     lines = ["Stopped working (completed on the older release, fails on the newer):"]
     for item in found.breakages:
         where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        lines.append(_clip(f"  {where}: {item.package} {item.before} -> {item.after}: {item.failure}"))
-        lines += [_clip(f"      {case}") for case in item.cases[:10]]
+        lines += wrapped(f"{where}: {item.package} {item.before} -> {item.after}: {item.failure}")
+        for case in item.cases[:10]:
+            lines += wrapped(case, 6)
         lines.append(f"    was {item.passed_entry}")
         lines.append(f"    now {item.failed_entry}")
     if not found.breakages:
         lines.append("  none")
-    lines += ["", "Slower (beyond the noise band, against the best earlier release):"]
+    lines += ["", "Slower (each release's runs against the release before, beyond the floor):"]
     for slow in found.slowdowns:
-        lines.append(
-            _clip(f"  {slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.version} {slow.change:+.1%}")
-        )
+        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> {slow.version} "
+                f"{slow.change:+.1%}")  # fmt: skip
+        lines += wrapped(said)
+        if slow.comparison:
+            from kb.answers.verdict import Verdict
+
+            lines += wrapped(Verdict(**slow.comparison).text(), 6)
     if not found.slowdowns:
         lines.append("  none")
     return lines
@@ -221,9 +277,72 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
     for outcome in outcomes:
         item = outcome.expectation
         where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
-        actual = "no evidence" if outcome.actual is None else f"now {outcome.actual:g}"
-        lines.append(_clip(f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"))
+        if item.bound is None:
+            bound = f"{item.figure} must pass"
+        else:
+            bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+        if outcome.actual is not None:
+            actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+        else:
+            actual = outcome.reason or "no evidence"
+        said = f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"
+        lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 11)
+        for note in outcome.notes:
+            lines += textwrap.wrap(note, WIDTH, initial_indent=" " * 9, subsequent_indent=" " * 11)
         if outcome.entry:
             lines.append(f"         {outcome.entry}")
+    return lines
+
+
+def trend_lines(result: Trend, workload: str) -> list[str]:
+    """A series per program, a line per release: its median, n, date, the change against the release before
+    and the verdict on it (the flag and the number from the same figure); long lines wrap."""
+    from kb.humanize import field
+
+    lines = [f"{result.metric} of {workload} across {result.package} versions ({result.better} is better)"]
+    lines += textwrap.wrap(f"each release against the one before: n runs a side, floor {result.floor:.0%}", WIDTH)
+    for series in result.series:
+        lines += ["", f"{series.group or 'all'}  {series.sparkline()}"]
+        for point in series.points:
+            change = "" if point.change is None else f"  {point.change:+.1%} vs {point.previous}"
+            flag = f"  {point.flag.upper()}" if point.flag else f"  ({point.note})" if point.note else ""
+            said = f"  {point.version:<12} {field(result.metric, point.value):>12}  n={point.count:<3} {point.last}"
+            lines += textwrap.wrap(said + change + flag, WIDTH, subsequent_indent="      ")
+            if point.flag and point.comparison:
+                from kb.answers.verdict import Verdict
+
+                lines += textwrap.wrap(Verdict(**point.comparison).text(), WIDTH, initial_indent="      ",
+                                       subsequent_indent="        ")  # fmt: skip
+            builds = [label for label in point.labels if label != point.version]
+            if builds:
+                lines += textwrap.wrap(f"builds: {', '.join(builds)}", WIDTH, initial_indent="    ")
+    if result.skipped:
+        plural = "ies" if result.skipped > 1 else "y"
+        lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]
+    if result.unfinished:
+        lines.append(f"({result.unfinished} run{'s' if result.unfinished > 1 else ''} that did not complete left out)")
+    return lines
+
+
+def summary_lines(found: Summary, floor: float) -> list[str]:
+    """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile."""
+    if not found.rows:
+        return ["No runs yet: nothing to summarise."]
+    lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
+    for row in found.rows:
+        rate = f"{row.completed}/{row.tried} {row.completed / row.tried:.0%}" if row.tried else "-"
+        if row.geomean is None:
+            speed = "-"
+        else:
+            interval = f" [{row.low:.3g}, {row.high:.3g}]" if row.low is not None else ""
+            speed = f"×{row.geomean:.3g}{interval} n={row.counted}"
+        compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
+        lines += textwrap.wrap(f"{row.label:<20} {rate:>14}  {speed:<24} {compiles}", WIDTH, subsequent_indent=" " * 4)
+        releases = f"; {len(row.releases)} releases, newest {row.releases[-1]}" if row.releases else ""
+        lines.append(f"    {row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}")
+    said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
+            "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
+            f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile: the median over the "
+            "workloads.")  # fmt: skip
+    lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines

@@ -24,8 +24,10 @@ probe_timeout_s = 5.0
 
 [answers]
 # The backend the team runs on today (e.g. "cuda", or "cuda compiled" for one mode of it): kb board and
-# kb compare --by give every ratio against it. Empty: the backend with the most completed runs.
+# kb compare --by give every ratio against it. Empty: guessed (the backend with the most completed runs), and said.
 incumbent = ""
+# The practical floor: a change smaller than this share (0.02 = 2%) is "equivalent", whatever the runs say.
+floor = 0.02
 """
 
 
@@ -40,6 +42,7 @@ class RecordConfig:
 @dataclass(frozen=True)
 class AnswersConfig:
     incumbent: str = ""
+    floor: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,13 @@ def loads_toml(text: str) -> dict[str, Any]:
 def load_config(path: Path) -> Config:
     """Read kb.toml; a syntax error or a wrong setting names the file and what to change."""
     try:
-        raw = loads_toml(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except FileNotFoundError:
         return Config()
-    except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise KbError(f"{path}: not valid TOML: {exc}") from None
+    return load_config_text(path, text)
+
+
+def _config(path: Path, raw: dict[str, Any]) -> Config:
     unknown = set(raw) - {"record", "answers"}
     if unknown:
         raise KbError(f"{path}: unknown section [{sorted(unknown)[0]}]; known sections: [record], [answers]")
@@ -96,3 +101,32 @@ def _section(path: Path, name: str, raw: dict[str, Any], cls: type) -> Any:
             raise KbError(f"{path}: [{name}] {key}: expected a string, found {value!r}")
         values[key] = value
     return cls(**values)
+
+
+def set_incumbent(path: Path, incumbent: str) -> None:
+    """Write [answers] incumbent into kb.toml, keeping every other line (and comment) as it is."""
+    import json
+    import re
+
+    from kb import atomic
+
+    text = path.read_text("utf-8")
+    line = f"incumbent = {json.dumps(incumbent)}"
+    found = re.search(r"(?m)^incumbent\s*=.*$", text)
+    if found:
+        text = text[: found.start()] + line + text[found.end() :]
+    elif re.search(r"(?m)^\[answers\]\s*$", text):
+        text = re.sub(r"(?m)^\[answers\]\s*$", f"[answers]\n{line}", text, count=1)
+    else:
+        text = text.rstrip("\n") + f"\n\n[answers]\n{line}\n"
+    load_config_text(path, text)
+    atomic.write_text(path, text)
+
+
+def load_config_text(path: Path, text: str) -> Config:
+    """kb.toml's text read as load_config reads the file: refused with the file's name when wrong."""
+    try:
+        raw = loads_toml(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError
+        raise KbError(f"{path}: not valid TOML: {exc}") from None
+    return _config(path, raw)

@@ -149,7 +149,7 @@ def test_the_facts_answer_every_column(varied: KnowledgeBase) -> None:
     (report,) = found["workloads"][0]["reported"]
     assert (report["publisher"], report["date"], report["figure"]["value"]) == ("Vendor blog", "2026-10-01", 90000.0)
     checks = {check["question"]: check["detail"] for check in cuda["checklist"]}
-    assert checks["test coverage disclosed"] == "7 passed, 2 skipped of 10"
+    assert checks["test coverage disclosed"] == "7 passed, 2 skipped of 10 (70% pass)"
     assert checks["adaptations recorded"].startswith("say what had to change")  # the picked run (3) names none
     cpu = {check["question"]: check for check in cell(found, "cpu · eager")["checklist"]}
     assert (cpu["adaptations recorded"]["ok"], cpu["adaptations recorded"]["detail"]) == (True, "0 adaptations")

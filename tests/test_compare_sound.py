@@ -71,11 +71,9 @@ def test_an_interrupted_run_is_never_the_one_compared(kb: KnowledgeBase, tmp_pat
     assert [e["status"] for e in comparison["entries"]] == ["completed", "completed"]
     assert [e["label"].split(" · ")[:2] for e in comparison["entries"]] == [["cpu", "eager"], ["cpu", "compiled"]]
     assert rows(comparison)["tokens_per_s"]["values"] == [4000.0, 6000.0]
-    # Its step times are identical to the baseline's: the rate computed from them shares their verdict, even
-    # where that rate differs; tokens over the steady wall time are one measurement per run.
-    assert rows(comparison)["step_s"]["verdicts"][1] == "within noise"
-    assert rows(comparison)["tokens_per_s_median_step"]["verdicts"][1] == "within noise"
-    assert rows(comparison)["tokens_per_s"]["verdicts"][1] == "one measurement"
+    # One completed run a side (the interrupted one is no repeat): no verdict, whatever the figures.
+    assert comparison["runs"] == [1, 1]
+    assert rows(comparison)["tokens_per_s"]["verdicts"][1] == "inconclusive (n=1 vs 1)"
     one = run_kb("compare", "--workload", "lm", "--by", "backend")
     assert one.returncode == 1 and one.stderr == "kb: error: only cpu so far; try --by mode\n"
     assert compared("--workload", "lm", "--by", "mode", "--status", "completed")["entries"][0]["status"] == "completed"
@@ -133,7 +131,7 @@ def test_cold_with_cold_and_what_differs(variety: KnowledgeBase) -> None:
     assert compile_s["ratios"] == [1.0, None] and compile_s["verdicts"] == ["baseline", "warm vs cold"]
     # One run each: too few to call a one-off phase better or worse.
     cold_again = compared("2026-11-01-qwen-cuda-000001", "2026-11-01-qwen-cuda-000001")
-    assert rows(cold_again)["compile_s"]["verdicts"] == ["baseline", "one measurement"]
+    assert rows(cold_again)["compile_s"]["verdicts"] == ["baseline", "inconclusive (n=1 vs 1)"]
 
 
 def test_local_version_labels_fold_into_their_release(variety: KnowledgeBase) -> None:
@@ -189,3 +187,17 @@ def test_a_site_comparison_starts_from_the_incumbent_and_its_mode(variety: Knowl
         assert newest_usable(variety, db, "qwen", "cuda")[0][0].id == "2026-11-08-qwen-cuda-000008"  # eager first
     finally:
         db.close()
+
+
+def test_grouped_runs_stand_with_their_repeats_and_agree_with_the_board(kb: KnowledgeBase) -> None:
+    for n, (mode, rate) in enumerate([("eager", 1000.0), ("eager", 1010.0), ("eager", 990.0),
+                                      ("compiled", 1500.0), ("compiled", 1490.0), ("compiled", 1520.0)]):  # fmt: skip
+        run(kb, f"2026-11-0{n + 1}-lm-cpu-00000{n}", backend="cpu", mode=mode, workload={"name": "lm"},
+            versions={"torch": "2.10.0"}, metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}})  # fmt: skip
+    comparison = compared("--workload", "lm", "--by", "mode")
+    assert comparison["runs"] == [3, 3]
+    (said,) = rows(comparison)["tokens_per_s"]["verdicts"][1:]
+    assert said == "faster (n=3 vs 3)"
+    board = json_data(run_kb("board", "--json").stdout)["workloads"][0]
+    (compiled,) = [cell for cell in board["cells"] if cell["mode"] == "compiled"]
+    assert compiled["comparison"]["verdict"] == "faster" and compiled["comparison"]["n"] == 3

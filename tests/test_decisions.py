@@ -73,10 +73,14 @@ def test_a_newer_release_makes_a_decision_due(evidence: KnowledgeBase) -> None:
     decision_id = decide("release: torch-neuronx")
     assert run_kb("release", "torch-neuronx", "2.25.0", "--date", "2026-01-01").returncode == 0
     assert revisit() == []  # older than the evidence's 2.26.0: not news
-    assert run_kb("release", "torch-neuronx", "2.27.1", "--date", "2026-11-20").returncode == 0
+    # Newer than the evidence, but out before the decision was made (back-dated): the decision knew of it.
+    back_dated = run_kb("release", "torch-neuronx", "2.27.0", "--date", "2026-11-20")
+    assert back_dated.returncode == 0 and "2026-11-20-torch-neuronx-2-27-0-" in back_dated.stderr  # its own date
+    assert revisit() == []
+    assert run_kb("release", "torch-neuronx", "2.27.1").returncode == 0
     (due,) = revisit()
     assert due["id"] == decision_id
-    assert due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.27.1 recorded on ")
+    assert due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.27.1 released on ")
     check = run_kb("revisit", "--check")
     assert check.returncode == 1 and f"{decision_id}  gpt-oss stays on CUDA" in check.stdout
 
@@ -169,7 +173,7 @@ def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_s
     time.sleep(1.1)
     assert run_kb("release", "torch-neuronx", "2.28.0").returncode == 0
     (due,) = revisit()
-    assert due["id"] == again and due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.28.0 recorded")
+    assert due["id"] == again and due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.28.0 released on")
 
 
 def test_bad_decisions_write_nothing(evidence: KnowledgeBase) -> None:

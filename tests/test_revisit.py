@@ -3,11 +3,14 @@ not due again for the same release, `kb show` says why and where each trigger st
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import json_data, run_kb, write_entry
 
+from kb.answers.decisions import reviews_of
 from kb.entry import Entry
 from kb.store import KnowledgeBase
 
@@ -40,11 +43,11 @@ def due() -> list[str]:
 
 def test_a_release_fires_once_and_a_reaffirmed_decision_is_closed(evidence: KnowledgeBase) -> None:
     first = decide()
-    released = run_kb("release", "torch-neuronx", "2.27.1", "--date", "2026-11-20")
+    released = run_kb("release", "torch-neuronx", "2.27.1")
     assert released.returncode == 0, released.stderr
     # kb release says which decisions it made due, and why.
     assert f"{first}  gpt-oss stays on CUDA" in released.stderr
-    assert "evidence names no torch-neuronx version; 2.27.1 recorded on" in released.stderr
+    assert "evidence names no torch-neuronx version; 2.27.1 released on" in released.stderr
     assert "1 decision due for review after this release" in released.stderr
     assert due() == [first]
     time.sleep(1.1)
@@ -64,7 +67,7 @@ def test_a_review_closes_a_due_decision_until_something_newer(evidence: Knowledg
     time.sleep(1.1)
     acked = run_kb("revisit", "--ack", decision, "--note", "re-checked on 2.27.1, still CUDA", "--by", "ana")
     assert acked.returncode == 0, acked.stderr
-    (review,) = Entry.read(evidence.entries_path / f"{decision}.md").data["decision"]["reviews"]
+    (review,) = reviews_of(Entry.read(evidence.entries_path / f"{decision}.md"))
     assert review["by"] == "ana" and review["note"] == "re-checked on 2.27.1, still CUDA" and review["date"]
     assert due() == [] and run_kb("revisit", "--check").returncode == 0
     time.sleep(1.1)
@@ -104,3 +107,65 @@ def test_a_bad_review_is_one_error_and_writes_nothing(evidence: KnowledgeBase) -
     no_note = run_kb("revisit", "--ack", decision)
     assert no_note.returncode == 1 and "--ack needs --note" in no_note.stderr
     assert {path: path.read_bytes() for path in evidence.entries_path.rglob("*.md")} == before
+
+
+def test_a_trigger_that_could_never_fire_is_refused_with_the_nearest_names(evidence: KnowledgeBase) -> None:
+    before = sorted(evidence.entries_path.iterdir())
+    base = ("decide", "--title", "t", "--question", "q", "--choice", "c", "--trigger")
+    cases = {
+        "when: compile_sec < 600 for workload=gpt-oss backend=neuron": "no figure 'compile_sec'",
+        "when: compile_s < 600 for workload=gpt-os backend=neuron": "no workload 'gpt-os'",
+        "when: compile_s < 600 for workload=gpt-oss backend=neuronn": "no backend 'neuronn'",
+        "release: torch-neuronxx": "no package 'torch-neuronxx'",
+    }
+    for trigger, said in cases.items():
+        refused = run_kb(*base, trigger)
+        assert refused.returncode == 1 and said in refused.stderr and "did you mean" in refused.stderr, refused.stderr
+    assert "did you mean compile_s" in run_kb(*base, "when: compile_sec < 600").stderr
+    assert sorted(evidence.entries_path.iterdir()) == before
+
+
+def test_a_release_in_the_same_second_as_the_decision_comes_after_it(evidence: KnowledgeBase) -> None:
+    second = "2026-11-05T10:00:00Z"
+    decision = "2026-11-05-decision-000003"
+    write_entry(evidence, decision, kind="decision", recorded=second, links={"evidence": [REPORT]},
+                decision={"question": "q", "choice": "CUDA", "status": "accepted", "date": "2026-11-05",
+                          "time": "2026-11-05T10:00:00.100000Z", "triggers": ["release: torch-neuronx"]})  # fmt: skip
+    write_entry(evidence, "2026-11-05-release-000004", kind="release", recorded=second,
+                release={"package": "torch-neuronx", "version": "2.27.0", "date": "2026-11-05",
+                         "time": "2026-11-05T10:00:00.900000Z"})  # fmt: skip
+    assert due() == [decision]  # recorded in the same second, but after it
+    write_entry(evidence, "2026-11-05-release-000005", kind="release", recorded=second,
+                release={"package": "torch-neuronx", "version": "2.27.1", "date": "2026-11-05",
+                         "time": "2026-11-05T10:00:00.050000Z"})  # fmt: skip
+    (item,) = json_data(run_kb("revisit", "--json").stdout)
+    assert item["entries"] == ["2026-11-05-release-000004"]  # 2.27.1 came out before the decision, in its second
+
+
+def test_an_unreadable_decision_stops_the_check_by_name(evidence: KnowledgeBase) -> None:
+    decision = decide()
+    path = evidence.entries_path / f"{decision}.md"
+    text = path.read_text()
+    path.write_text(text.replace("choice: CUDA\n", "<<<<<<< HEAD\nchoice: CUDA\n=======\nchoice: Neuron\n>>>>>>> b\n"))
+    checked = run_kb("revisit", "--check")
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert f"kb: error: {path}" in checked.stderr and "git conflict markers" in checked.stderr
+
+
+def test_two_reviews_of_one_decision_merge_in_git(evidence: KnowledgeBase, tmp_path: Path) -> None:
+    decision = decide()
+    git = ("git", "-c", "user.name=t", "-c", "user.email=t@example.com")
+    subprocess.run([*git, "init", "-q", "-b", "main", str(evidence.root)], check=True)
+    subprocess.run([*git, "-C", str(evidence.root), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(evidence.root), "commit", "-qm", "base"], check=True)
+    other = tmp_path / "other"
+    subprocess.run([*git, "clone", "-q", str(evidence.root), str(other)], check=True)
+    for root, who in ((evidence.root, "ana"), (other, "bo")):
+        acked = run_kb("--kb", str(root), "revisit", "--ack", decision, "--note", f"kept by {who}", "--by", who)
+        assert acked.returncode == 0, acked.stderr
+        subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
+        subprocess.run([*git, "-C", str(root), "commit", "-qm", f"review by {who}"], check=True)
+    subprocess.run([*git, "-C", str(evidence.root), "pull", "-q", "--no-rebase", "--no-edit", str(other), "main"],
+                   check=True)  # fmt: skip
+    reviews = reviews_of(Entry.read(evidence.entries_path / f"{decision}.md"))
+    assert sorted(r["by"] for r in reviews) == ["ana", "bo"]

@@ -8,10 +8,9 @@ from kb.entry import new_entry
 from kb.store import KnowledgeBase
 
 POINTS = [  # (recorded, backend, torch, tokens/s): 2.13.0 was recorded before 2.10.0 on purpose
-    ("2026-01-01", "cuda", "2.9.0", 10000.0),
-    ("2026-03-01", "cuda", "2.13.0", 8000.0),
-    ("2026-02-01", "cuda", "2.10.0", 10300.0),
-    ("2026-02-02", "cuda", "2.10.0", 10500.0),
+    *(("2026-01-01", "cuda", "2.9.0", rate) for rate in (10000.0, 10100.0, 9900.0)),
+    *(("2026-03-01", "cuda", "2.13.0", rate) for rate in (8000.0, 8050.0, 7950.0)),
+    *(("2026-02-01", "cuda", "2.10.0", rate) for rate in (10000.0, 10020.0, 10040.0)),
     ("2026-01-05", "neuron", "2.9.0", 6000.0),
     ("2026-03-05", "neuron", "2.13.0", 9000.0),
 ]
@@ -40,11 +39,17 @@ def test_versions_in_pep440_order_with_a_flagged_regression(kb: KnowledgeBase) -
     result = json_data(run_kb("trend", "tokens_per_s", "--workload", "llama3-8b", "--json").stdout)
     cuda, neuron = result["series"]
     assert cuda["group"] == "cuda" and [p["version"] for p in cuda["points"]] == ["2.9.0", "2.10.0", "2.13.0"]
-    assert [p["value"] for p in cuda["points"]] == [10000.0, 10400.0, 8000.0]  # median of the two 2.10.0 runs
-    assert [p["flag"] for p in cuda["points"]] == ["", "", "regression"]  # +4% is noise; -23% against the best is not
-    assert [p["flag"] for p in neuron["points"]] == ["", "improvement"]
+    assert [p["value"] for p in cuda["points"]] == [10000.0, 10020.0, 8000.0]  # the median of each release's runs
+    # +0.2% lies within the 2% floor; -20% against the release before (the last good one) does not.
+    assert [p["flag"] for p in cuda["points"]] == ["", "", "regression"]
+    assert cuda["points"][1]["note"] == "equivalent" and cuda["points"][2]["previous"] == "2.10.0"
+    assert cuda["points"][2]["change"] == -0.2016 and cuda["points"][2]["comparison"]["n"] == 3
+    # One run a release: +50%, but too few runs for a verdict.
+    assert [p["flag"] for p in neuron["points"]] == ["", ""]
+    assert neuron["points"][1]["note"] == "too few runs: 3 on each side give an interval"
     text = run_kb("trend", "tokens_per_s", "--workload", "llama3-8b").stdout
     assert "REGRESSION" in text and "▁" in text and "█" in text
+    assert "slower ×0.798 (n=3 vs 3, 95% interval" in " ".join(text.split())
 
 
 def test_timings_are_better_lower_and_unknown_names_get_suggestions(kb: KnowledgeBase) -> None:
@@ -53,8 +58,8 @@ def test_timings_are_better_lower_and_unknown_names_get_suggestions(kb: Knowledg
     assert result["better"] == "lower"
     # One series per backend, and per cache state for compile times (none recorded here).
     assert [s["group"] for s in result["series"]] == ["cuda · cache unknown", "neuron · cache unknown"]
-    # Compiled once per run: flagged only where two runs of each version stand behind the points.
-    assert [p["note"] for p in result["series"][0]["points"]] == ["", "one measurement", "one measurement"]
+    # Compiled once per run, once per release on neuron: too few for a flag.
+    assert [p["note"] for p in result["series"][1]["points"]] == ["", "too few runs: 3 on each side give an interval"]
     missing = run_kb("trend", "tokens_per_sec", "--workload", "llama3-8b")
     assert missing.returncode == 1
     assert missing.stderr.startswith("kb: error: no run of 'llama3-8b' has 'tokens_per_sec'; did you mean tokens_per_s")

@@ -1,26 +1,29 @@
 """The board: for each workload and backend (and mode), the answer the evidence gives, and what is missing.
 
-A cell holds the newest completed, measured run comparable with the workload's baseline (the incumbent):
-its headline figure (throughput per device, else the median step time) and its speed-up over the
-baseline. As in PyTorch's own compiler benchmark runner, a speed-up counts only where numerics passed:
-a failed check makes it zero, a missing one leaves it "unchecked" and out of the ranking. Reported
-figures (kind `report`) sit apart and are never ranked against measured ones.
+A cell's figure comes from all its comparable completed runs of its current state, not from one run: the runs on
+the newest release of the backend's package (older releases are history), on the baseline's shapes and device
+count, kept out where the machine was busy (counted) or where numerics failed. Their median, n and spread, and the
+verdict of kb.answers.verdict on the ratio to the baseline's runs (faster, slower, equivalent within the floor,
+inconclusive). As in PyTorch's own compiler benchmark runner, a speed-up counts only where numerics passed: a
+failed check (or a figure that became NaN) makes it zero, a missing one leaves it "unchecked" and out of the
+ranking. A cell whose runs on the newest release all failed says so and is never the answer. Reported figures
+(kind `report`) sit apart and are never ranked against measured ones.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from kb.answers import figures
+from kb.answers import figures, verdict
 from kb.answers.figures import Figure
 from kb.index import answers
 
-CANDIDATES = 4  # the newest completed runs of a cell looked through for a comparable one, and cold/warm compiles
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
 NO_BACKEND = "(no backend)"
@@ -30,6 +33,8 @@ BACKEND_PACKAGES = {
     "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
     "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
 }  # fmt: skip
+SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
+Key = tuple[str, "str | None"]
 
 
 @dataclass
@@ -50,12 +55,23 @@ class Cell:
     tried: int = 0
     completed: int = 0
     failure: dict[str, Any] | None = None  # {class, count, message, entry}: the most common failure
-    figure: Figure | None = None
+    figure: Figure | None = None  # the median of the runs counted (its entry: the newest of them)
     numerics: str = "unchecked"
-    ratio: float | None = None  # how many times faster than the baseline, figure for figure
+    numerics_note: str = ""  # why numerics failed: "loss became NaN at step 5", or the check's verdict
+    ratio: float | None = None  # how many times faster than the baseline, median for median
     speedup: float | None = None  # the ratio where numerics passed, 0 where they failed, None otherwise
-    verdict: str = ""  # baseline, counted, unchecked, numerics failed, not comparable ..., no baseline figure
-    differences: list[str] = field(default_factory=list)  # against the baseline's run
+    verdict: str = ""  # baseline, counted, unchecked, numerics failed, fails on ..., not comparable ..., ...
+    comparison: dict[str, Any] | None = None  # kb.answers.verdict.Verdict: faster/slower/equivalent/inconclusive
+    n: int = 0  # runs behind the figure
+    spread: list[float] | None = None  # lowest and highest figure of those runs
+    busy: int = 0  # runs of the current state kept out because the machine was busy
+    busy_only: bool = False  # every run of the current state was on a busy machine: a figure, never a verdict
+    release: str | None = None  # "torch-neuronx 2.27.1": the backend package's release the figure comes from
+    evidence_date: str | None = None  # when the newest run behind the figure was recorded
+    reproduction: str = ""  # "reproduced by 2 people on 3 hosts, within ±4%", or "not reproduced"
+    current_failure: str = ""  # "fails on torch-neuronx 2.27.1: compile_error x2"
+    history: str = ""  # "passed on 2.26.0 at x2.17": the older release's figure, where the newest one failed
+    differences: list[str] = field(default_factory=list)  # against the baseline's runs
     cold_compile: dict[str, Any] | None = None  # {seconds, entry}
     warm_compile: dict[str, Any] | None = None
     other_compile: dict[str, Any] | None = None  # {seconds, entry, cache}: neither cold nor warm (mixed, unknown)
@@ -89,12 +105,15 @@ class WorkloadBoard:
     best: str  # the answer in one line: which backend wins, on what footing
     cells: list[Cell]
     reported: list[Reported]
+    coverage: list[dict[str, Any]] = field(default_factory=list)  # {backend, entry, text}: the newest per backend
 
 
 @dataclass
 class Board:
     incumbent: str
     workloads: list[WorkloadBoard]
+    floor: float = verdict.FLOOR
+    guessed: str = ""  # without an incumbent: what the board guessed, and how to set it
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -104,12 +123,48 @@ class Board:
         return data
 
 
-def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None) -> Board:
-    counts = answers.cell_counts(db, workload)
-    failures = answers.cell_failures(db, workload)
-    # Each with what the board reads of it, kept by the index: no entry's front matter is parsed here.
-    rows = answers.newest_per_cell(db, workload, completed=CANDIDATES, other=RUNS_LISTED, reports=REPORTS)
+@dataclass
+class Run:
+    """One entry of a cell as the board judges it."""
+
+    row: dict[str, Any]
+    release: str | None  # of the backend's package, local label folded
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.row["data"]
+
+    @property
+    def id(self) -> str:
+        return str(self.row["id"])
+
+    @property
+    def completed(self) -> bool:
+        return self.row["status"] == "completed"
+
+    @property
+    def failure_class(self) -> str:
+        return str(self.row["failure_class"] or self.row["status"] or "unknown")
+
+
+def board(
+    db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None, floor: float = verdict.FLOOR
+) -> Board:
+    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter.
+    rows = answers.board_entries(db, workload)
     releases = answers.releases(db)
+    failed = [str(row["id"]) for row in rows if row["category"] == "other"]
+    versions = answers.entry_versions(db, failed)  # a failed run keeps no facts: its release comes from here
+    failures: dict[tuple[str, Key], dict[str, Any]] = {}
+    for row in answers.cell_failures(db, workload):  # the most common failure of each cell, ties to the newest
+        key = (row["workload"], _key(row))
+        if key not in failures or (row["count"], row["entry"]) > (failures[key]["count"], failures[key]["entry"]):
+            failures[key] = {"class": row["class"], "count": row["count"], "message": row["message"],
+                             "entry": row["entry"]}  # fmt: skip
+    for row in rows:
+        row["failure_class"] = row["class"]
+        row["data"] = row["facts"] or {"id": row["id"], "recorded": row["recorded"],
+                                       "versions": versions.get(str(row["id"]), {})}  # fmt: skip
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
     def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
@@ -118,69 +173,156 @@ def board(db: sqlite3.Connection, *, incumbent: str = "", workload: str | None =
         known = [r for r in releases if r["package"] in packages and r["version"]]
         return max(known, key=lambda r: version_key(figures.release_of(str(r["version"])))) if known else None
 
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind, found in (("counts", counts), ("failures", failures), ("rows", rows)):
-        for row in found:
-            grouped.setdefault(row["workload"], {}).setdefault(kind, []).append(row)
-    return Board(
-        incumbent,
-        [_workload(name, parts, latest, incumbent) for name, parts in sorted(grouped.items())],
-    )
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["workload"], []).append(row)
+    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids))
+             for name, parts in sorted(grouped.items())]  # fmt: skip
+    guessed = ""
+    if not incumbent and found:
+        guessed = (f"No incumbent: each workload's baseline is guessed (its backend with the most completed runs, "
+                   f"eager first); {SET_INCUMBENT}.")  # fmt: skip
+    return Board(incumbent, found, floor, guessed)
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str | None]:
+def _key(row: dict[str, Any]) -> Key:
     return row["backend"] or NO_BACKEND, row["mode"]
 
 
+def backend_package(backend: str, runs: list[dict[str, Any]]) -> str | None:
+    """The package whose release is a backend's state: the first of its packages its runs record."""
+    for package in BACKEND_PACKAGES.get(backend, (backend,)):
+        if any(package in (row.get("versions") or _versions(row["data"])) for row in runs):
+            return package
+    return None
+
+
+def _versions(data: dict[str, Any]) -> dict[str, str]:
+    return {_package(k): str(v) for k, v in (data.get("versions") or {}).items()}
+
+
+@cache  # a few package names, met in every run
+def _package(name: Any) -> str:
+    return str(name).lower().replace("_", "-")
+
+
+Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
+
+
 def _workload(
-    name: str, parts: dict[str, list[dict[str, Any]]], latest: LatestRelease, incumbent: str
+    name: str,
+    rows: list[dict[str, Any]],
+    latest: LatestRelease,
+    incumbent: str,
+    floor: float,
+    failures: dict[tuple[str, Key], dict[str, Any]],
+    flagged: Flagged,
 ) -> WorkloadBoard:
-    cells: dict[tuple[str, str | None], Cell] = {}
-    for row in parts.get("counts", []):
-        cells[_key(row)] = Cell(name, *_key(row), tried=int(row["tried"] or 0), completed=int(row["completed"] or 0))
-    for key, found in _by_cell(parts.get("failures", [])).items():
-        top = max(found, key=lambda row: (row["count"], row["entry"]))
-        cells[key].failure = {"class": top["class"], "count": top["count"], "message": top["message"],
-                              "entry": top["entry"]}  # fmt: skip
-    candidates: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    reports: list[tuple[tuple[str, str | None], dict[str, Any]]] = []
+    measured: dict[Key, list[dict[str, Any]]] = {}
+    reports: list[tuple[Key, dict[str, Any]]] = []
     coverage: dict[str, dict[str, Any]] = {}
-    for row in parts.get("rows", []):  # newest first
-        key = _key(row)
-        if row["category"] == "coverage":
-            coverage.setdefault(key[0], row["facts"])
-        elif row["category"] == "report":
-            reports.append((key, row["facts"]))
+    for row in rows:  # newest first
+        kind = row["category"]
+        if kind == "coverage":
+            coverage.setdefault(_key(row)[0], row["data"])
+        elif kind == "report":
+            measured.setdefault(_key(row), [])
+            if sum(1 for key, _ in reports if key == _key(row)) < REPORTS:
+                reports.append((_key(row), row["data"]))
         else:
-            if len(cells[key].entries) < RUNS_LISTED:
-                cells[key].entries.append(row["id"])
-            if row["category"] == "completed":
-                candidates.setdefault(key, []).append(row["facts"])
+            measured.setdefault(_key(row), []).append(row)
+    cells: dict[Key, Cell] = {}
+    states: dict[Key, State] = {}
+    for key, found in measured.items():
+        cells[key] = Cell(name, *key, failure=failures.get((name, key)))
+        states[key] = _state(cells[key], found, flagged)
+    base_key, reason = _baseline(cells, states, incumbent)
+    base = states[base_key] if base_key else None
     for key, cell in cells.items():
-        _compiles(cell, candidates.get(key, []))
-    usable = {key: [d for d in found if figures.headline(d)] for key, found in candidates.items()}
-    base_key, reason = _baseline(cells, usable, incumbent)
-    base_run = usable[base_key][0] if base_key else None
-    for key, cell in cells.items():
-        run = _choose(cell, usable.get(key, []), base_run, key == base_key)
-        if run is not None:
-            _headline(cell, run, base_run, key == base_key)
-        cell.checklist = checklist(cell, run, coverage.get(cell.backend), latest)
+        _judge(cell, states[key], base, key == base_key, floor)
+        newest = states[key].figure_runs[0] if states[key].figure_runs else None
+        cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
     reported = []
     for key, found in reports:
         provenance = found.get("provenance") or {}
         reported.append(Reported(name, *key, found["id"], found.get("title") or found["id"], figures.headline(found),
                                  provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
-    base = cells[base_key].label if base_key else None
-    return WorkloadBoard(name, base, reason, _best(ordered, base), ordered, reported)
+    base_label = cells[base_key].label if base_key else None
+    tested = [{"backend": backend, "entry": str(found.get("id")), "text": coverage_text(found)}
+              for backend, found in sorted(coverage.items())]  # fmt: skip
+    return WorkloadBoard(name, base_label, reason, _best(ordered, cells.get(base_key) if base_key else None, base),
+                         ordered, reported, tested)  # fmt: skip
 
 
-def _by_cell(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[dict[str, Any]]]:
-    found: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+@dataclass
+class State:
+    """A cell's current state: the runs on the newest release of its backend's package, and its history."""
+
+    package: str | None
+    release: str | None
+    current: list[Run]  # newest first
+    older: list[Run]
+    figure_runs: list[Run]  # current, completed, not busy, numerics not failed, with a figure; newest first
+    busy_only: bool = False  # figure_runs were all on a busy machine
+
+
+def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
+    from kb.index.query import version_key
+
+    cell.tried = len(rows)
+    cell.completed = sum(1 for row in rows if row["status"] == "completed")
+    cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
     for row in rows:
-        found.setdefault(_key(row), []).append(row)
-    return found
+        row["versions"] = _versions(row["data"])
+    package = backend_package(cell.backend, rows)
+    runs = []
+    for row in rows:
+        version = row["versions"].get(package) if package else None
+        runs.append(Run(row, figures.release_of(version) if version else None))
+    known = [run.release for run in runs if run.release]
+    release = max(known, key=version_key) if known else None
+    current = [run for run in runs if run.release == release]
+    older = [run for run in runs if run.release != release]
+    _flag(current, flagged)
+    cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
+    measured = [run for run in current if run.completed and figures.headline(run.data)]
+    usable = [run for run in measured if not figures.busy(run.data)]
+    if not usable and measured:
+        # Only runs on a busy machine: their figure is shown, but no verdict stands on them.
+        usable, cell.busy_only = measured, True
+    if usable and figures.numerics(usable[0].data) == "failed":
+        # The current state fails its numerics: its figure is shown, at a speed-up of zero, and never a baseline.
+        cell.numerics = "failed"
+        cell.numerics_note = figures.nonfinite(usable[0].data) or "its numerics check failed"
+        figure_runs = [run for run in usable if figures.numerics(run.data) == "failed"]
+    else:
+        figure_runs = [run for run in usable if figures.numerics(run.data) != "failed"]
+    state = State(package, release, current, older, figure_runs, cell.busy_only)
+    if release and package:
+        cell.release = f"{package} {release}"
+    if current and not any(run.completed for run in current) and release:
+        classes = Counter(run.failure_class for run in current)
+        said = ", ".join(f"{name} ×{count}" for name, count in classes.most_common())
+        cell.current_failure = f"fails on {package} {release}: {said}"
+    _compiles(cell, [run.data for run in current if run.completed] or [run.data for run in runs if run.completed])
+    return state
+
+
+def _flag(runs: list[Run], flagged: Flagged) -> None:
+    """The completed runs of the current state with the sections a verdict needs beyond the facts: whether the
+    machine was busy, where the versions were read, and every metric and numerics figure (for NaN)."""
+    completed = [run for run in runs if run.completed]
+    found = flagged([run.id for run in completed]) if completed else {}
+    for run in completed:
+        extra = found.get(run.id) or {}
+        data = dict(run.data)
+        if extra.get("hardware.load"):
+            data["hardware"] = {**(data.get("hardware") or {}), "load": extra["hardware.load"]}
+        for section in ("provenance", "numerics", "metrics"):
+            if extra.get(section):
+                data[section] = extra[section]
+        run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
 
 
 def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
@@ -198,17 +340,25 @@ def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
             cell.warm_compile = {"seconds": float(seconds), "entry": run.get("id")}
 
 
-def _baseline(
-    cells: dict[tuple[str, str | None], Cell], usable: dict[tuple[str, str | None], list], incumbent: str
-) -> tuple[tuple[str, str | None] | None, str]:
-    """The incumbent's cell (kb.toml [answers] incumbent, or --incumbent), else the most completed runs."""
-    choices = [key for key, found in usable.items() if found]
-    if not choices:
-        return None, "no completed, measured run with a figure"
+def _sound(cell: Cell, state: State) -> str:
+    """Why a cell cannot be a baseline (empty when it can): a baseline is never a failed or numerics-failed state."""
+    if cell.current_failure:
+        return cell.current_failure
+    if cell.numerics == "failed":
+        return f"its newest run on {cell.release or 'its release'} failed numerics"
+    if not state.figure_runs:
+        return "no completed, measured run with a figure" + (f" on {cell.release}" if cell.release else "")
+    return ""
 
-    def most(keys: list) -> tuple[str, str | None]:
-        """The backend with the most completed runs, and of its modes eager (what compiling is measured
-        against), else its mode with the most."""
+
+def _baseline(cells: dict[Key, Cell], states: dict[Key, State], incumbent: str) -> tuple[Key | None, str]:
+    """The incumbent's cell (kb.toml [answers] incumbent, kb init --incumbent, or --incumbent), else a guess: the
+    backend with the most completed runs. Never a cell whose current state failed or failed numerics."""
+    choices = [key for key in cells if not _sound(cells[key], states[key])]
+
+    def most(keys: list[Key]) -> Key:
+        """The backend with the most completed runs, and of its modes eager (what compiling is measured against),
+        else its mode with the most."""
         per_backend = Counter[str]()
         for key in keys:
             per_backend[key[0]] += cells[key].completed
@@ -219,57 +369,71 @@ def _baseline(
     if incumbent:
         backend, _, mode = incumbent.replace("·", " ").partition(" ")
         mode = mode.strip()
-        matching = [k for k in choices if k[0] == backend and (not mode or k[1] == mode)]
+        named = [k for k in cells if k[0] == backend and (not mode or k[1] == mode)]
+        matching = [k for k in choices if k in named]
         if matching:
             return most(matching), "the incumbent"
-        return most(choices), f"the incumbent {incumbent} has no usable run here; most completed runs"
-    return most(choices), "most completed runs"
+        why = (
+            (f"the incumbent {incumbent}: " + _sound(cells[most(named)], states[most(named)]))
+            if named
+            else (f"the incumbent {incumbent} has no usable run here")
+        )
+        if not choices:
+            return None, why
+        return most(choices), f"{why}; guessed: most completed runs"
+    if not choices:
+        return None, "no completed, measured run with a figure"
+    return most(choices), "guessed: most completed runs"
 
 
-def _choose(
-    cell: Cell, runs: list[dict[str, Any]], base_run: dict[str, Any] | None, is_base: bool
-) -> dict[str, Any] | None:
-    """The newest usable run of the cell comparable with the baseline's (else its newest), with the differences
-    stated; None, with the reason, when the cell has no usable run."""
+def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: float) -> None:
+    """The cell's figure (the median of its comparable runs) and its verdict against the baseline's runs."""
+    runs = state.figure_runs
     if not runs:
-        cell.note = _why_empty(cell)
-        return None
-    if base_run is None or is_base:
-        return runs[0]
-    base = figures.shapes(base_run)
-    differing = [(run, figures.shape_differences(base, figures.shapes(run))) for run in runs]
-    chosen, cell.differences = next((found for found in differing if not found[1]), differing[0])
-    return chosen
-
-
-def _headline(cell: Cell, chosen: dict[str, Any], base_run: dict[str, Any] | None, is_base: bool) -> None:
-    """The cell's figure and verdict against the baseline's run."""
-    cell.numerics = figures.numerics(chosen)
+        cell.note = cell.current_failure or _why_empty(cell)
+        _history(cell, state, base, floor)
+        return
+    newest = runs[0].data
     # On the CPU there is no accelerator to leave: one answer for the board, its checklist and the site.
-    cell.stayed = "n/a" if cell.backend == "cpu" else figures.stayed(chosen)
-    if is_base or base_run is None:
-        cell.figure = figures.headline(chosen)
+    cell.stayed = "n/a" if cell.backend == "cpu" else figures.stayed(newest)
+    if cell.numerics != "failed":
+        cell.numerics = figures.numerics(newest)
+    if base is None or is_base or not base.figure_runs:
+        sample = _same_setup(runs, runs[0])
+        _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None)  # type: ignore[union-attr]
         cell.verdict = "baseline" if is_base else "no baseline figure"
         return
-    name = next((n for n in figures.HEADLINES if figures.headline(base_run, n) and figures.headline(chosen, n)), None)
-    cell.figure = figures.headline(chosen, name) if name else figures.headline(chosen)
-    base = figures.headline(base_run, name) if name else None
-    if base is None or cell.figure is None:
+    base_sample = _same_setup(base.figure_runs, base.figure_runs[0])
+    base_shapes = figures.shapes(base_sample[0].data)
+    matching = [run for run in runs if not figures.shape_differences(base_shapes, figures.shapes(run.data))]
+    sample = _same_setup(matching, matching[0]) if matching else _same_setup(runs, runs[0])
+    if not matching:
+        cell.differences = figures.shape_differences(base_shapes, figures.shapes(newest))
+    name = next((n for n in figures.HEADLINES if figures.headline(base_sample[0].data, n)
+                 and figures.headline(sample[0].data, n)), None)  # fmt: skip
+    _figure(cell, sample, name)
+    base_values = [f.value for f in (figures.headline(run.data, name) for run in base_sample) if f] if name else []
+    if not base_values or cell.figure is None:
         cell.verdict = "no common figure with the baseline"
         return
     if cell.differences:
         cell.verdict = "not comparable: " + ", ".join(cell.differences)
         return
-    if name == "step_s" and base.devices != cell.figure.devices:
-        cell.verdict = f"not comparable: {base.devices} vs {cell.figure.devices} devices, no throughput to normalise"
+    base_devices = figures.devices(base_sample[0].data)
+    if name == "step_s" and base_devices != cell.figure.devices:
+        cell.verdict = f"not comparable: {base_devices} vs {cell.figure.devices} devices, no throughput to normalise"
         return
-    if not base.value or not cell.figure.value:
+    values = [f.value for f in (figures.headline(run.data, name) for run in sample) if f]
+    judged = verdict.judge(base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    if cell.busy_only or base.busy_only:
+        judged = replace(judged, verdict="inconclusive", reason="runs on a busy machine decide nothing")
+    cell.comparison = judged.as_dict()
+    cell.ratio = judged.ratio
+    if cell.ratio is None:
         cell.verdict = "a zero figure"
         return
-    faster = cell.figure.value / base.value if name in figures.THROUGHPUT else base.value / cell.figure.value
-    cell.ratio = round(faster, 4)
-    if base.devices != cell.figure.devices:
-        cell.differences.append(f"per device: {base.devices} vs {cell.figure.devices} devices")
+    if base_devices != cell.figure.devices:
+        cell.differences.append(f"per device: {base_devices} vs {cell.figure.devices} devices")
     if cell.numerics == "passed":
         cell.speedup, cell.verdict = cell.ratio, "counted"
     elif cell.numerics == "failed":
@@ -278,32 +442,125 @@ def _headline(cell: Cell, chosen: dict[str, Any], base_run: dict[str, Any] | Non
         cell.verdict = "unchecked"
 
 
+def _same_setup(runs: list[Run], like: Run) -> list[Run]:
+    """The runs with the shapes and device count of `like`: repeats of one configuration."""
+    shapes, count = figures.shapes(like.data), figures.devices(like.data)
+    return [run for run in runs if figures.shapes(run.data) == shapes and figures.devices(run.data) == count]
+
+
+def _figure(cell: Cell, sample: list[Run], name: str | None) -> None:
+    """The median of the sample's figures, with n, spread, release and date of the evidence."""
+    found = [(run, figures.headline(run.data, name)) for run in sample]
+    found = [(run, figure) for run, figure in found if figure is not None]
+    if not found:
+        return
+    newest = found[0][1]
+    values = [figure.value for _, figure in found]
+    median = statistics.median(values)
+    cell.figure = Figure(newest.name, median, newest.unit, median * newest.devices, newest.devices, newest.entry)
+    cell.n = len(values)
+    low, high = verdict.spread(values) or (median, median)
+    cell.spread = [low, high]
+    cell.evidence_date = str(found[0][0].row["recorded"])[:10]
+    cell.reproduction = reproduction([run.row for run, _ in found], values, median)
+
+
+def reproduction(rows: list[dict[str, Any]], values: list[float], median: float) -> str:
+    """Whether others reproduced a figure: runs of the same configuration by another author or on another host,
+    and how far the furthest run lies from the median."""
+    people = {row.get("author") for row in rows if row.get("author")}
+    hosts = {row.get("host") for row in rows if row.get("host")}
+    if len(people) < 2 and len(hosts) < 2:
+        who = f" (one author{', one host' if hosts else ''})" if people else ""
+        return "not reproduced" + who
+    furthest = max(abs(value - median) for value in values) / median if median else 0.0
+    by = f"{len(people)} {'people' if len(people) != 1 else 'person'}" if people else "unknown authors"
+    return f"reproduced by {by} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, within ±{furthest:.1%}"
+
+
+def _history(cell: Cell, state: State, base: State | None, floor: float) -> None:
+    """Where the newest release failed: the figure of the newest older release that passed, as history."""
+    if not cell.current_failure:
+        return
+    for release in sorted({run.release for run in state.older if run.release}, key=_version_key, reverse=True):
+        runs = [run for run in state.older if run.release == release and run.completed
+                and not figures.busy(run.data) and figures.headline(run.data)
+                and figures.numerics(run.data) != "failed"]  # fmt: skip
+        if not runs:
+            continue
+        text = f"passed on {release}"
+        if base is not None and base.figure_runs:
+            name = next((n for n in figures.HEADLINES if figures.headline(base.figure_runs[0].data, n)
+                         and figures.headline(runs[0].data, n)), None)  # fmt: skip
+            if name:
+                judged = verdict.judge(
+                    [f.value for f in (figures.headline(r.data, name) for r in base.figure_runs) if f],
+                    [f.value for f in (figures.headline(r.data, name) for r in runs) if f],
+                    higher_is_better=name in figures.THROUGHPUT, floor=floor,
+                )  # fmt: skip
+                if judged.ratio is not None:
+                    text += f" at ×{judged.ratio:.3g}"
+        cell.history = text
+        cell.note = f"{cell.current_failure}; {text}"
+        return
+
+
+def _version_key(release: str) -> Any:
+    from kb.index.query import version_key
+
+    return version_key(release)
+
+
 def _why_empty(cell: Cell) -> str:
     if cell.tried == 0:
         return "only reported figures"
     if cell.completed == 0:
         return f"only failed runs ({cell.tried})"
+    if cell.busy:
+        return f"its completed runs were on a busy machine ({cell.busy}), kept out"
     return "no figure recorded in its completed runs"
 
 
-def _best(cells: list[Cell], base: str | None) -> str:
-    if base is None:
+def _best(cells: list[Cell], base_cell: Cell | None, base: State | None) -> str:
+    """The answer in one line: a winner only with a verdict of faster and numerics passed."""
+    if base_cell is None:
         notes = {cell.note for cell in cells}
         return "none yet; " + (notes.pop() if len(notes) == 1 else "no completed, measured run with a figure")
-    counted = [c for c in cells if c.speedup]
+    name = base_cell.label
+    others = [c for c in cells if c is not base_cell]
     backends = {c.backend for c in cells}
     only = f"; only {next(iter(backends))} so far" if len(backends) == 1 else ""
-    if not counted:
-        faster = [c for c in cells if c.ratio and c.ratio > 1]
-        if faster:
-            top = max(faster, key=lambda c: c.ratio or 0)
-            fastest = f"fastest: {top.label} ×{top.ratio:.3g}, {top.verdict}"
-            return f"nothing beats {base} with numerics checked ({fastest}){only}"
-        return f"{base} (the baseline) is fastest{only}"
-    top = max(counted, key=lambda c: c.speedup or 0)
-    if (top.speedup or 0) <= 1:
-        return f"{base} (the baseline) is fastest{only}"
-    return f"{top.label}: ×{top.speedup:.3g} over {base}, numerics passed{only}"
+    compared = [c for c in others if c.comparison is not None]
+    if not compared:
+        setup = (
+            ", ".join(f"{k} {v}" for k, v in sorted(figures.shapes(base.figure_runs[0].data).items()))
+            if (base and base.figure_runs)
+            else ""
+        )
+        return "nothing else measured in the baseline's configuration" + (f" ({setup})" if setup else "") + only
+
+    def mode_note(cell: Cell) -> str:
+        return f" ({cell.mode} vs {base_cell.mode})" if cell.mode != base_cell.mode else ""
+
+    winners = [c for c in compared if c.numerics == "passed" and c.comparison["verdict"] == "faster"]
+    if winners:
+        top = max(winners, key=lambda c: c.ratio or 0)
+        footing = verdict.Verdict(**top.comparison).footing
+        return f"{top.label}: ×{top.ratio:.3g} over {name}{mode_note(top)}, numerics passed ({footing}){only}"
+    faster = [c for c in compared if c.comparison["verdict"] == "faster"]
+    if faster:
+        top = max(faster, key=lambda c: c.ratio or 0)
+        return (
+            f"nothing beats {name} with numerics checked (fastest: {top.label} ×{top.ratio:.3g}, {top.verdict}){only}"
+        )
+    unsure = [c for c in compared if c.comparison["verdict"] == "inconclusive" and c.numerics != "failed"]
+    if unsure:
+        top = max(unsure, key=lambda c: c.ratio or 0)
+        judged = verdict.Verdict(**top.comparison)
+        return f"no verdict yet: {top.label}{mode_note(top)} is {judged.text()}{only}"
+    if all(c.comparison["verdict"] == "slower" for c in compared):
+        return f"{name} (the baseline) is fastest{only}"
+    return f"no faster backend than {name}: the others are equivalent or slower{only}"
 
 
 def checklist(
@@ -312,18 +569,26 @@ def checklist(
     """The questions to ask of a result before believing it, answered from the cell's picked run."""
     if run is None:
         missing = "no completed, measured run: " + (cell.note or "record one with kb record")
-        return [Check(q, False, None, missing) for q in QUESTIONS]
+        return [*(Check(q, False, None, missing) for q in QUESTIONS[:-1]), _release_check(cell, None, latest)]
     rid = str(run.get("id"))
     timings = run.get("timings") or {}
+    # Versions read when a run was recorded after the fact are the recording machine's, not the run's.
+    run_time = (run.get("provenance") or {}).get("environment") != "record_time"
+    settings_todo = "record with kb record and give --setting batch=..., dtype=..."
+    if run.get("versions") and not run_time:
+        settings_todo = (
+            "its versions are the recording machine's (recorded after the fact): record the run "
+            "itself, kb record -- COMMAND, or import its run folder, kb record --from DIR"
+        )
     checks = [
-        _yes(QUESTIONS[0], bool(run.get("versions")) and bool(run.get("settings")), rid,
-             "", "record with kb record and give --setting batch=..., dtype=..."),
+        _yes(QUESTIONS[0], bool(run.get("versions")) and bool(run.get("settings")) and run_time, rid,
+             "", settings_todo),
         _yes(QUESTIONS[1], isinstance(timings.get("step_s"), dict) and any(k in timings for k in figures.ONE_OFF[1:]),
              rid, "",
              "time steps with ingest.pytorch.run (r.step) so compile and warm-up stay out of the steady state"),
         _compile_check(cell),
         _stayed_check(cell, rid),
-        _numerics_check(cell, rid),
+        _numerics_check(cell, rid, run.get("numerics")),
         _adaptations_check(run),
         _coverage_check(cell, coverage),
         _release_check(cell, run, latest),
@@ -373,13 +638,24 @@ def _stayed_check(cell: Cell, entry: str) -> Check:
     return Check(question, False, None, "no placement evidence: record through ingest.pytorch.run")
 
 
-def _numerics_check(cell: Cell, entry: str) -> Check:
+def _numerics_check(cell: Cell, entry: str, section: Any) -> Check:
     question = QUESTIONS[4]
     if cell.numerics == "passed":
-        return Check(question, True, entry)
+        return Check(question, True, entry, _against(section if isinstance(section, dict) else {}))
     if cell.numerics == "failed":
         return Check(question, False, entry, "numerics failed: its speed-up counts as zero")
     return Check(question, False, None, "check outputs against a reference: r.check_numerics(outputs, reference)")
+
+
+def _against(section: dict[str, Any]) -> str:
+    """What "passed" was checked against: `loss curve against eager-loss.txt, rtol 0.05`."""
+    what = section.get("compared") or "outputs"
+    reference = section.get("reference")
+    tolerances = ", ".join(f"{name} {section[name]:g}" for name in ("rtol", "atol")
+                           if isinstance(section.get(name), (int, float)) and section[name])  # fmt: skip
+    if not reference and not tolerances:
+        return ""
+    return f"{what}" + (f" against {reference}" if reference else "") + (f", {tolerances}" if tolerances else "")
 
 
 def _adaptations_check(found: dict[str, Any]) -> Check:
@@ -387,7 +663,8 @@ def _adaptations_check(found: dict[str, Any]) -> Check:
         return Check(
             QUESTIONS[5], False, None, "say what had to change to make it run (adaptations), or that nothing did"
         )
-    count = found["adaptations"]  # the index keeps their count
+    listed = found["adaptations"]
+    count = len(listed) if isinstance(listed, list) else int(listed or 0)
     return Check(QUESTIONS[5], True, str(found.get("id")), f"{count} adaptation{'s' if count != 1 else ''}")
 
 
@@ -395,27 +672,50 @@ def _coverage_check(cell: Cell, coverage: dict[str, Any] | None) -> Check:
     if not coverage:
         todo = f"kb ingest junit results.xml --workload {cell.workload} --backend {cell.backend}"
         return Check(QUESTIONS[6], False, None, todo)
+    return Check(QUESTIONS[6], True, str(coverage.get("id")), coverage_text(coverage))
+
+
+def coverage_text(coverage: dict[str, Any]) -> str:
+    """`2 passed, 0 skipped of 4 (50% pass)`: a coverage entry's totals and its pass rate."""
     totals = coverage.get("coverage") or {}
-    found = f"{totals.get('passed', '?')} passed, {totals.get('skipped', '?')} skipped of {totals.get('total', '?')}"
-    return Check(QUESTIONS[6], True, str(coverage.get("id")), found)
+    passed, total = totals.get("passed"), totals.get("total")
+    rate = f" ({passed / total:.0%} pass)" if isinstance(passed, int) and isinstance(total, int) and total else ""
+    return (
+        f"{totals.get('passed', '?')} passed, {totals.get('skipped', '?')} skipped of {totals.get('total', '?')}{rate}"
+    )
 
 
-def _release_check(cell: Cell, run: dict[str, Any], newest: LatestRelease) -> Check:
+def _release_check(cell: Cell, run: dict[str, Any] | None, newest: LatestRelease) -> Check:
+    """Whether the evidence is on the newest release: "not run on X" apart from "run on X and failed"."""
     from kb.index.query import version_key
 
     packages = BACKEND_PACKAGES.get(cell.backend, (cell.backend,))
     latest = newest(packages)
+    ran_on = cell.release.partition(" ")[2] if cell.release else None
+    unseen = latest is not None and (
+        ran_on is None or version_key(figures.release_of(str(latest["version"]))) > version_key(ran_on)
+    )
+    if cell.current_failure and not unseen:
+        failed = cell.current_failure.partition(": ")[2]
+        return Check(
+            QUESTIONS[7],
+            False,
+            cell.failure["entry"] if cell.failure else None,
+            f"run on {cell.release} and failed: {failed}" + (f"; {cell.history}" if cell.history else ""),
+        )
+    if run is None:
+        return Check(QUESTIONS[7], False, None, "no completed, measured run: " + (cell.note or "record one"))
     if latest is None:
         return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
     versions = {k.lower().replace("_", "-"): v for k, v in (run.get("versions") or {}).items()}
     used = versions.get(latest["package"])
     if used is not None:
-        newer = version_key(figures.release_of(str(used))) >= version_key(figures.release_of(str(latest["version"])))
+        newer = not unseen
         found = f"ran on {latest['package']} {used}; latest release {latest['version']}"
     else:
         newer = str(run.get("recorded") or "") > str(latest["recorded"])
         found = f"recorded after {latest['package']} {latest['version']} was" if newer else ""
     if newer:
         return Check(QUESTIONS[7], True, str(run.get("id")), found)
-    todo = f"{latest['package']} {latest['version']} ({latest['id']}) is newer than the evidence: run it again"
+    todo = f"not run on {latest['package']} {latest['version']} ({latest['id']}): the evidence is older; run it again"
     return Check(QUESTIONS[7], False, latest["id"], todo)

@@ -1,13 +1,13 @@
 """Put entries side by side: what differs between them, and how their timings and metrics compare.
 
 The first entry is the baseline: every figure gets its ratio to the baseline's and, where it is known
-whether higher or lower is better, a word for the direction. One noise rule: step times that carry a
-spread are judged against it (a difference counts only when the p10-p90 intervals of the two runs do
-not overlap); the rates computed from the step times (`*_median_step`) share their verdict; a phase
-timed once per run (load, compile, first step) and the rates over the steady wall time (tokens_per_s)
-get no verdict from a single measurement. Reported figures stand beside measured ones, never ranked.
-Throughput of runs on different device counts is compared per device, and compile times only cold with
-cold, warm with warm.
+whether higher or lower is better, a verdict from the one rule kb judges every comparison by
+(kb.answers.verdict): faster or better, slower or worse, equivalent within the floor, or inconclusive, with
+n. The noise that decides is between runs: each entry stands with its repeats (the runs of its group with
+the same shapes, devices and versions, when `kb compare --workload` picks them), and a single run against a
+single run is inconclusive, however far apart its figures; the spread of steps inside one run is no
+footing. Reported figures stand beside measured ones, never ranked. Throughput of runs on different device
+counts is compared per device, and compile times only cold with cold, warm with warm.
 
 `grouped` (kb compare --workload) and `newest_usable` (the site's comparison pages) pick, per group of a
 workload's runs, the newest usable one (completed, with figures): never a failed, killed, interrupted or
@@ -20,16 +20,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.answers import figures
+from kb.answers import figures, verdict
+from kb.answers.verdict import FLOOR
 from kb.entry import Entry
 from kb.errors import KbError
 
 # Kinds whose figures can stand side by side: measured runs with reported figures, coverage with coverage.
 COMPARABLE = ({"run", "report"}, {"coverage"})
 NOISE_METHOD = (
-    "p10-p90 intervals of the step times overlap: within noise; apart: a real difference; the median step's "
-    "rates share the step times' verdict; a phase or rate measured once per run is one measurement; "
-    "reported figures are not ranked against measured ones"
+    "between runs: each figure's runs (n) against the baseline's, a bootstrap interval of the ratio of medians "
+    "against a practical floor: faster/better, slower/worse, equivalent, or inconclusive (fewer than 3 runs a "
+    "side, or the interval straddles the floor); reported figures are not ranked against measured ones"
 )
 USABLE_STATUSES = ("completed", None)  # reports have no status
 NOT_RANKED = "reported, not ranked"
@@ -75,6 +76,8 @@ class Comparison:
     cases: list[CaseChanges] = field(default_factory=list)
     noise_method: str = NOISE_METHOD
     notes: list[str] = field(default_factory=list)  # what the grouping left out, and why
+    runs: list[int] = field(default_factory=list)  # how many runs stand behind each entry's figures (its repeats)
+    floor: float = FLOOR
 
     @property
     def labels(self) -> list[str]:
@@ -91,6 +94,8 @@ class Comparison:
             "cases": [change.__dict__ for change in self.cases],
             "noise_method": self.noise_method,
             "notes": self.notes,
+            "runs": self.runs,
+            "floor": self.floor,
         }
 
 
@@ -101,7 +106,8 @@ def label(entry: Entry) -> str:
     return " · ".join(str(part) for part in parts if part) + reported
 
 
-def compare(entries: list[Entry]) -> Comparison:
+def compare(entries: list[Entry], repeats: list[list[Entry]] | None = None, floor: float = FLOOR) -> Comparison:
+    """The entries side by side; `repeats[i]` are the runs entry i stands for (itself alone by default)."""
     if len(entries) < 2:
         raise KbError("compare needs at least two entries")
     kinds = {entry.kind for entry in entries}
@@ -111,12 +117,12 @@ def compare(entries: list[Entry]) -> Comparison:
             f"these entries cannot be compared: {listed}; compare runs and reports with each other, "
             "or coverage entries with each other"
         )
-    timing = _timing_rows(entries)
-    step = next((row for row in timing if row.name == "step_s"), None)
-    rows = timing + _metric_rows(entries, step) + _evidence_rows(entries)
+    runs = repeats or [[entry] for entry in entries]
+    rows = _timing_rows(entries, runs, floor) + _metric_rows(entries, runs, floor) + _evidence_rows(entries)
     _unranked(entries, rows)
     cases = case_changes(entries) if kinds == {"coverage"} else []
-    return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases)
+    return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases,
+                      runs=[len(found) for found in runs], floor=floor)  # fmt: skip
 
 
 def case_changes(entries: list[Entry]) -> list[CaseChanges]:
@@ -183,7 +189,7 @@ def differences(entries: list[Entry]) -> list[str]:
     return list(dict.fromkeys(lines))  # a setting that repeats an identity field (mode) is said once
 
 
-def _timing_rows(entries: list[Entry]) -> list[Row]:
+def _timing_rows(entries: list[Entry], runs: list[list[Entry]], floor: float) -> list[Row]:
     names = [name for name in TIMINGS if any(entry.get(f"timings.{name}") is not None for entry in entries)]
     extra = sorted(
         {
@@ -197,29 +203,27 @@ def _timing_rows(entries: list[Entry]) -> list[Row]:
     counts = [figures.devices(entry.data) for entry in entries]
     compiles = [figures.compile_kind(entry.data) for entry in entries]
     for name in [*names, *extra]:
-        raw = [entry.get(f"timings.{name}") for entry in entries]
-        values = [value.get("median") if isinstance(value, dict) else value for value in raw]
+        values = [_timing(entry.data, name) for entry in entries]
         row = Row("timings", name, values, unit="s", better="lower")
-        if name == "step_s":
-            _judge(row, spreads=raw)
-            if _differ(counts):  # a step on 64 devices is another step than on one
-                row.verdicts = [
-                    "baseline" if i == 0 else "devices differ" if v else "" for i, v in enumerate(row.verdicts)
-                ]
-        else:
-            _judge(row)
-            row.verdicts = _once(row.verdicts)
-            if name == "compile_s" and _differ(compiles):
-                row.ratios = [r if compiles[i] == compiles[0] else None for i, r in enumerate(row.ratios)]
-                row.verdicts = [
-                    v if kind == compiles[0] else f"{kind or 'unknown'} vs {compiles[0] or 'unknown'}"
-                    for v, kind in zip(row.verdicts, compiles, strict=True)
-                ]
+        _judge(row, [[_timing(run.data, name) for run in found] for found in runs], floor)
+        if name == "step_s" and _differ(counts):  # a step on 64 devices is another step than on one
+            row.verdicts = ["baseline" if i == 0 else "devices differ" if v else "" for i, v in enumerate(row.verdicts)]
+        if name == "compile_s" and _differ(compiles):
+            row.ratios = [r if compiles[i] == compiles[0] else None for i, r in enumerate(row.ratios)]
+            row.verdicts = [
+                v if kind == compiles[0] else f"{kind or 'unknown'} vs {compiles[0] or 'unknown'}"
+                for v, kind in zip(row.verdicts, compiles, strict=True)
+            ]
         rows.append(row)
     return rows
 
 
-def _metric_rows(entries: list[Entry], step: Row | None) -> list[Row]:
+def _timing(data: dict[str, Any], name: str) -> Any:
+    value = (data.get("timings") or {}).get(name)
+    return value.get("median") if isinstance(value, dict) else value
+
+
+def _metric_rows(entries: list[Entry], runs: list[list[Entry]], floor: float) -> list[Row]:
     names = sorted({name for entry in entries for name in (entry.data.get("metrics") or {})})
     counts = [figures.devices(entry.data) for entry in entries]
     rows = []
@@ -227,30 +231,12 @@ def _metric_rows(entries: list[Entry], step: Row | None) -> list[Row]:
         metrics = [(entry.data.get("metrics") or {}).get(name) or {} for entry in entries]
         unit = next((m.get("unit") for m in metrics if m.get("unit")), None)
         better = next((m.get("better") for m in metrics if m.get("better")), None) or guess_better(name, unit)
-        values = [m.get("value") for m in metrics]
-        rate = name in figures.THROUGHPUT or name in figures.STEP_RATES
-        per_device = rate and _differ(counts)
-        if per_device:
-            values = [v / c if isinstance(v, (int, float)) else v for v, c in zip(values, counts, strict=True)]
-            unit = f"{unit or name} per device"
-        row = Row("metrics", name, values, unit=unit, better=better)
-        _judge(row)
-        if name in figures.STEP_RATES and step is not None and not per_device:
-            # The median step's rate: it shares the step times' verdict (within noise included).
-            row.verdicts = [
-                "baseline" if i == 0 else (v if step.verdicts[i] in ("", "baseline") else step.verdicts[i])
-                for i, v in enumerate(row.verdicts)
-            ]
-        elif name in figures.THROUGHPUT:
-            # Tokens over the steady steps' wall time: measured once per run, like a phase timed once.
-            row.verdicts = _once(row.verdicts)
+        per_device = (name in figures.THROUGHPUT or name in figures.STEP_RATES) and _differ(counts)
+        values = [_metric(entry.data, name, per_device) for entry in entries]
+        row = Row("metrics", name, values, unit=f"{unit or name} per device" if per_device else unit, better=better)
+        _judge(row, [[_metric(run.data, name, per_device) for run in found] for found in runs], floor)
         rows.append(row)
     return rows
-
-
-def _once(verdicts: list[str]) -> list[str]:
-    """A figure measured once per run: one measurement each, too few for better or worse."""
-    return ["baseline" if i == 0 else "one measurement" if v else "" for i, v in enumerate(verdicts)]
 
 
 def _unranked(entries: list[Entry], rows: list[Row]) -> None:
@@ -290,29 +276,26 @@ def guess_better(name: str, unit: str | None) -> str | None:
     return None
 
 
-def _judge(row: Row, spreads: list[Any] | None = None) -> None:
+def _metric(data: dict[str, Any], name: str, per_device: bool) -> Any:
+    metric = (data.get("metrics") or {}).get(name)
+    found = metric.get("value") if isinstance(metric, dict) else None
+    return found / figures.devices(data) if per_device and figures.finite_number(found) is not None else found
+
+
+def _judge(row: Row, samples: list[list[Any]], floor: float) -> None:
+    """Each figure's ratio to the baseline's, and the one verdict rule on the runs behind each (n a side)."""
     base = row.values[0]
+    timed = row.section == "timings" or row.name in figures.THROUGHPUT or row.name in figures.STEP_RATES
     for index, value in enumerate(row.values):
-        number = isinstance(value, (int, float)) and isinstance(base, (int, float)) and bool(base)
+        number = figures.finite_number(value) is not None and bool(figures.finite_number(base))
         row.ratios.append(round(value / base, 4) if number else None)
         if index == 0 or not number or row.better is None:
             row.verdicts.append("baseline" if index == 0 else "")
             continue
-        if spreads is not None and _overlap(spreads[0], spreads[index]):
-            row.verdicts.append("within noise")
-            continue
-        improved = value > base if row.better == "higher" else value < base
-        row.verdicts.append("same" if value == base else "better" if improved else "worse")
-
-
-def _overlap(first: Any, other: Any) -> bool:
-    """Whether two step-time spreads overlap (both need p10 and p90; otherwise there is nothing to say)."""
-    if not (isinstance(first, dict) and isinstance(other, dict)):
-        return False
-    try:
-        return first["p10"] <= other["p90"] and other["p10"] <= first["p90"]
-    except (KeyError, TypeError):
-        return False
+        judged = verdict.judge(samples[0], samples[index], higher_is_better=row.better == "higher", floor=floor)
+        word = {"faster": "better", "slower": "worse"}.get(judged.verdict, judged.verdict) if not timed else (
+            judged.verdict)  # fmt: skip
+        row.verdicts.append(f"{word} (n={judged.n} vs {judged.n_base})")
 
 
 def _accelerators(entry: Entry) -> str | None:
@@ -344,6 +327,7 @@ def grouped(
     incumbent: str = "",
     backend: str | None = None,
     mode: str | None = None,
+    floor: float = FLOOR,
 ) -> Comparison:
     """The newest usable run of each group of a workload's runs, side by side, the baseline first.
 
@@ -390,9 +374,32 @@ def grouped(
         entries.insert(0, entries.pop(baseline_index(picked, *prefer)))
     if len(entries) < 2:
         raise KbError("; ".join([f"nothing to compare {workload} with by {by}", *notes]))
-    comparison = compare(entries)
+    comparison = compare(entries, [_repeats(kb, entry, rows) for entry in entries], floor)
     comparison.notes = notes
     return comparison
+
+
+def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
+    """The entry and the runs that repeat it: completed, with figures, of its backend and mode, on its shapes,
+    device count and versions, not on a busy machine (unless it was itself)."""
+    if entry.kind != "run":
+        return [entry]
+    like = _setup(entry.data)
+    found = [entry]
+    for row in rows:
+        if row["id"] == entry.id or not _usable(row) or row["kind"] != "run":
+            continue
+        if (row["backend"], row["mode"]) != (entry.get("backend"), entry.get("mode")):
+            continue
+        other = Entry.read(kb.entries_path / row["path"])
+        if _setup(other.data) == like and (figures.busy(entry.data) or not figures.busy(other.data)):
+            found.append(other)
+    return found
+
+
+def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
+    versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
+    return figures.shapes(data), figures.devices(data), versions, figures.compile_kind(data)
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:

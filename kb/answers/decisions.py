@@ -4,7 +4,7 @@ A decision entry names its evidence (entry ids) and its triggers, written in a s
 can read and edit in the front matter:
 
     release: torch-neuronx                                        a newer release of the package is recorded
-    when: compile_s < 600 for workload=gpt-oss backend=neuron     new evidence meets a condition
+    when: compile_s < 600 for workload=gpt-oss-train backend=neuron   new evidence meets a condition
     after: 2027-03-01                                             a date has passed
     newer-evidence                                                any newer run of the same workload and backend
 """
@@ -16,7 +16,8 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from kb.entry import Entry, entry_now, iso
@@ -149,15 +150,60 @@ def evidence_of(decision: Entry) -> list[str]:
     return [evidence] if isinstance(evidence, str) else list(evidence)
 
 
+REVIEWS = "reviews"  # in the decision's attachment folder: one file per review, so two reviews merge in git
+
+
+def reviews_of(decision: Entry) -> list[dict[str, Any]]:
+    """The decision's reviews, oldest first: its own review files, and those an older kb kept in its front matter."""
+    import json
+
+    found = [r for r in (decision.data.get("decision") or {}).get("reviews") or [] if isinstance(r, dict)]
+    folder = decision.path.with_suffix("") / REVIEWS if decision.path else None
+    if folder is not None and folder.is_dir():
+        for path in sorted(folder.glob("*.json")):
+            try:
+                item = json.loads(path.read_text("utf-8"))
+            except (OSError, ValueError) as exc:
+                raise KbError(f"{path}: an unreadable review ({exc}); fix or delete the file") from None
+            if isinstance(item, dict):
+                found.append(item)
+    return sorted(found, key=lambda r: instant(str(r.get("time") or r.get("date") or "")))
+
+
 def _last_review(decision: Entry) -> dict[str, Any] | None:
-    reviews = [r for r in (decision.data.get("decision") or {}).get("reviews") or [] if isinstance(r, dict)]
-    return max(reviews, key=lambda r: str(r.get("date") or "")) if reviews else None
+    reviews = reviews_of(decision)
+    return reviews[-1] if reviews else None
+
+
+def instant(text: str) -> str:
+    """An entry time (to the second, `...T10:00:00Z`) or a precise one (`...T10:00:00.123456Z`) as one sortable
+    string: time order breaks the ties of one second where both sides kept the precise time."""
+    text = text.strip()
+    if len(text) == 10:  # a day
+        return f"{text}T00:00:00.000000Z"
+    head = text.rstrip("Z")
+    if "." not in head:
+        head += ".000000"
+    return head + "Z"
 
 
 def _looked_at(decision: Entry) -> str:
-    """When the decision was last looked at: its last review, else when it was recorded."""
+    """When the decision was last looked at (its last review, else when it was recorded), as an `instant`."""
     review = _last_review(decision)
-    return str(review["date"]) if review and review.get("date") else decision.recorded
+    if review:
+        return instant(str(review.get("time") or review.get("date")))
+    section = decision.data.get("decision") or {}
+    return instant(str(section.get("time") or decision.recorded))
+
+
+def release_instant(release: dict[str, Any]) -> str:
+    """When a release came out, as an `instant`: its own date when it was recorded on another day (back-dated or
+    ahead), else the moment it was recorded (precisely, where kept)."""
+    day = str(release.get("date") or "")[:10]
+    recorded = str(release.get("recorded") or "")
+    if day and day != recorded[:10]:
+        return instant(day)
+    return instant(str(release.get("time") or recorded))
 
 
 def _check(trigger: Trigger, decision: Entry, db: sqlite3.Connection, today: date) -> TriggerState:
@@ -195,23 +241,24 @@ def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> Trigg
     used = [v for v in answers.evidence_versions(db, package, evidence_of(decision)) if key(v) is not None]
     newest_used = max((key(v) for v in used), default=None)
     review = _last_review(decision)
-    # A decision that supersedes another was made knowing the releases recorded before it: only later ones count.
-    reaffirms = bool((decision.data.get("links") or {}).get("supersedes"))
-    cutoff = _looked_at(decision) if review or reaffirms or newest_used is None else None
-    newer = [
-        (key(r["version"]), r)
-        for r in answers.releases(db, package)
-        if key(r["version"]) is not None
-        and (newest_used is None or key(r["version"]) > newest_used)
-        and (cutoff is None or r["recorded"] > cutoff)
-    ]
+    # A decision was made knowing the releases out before it (and a review, those before the review): only a
+    # release that came out later, by its own date, makes it due.
+    cutoff = _looked_at(decision)
+    releases = answers.releases(db, package)
+    precise = answers.front_matters(db, [str(r["id"]) for r in releases])
+    newer = []
+    for r in releases:
+        version = key(r["version"])
+        when = release_instant({**r, "time": ((precise.get(str(r["id"])) or {}).get("release") or {}).get("time")})
+        if version is not None and (newest_used is None or version > newest_used) and when > cutoff:
+            newer.append((version, r))
     if not newer:
         return TriggerState(trigger.text, False)
     _, release = max(newer, key=lambda item: item[0])
     basis = f"evidence uses {package} {max(used, key=key)}" if used else f"evidence names no {package} version"
     if review:
         basis += f", reviewed {str(review.get('date'))[:10]}"
-    reason = f"{basis}; {release['version']} recorded on {release['recorded'][:10]}"
+    reason = f"{basis}; {release['version']} released on {str(release['date'] or release['recorded'])[:10]}"
     return TriggerState(trigger.text, True, reason, [release["id"]])
 
 
@@ -234,18 +281,26 @@ def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
 
 
 def review(kb: Any, ref: str, *, note: str, by: str | None, when: datetime) -> Entry:
-    """Record that a decision was looked at again and kept (who, when, why), in its own front matter: the
-    triggers then count only what came after. Nothing is written when the entry is not a decision."""
+    """Record that a decision was looked at again and kept (who, when, why) in a file of its own beside the
+    decision (two people's reviews merge in git): the triggers then count only what came after. Nothing is
+    written when the entry is not a decision."""
+    import json
+
+    from kb import atomic
+
     if not note.strip():
         raise KbError("--note: say what was re-checked, e.g. --note 're-checked on 2.27.1, still CUDA'")
     entry = kb.load(ref)
     if entry.kind != "decision":
         raise KbError(f"{entry.id} is a {entry.kind} entry, not a decision; only decisions are reviewed")
-    section = entry.data.setdefault("decision", {})
-    reviews = [r for r in section.get("reviews") or [] if isinstance(r, dict)]
-    reviews.append({"date": iso(when), **({"by": by} if by else {}), "note": note.strip()})
-    section["reviews"] = reviews
-    kb.save(entry)
+    from kb.ids import slugify
+
+    folder = kb.attachments_path(entry) / REVIEWS
+    folder.mkdir(parents=True, exist_ok=True)
+    precise = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    item = {"date": iso(when), "time": precise, **({"by": by} if by else {}), "note": note.strip()}
+    name = f"{precise.replace(':', '')}-{slugify(by or 'someone')}.json"
+    atomic.write_text(folder / name, json.dumps(item, ensure_ascii=False, indent=1) + "\n")
     return entry
 
 
@@ -264,12 +319,13 @@ def new_decision(
     supersedes: str | None,
     when: date,
     author: str | None = None,
+    known: Known | None = None,
 ) -> Entry:
     """Write a decision entry (and mark the one it supersedes); everything is checked before anything is written."""
     if status not in DECISION_STATUSES:
         raise KbError(f"--status {status!r} is not one of: {', '.join(DECISION_STATUSES)}")
     for text in triggers:
-        parse_trigger(text)
+        check_names(parse_trigger(text), known)
     evidence_ids = [kb.load(ref).id for ref in evidence]
     previous = kb.load(supersedes) if supersedes else None
     if previous is not None and previous.kind != "decision":
@@ -282,6 +338,7 @@ def new_decision(
         "status": status,
         "owner": owner,
         "date": when.isoformat(),
+        "time": _precise_now(),  # the order of a decision and a release or review recorded in the same second
         "triggers": triggers or None,
     }
     links: dict[str, Any] = {}
@@ -314,5 +371,87 @@ def recorded_release(db: sqlite3.Connection, package: str, version: str) -> str 
 def new_release(
     kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None, author: str | None = None
 ) -> Entry:
-    release = {"package": package, "version": version, "date": when.isoformat(), "url": url, "notes": notes}
-    return kb.create(entry_now(f"{package} {version}", "release", author=author, release=release))
+    """A release entry whose id carries the release's own date (a back-dated release is not one of today)."""
+    from kb.entry import new_entry, utc_now
+    from kb.ids import new_id
+
+    title = f"{package} {version}"
+    release = {"package": package, "version": version, "date": when.isoformat(), "time": _precise_now(),
+               "url": url, "notes": notes}  # fmt: skip
+    release = {key: value for key, value in release.items() if value is not None}
+    day = datetime(when.year, when.month, when.day, tzinfo=timezone.utc)
+    entry = new_entry(new_id(title, day), title, "release", recorded=iso(utc_now()), author=author, release=release)
+    return kb.create(entry)
+
+
+def _precise_now() -> str:
+    from kb.entry import utc_now
+
+    return utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Known:
+    """The names a trigger may use: those the knowledge base holds (and the packages kb knows of per backend)."""
+
+    workloads: frozenset[str]
+    backends: frozenset[str]
+    figures: frozenset[str]
+    packages: frozenset[str]
+
+
+def known_names(db: sqlite3.Connection) -> Known:
+    from kb.answers.board import BACKEND_PACKAGES
+    from kb.answers.expectations import COUNTERS
+    from kb.answers.figures import HEADLINES, ONE_OFF
+    from kb.index.rows import normalise_package
+
+    packages = {normalise_package(p) for found in BACKEND_PACKAGES.values() for p in found}
+    return Known(
+        frozenset(answers.workload_names(db)),
+        frozenset(answers.backend_names(db)),
+        frozenset({*answers.figure_names(db), *HEADLINES, *ONE_OFF, *COUNTERS}),
+        frozenset(packages | answers.package_names(db)),
+    )
+
+
+def check_names(trigger: Trigger, known: Known | None) -> None:
+    """A trigger that names a workload, backend, figure or package the knowledge base does not know can never
+    fire: refused, with the nearest known names."""
+    from kb.answers.names import did_you_mean
+    from kb.index.rows import normalise_package
+
+    if known is None:
+        return
+    asked: list[tuple[str, str, frozenset[str]]] = []
+    if trigger.kind == "release" and trigger.package:
+        asked.append(("package", normalise_package(trigger.package), known.packages))
+    if trigger.kind == "when":
+        asked.append(("figure", trigger.name or "", known.figures))
+        for key, value in trigger.filters:
+            if key in ("workload", "backend"):
+                asked.append((key, value, known.workloads if key == "workload" else known.backends))
+    for what, name, names in asked:
+        if name not in names:
+            raise KbError(f"trigger {trigger.text!r}: no {what} {name!r} in this knowledge base, so it could never "
+                          f"fire{did_you_mean(name, names)}")  # fmt: skip
+
+
+CONFLICT = re.compile(r"(?m)^(<{7}|={7}|>{7})( |$)")
+
+
+def unreadable_decisions(problems: list[Any]) -> list[tuple[str, str]]:
+    """(file, what is wrong) of the entry files the index could not read that hold a decision (or a git conflict,
+    which may hide one): a decision that cannot be read can never come due, so it must not pass unseen."""
+    found = []
+    for problem in problems:
+        try:
+            text = Path(problem.path).read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        conflicted = CONFLICT.search(text) is not None
+        if conflicted or re.search(r"(?m)^kind:\s*decision\s*$", text):
+            what = "git conflict markers" if conflicted else problem.message
+            where = f"{problem.path}:{problem.line}" if problem.line else str(problem.path)
+            found.append((where, what))
+    return found

@@ -9,26 +9,39 @@ is an improvement to lock in), and one command rewrites the file from the newest
     workload = "tiny-lm"
     backend = "cpu"
     mode = "compiled"       # optional: any mode
-    figure = "graph_breaks" # graph_breaks, recompiles, passing_cases, or any timing or metric name
-    max = 0                 # or min = ..., for figures where higher is better
+    figure = "graph_breaks" # a counter (graph_breaks, recompiles, graphs, fallback_ops), passing_cases,
+    max = 0                 # numerics (no bound: they must pass), or any timing or metric; min = ... where
+                            # higher is better
+
+A gate stops what it exists to stop: the newest run of the pair failing (with its class) or failing numerics
+(a NaN loss included) is a FAIL whatever the figure; an interrupted run (a Ctrl-C) is not evidence and is passed
+over. Counters are deterministic and read from the newest completed run; a timing or rate is the median of the
+repeated runs on the newest release, with their n. `--update` only tightens a bound unless `--relax` names it,
+and sets a timing bound only from MIN_RUNS runs or more, with the runs' own spread as room when it exceeds 10%.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import asdict, dataclass
+import statistics
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb.answers import figures
+from kb.answers.verdict import MIN_RUNS, spread
 from kb.config import loads_toml
 from kb.errors import KbError
 from kb.index import answers
 
 FILE_NAME = "expectations.toml"
 COUNTS = {"graph_breaks": ("compile", "graph_breaks", "count"), "recompiles": ("compile", "recompiles", "count")}
-HEADROOM = 0.10  # a timing or rate is rewritten with this much room, and improved only beyond it
+COUNTERS = (*COUNTS, "graphs", "fallback_ops")  # deterministic: the same program counts the same
+NUMERICS = "numerics"
+HEADROOM = 0.10  # a timing or rate is rewritten with this much room (or its runs' spread), and improved beyond it
 KEYS = {"workload", "backend", "mode", "figure", "max", "min"}
+NOT_EVIDENCE = ("interrupted", "running")  # a user's Ctrl-C, a run still going: passed over
 
 
 @dataclass
@@ -36,10 +49,15 @@ class Expectation:
     workload: str
     backend: str
     figure: str
-    bound: float
-    kind: str  # "max" or "min"
+    bound: float | None  # None for numerics: they must pass
+    kind: str  # "max", "min" or "pass"
     mode: str | None = None
     line: int = 0  # of its [[expect]] in the file, for messages
+
+    @property
+    def name(self) -> str:
+        """How --relax names it: WORKLOAD:BACKEND[:MODE]:FIGURE."""
+        return ":".join(part for part in (self.workload, self.backend, self.mode, self.figure) if part)
 
 
 @dataclass
@@ -48,6 +66,10 @@ class Outcome:
     verdict: str  # pass, fail, improved, missing
     actual: float | None
     entry: str | None
+    n: int = 0  # runs behind `actual`
+    noise: float = 0.0  # how far apart those runs were, as a share of their median: a timing bound's room
+    reason: str = ""  # why it failed or is missing: "failed: compile_error", "numerics failed: ..."
+    notes: list[str] = field(default_factory=list)  # what --update did not do, and why
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +96,11 @@ def read(path: Path) -> list[Expectation]:
             if not isinstance(item.get(name), str) or not item[name]:
                 raise KbError(f'{where}: {name}: expected a name, e.g. {name} = "tiny-lm"')
         bounds = [k for k in ("max", "min") if k in item]
+        if item["figure"] == NUMERICS:
+            if bounds:
+                raise KbError(f'{where}: figure = "numerics" takes no bound: they must pass; drop {bounds[0]}')
+            found.append(Expectation(item["workload"], item["backend"], NUMERICS, None, "pass", item.get("mode"), line))
+            continue
         if len(bounds) != 1 or isinstance(item[bounds[0]], bool) or not isinstance(item[bounds[0]], (int, float)):
             raise KbError(f"{where}: give one bound, max = NUMBER or min = NUMBER")
         kind = bounds[0]
@@ -82,38 +109,94 @@ def read(path: Path) -> list[Expectation]:
     return found
 
 
-def check(db: sqlite3.Connection, expectations: list[Expectation]) -> list[Outcome]:
+def check(db: sqlite3.Connection, expectations: list[Expectation], path: Path | None = None) -> list[Outcome]:
+    known(db, expectations, path)
     return [_outcome(db, expectation) for expectation in expectations]
 
 
+def known(db: sqlite3.Connection, expectations: list[Expectation], path: Path | None) -> None:
+    """An unknown figure, workload or backend is a configuration error naming the line, with a did-you-mean."""
+    from kb.answers.names import did_you_mean
+
+    figures_known = {*COUNTERS, NUMERICS, "passing_cases", *answers.figure_names(db)}
+    workloads, backends = answers.workload_names(db), answers.backend_names(db)
+    for item in expectations:
+        where = f"{path}:{item.line}" if path else f"expectation {item.name}"
+        for field_name, value, names in (("figure", item.figure, figures_known), ("workload", item.workload, workloads),
+                                         ("backend", item.backend, backends)):  # fmt: skip
+            if value not in names:
+                raise KbError(f"{where}: {field_name} {value!r} is not one kb knows{did_you_mean(value, names)}")
+
+
+def _pair(db: sqlite3.Connection, expectation: Expectation) -> list[dict[str, Any]]:
+    """The measured runs (or coverage entries) of the expectation's workload, backend and mode, newest first."""
+    wanted = "coverage" if expectation.figure == "passing_cases" else "run"
+    return [
+        row for row in answers.workload_evidence(db, expectation.workload)
+        if row["kind"] == wanted and row["backend"] == expectation.backend and row["source"] != "reported"
+        and (expectation.mode is None or row["mode"] == expectation.mode) and row["status"] not in NOT_EVIDENCE
+    ]  # fmt: skip
+
+
 def _outcome(db: sqlite3.Connection, expectation: Expectation) -> Outcome:
-    actual, entry = newest(db, expectation)
+    rows = _pair(db, expectation)
+    if not rows:
+        return Outcome(expectation, "missing", None, None, reason="no evidence")
+    newest = rows[0]
+    if newest["status"] not in ("completed", None):
+        failure = newest["failure_class"] or newest["status"]
+        return Outcome(
+            expectation, "fail", None, str(newest["id"]), reason=f"the newest run {newest['status']}: {failure}"
+        )
+    if figures.numerics(newest["data"]) == "failed":
+        why = figures.nonfinite(newest["data"]) or "its check failed"
+        return Outcome(expectation, "fail", None, str(newest["id"]), reason=f"numerics failed: {why}")
+    if expectation.figure == NUMERICS:
+        passed = figures.numerics(newest["data"]) == "passed"
+        return Outcome(
+            expectation,
+            "pass" if passed else "fail",
+            None,
+            str(newest["id"]),
+            reason="" if passed else "numerics unchecked in the newest run: check them (r.check_numerics)",
+        )
+    actual, n, noise = _actual(rows, expectation.figure)
     if actual is None:
-        return Outcome(expectation, "missing", None, None)
-    bound = expectation.bound
+        return Outcome(expectation, "missing", None, None, reason=f"no {expectation.figure} in the newest runs")
+    bound = float(expectation.bound or 0.0)
     room = 0.0 if _counted(expectation.figure) else HEADROOM
     if expectation.kind == "max":
         verdict = "fail" if actual > bound else "improved" if actual < bound * (1 - room) else "pass"
     else:
         verdict = "fail" if actual < bound else "improved" if actual > bound * (1 + room) else "pass"
-    return Outcome(expectation, verdict, actual, entry)
+    return Outcome(expectation, verdict, actual, str(newest["id"]), n, noise)
 
 
-def newest(db: sqlite3.Connection, expectation: Expectation) -> tuple[float | None, str | None]:
-    """The figure in the newest completed run (or coverage entry) of the workload, backend and mode."""
-    wanted = "coverage" if expectation.figure == "passing_cases" else "run"
-    rows = [
-        row
-        for row in answers.answer_rows(db, expectation.workload)
-        if row["kind"] == wanted and row["backend"] == expectation.backend and row["source"] != "reported"
-        and (expectation.mode is None or row["mode"] == expectation.mode) and row["status"] in ("completed", None)
-    ]  # fmt: skip
-    data = answers.front_matters(db, [row["id"] for row in rows[:20]])
-    for row in rows[:20]:  # newest first
-        value = figure(data.get(row["id"]) or {}, expectation.figure)
-        if value is not None:
-            return value, row["id"]
-    return None, None
+def _actual(rows: list[dict[str, Any]], name: str) -> tuple[float | None, int, float]:
+    """A counter from the newest completed run; a timing or rate as the median of the newest release's runs (not
+    busy, the newest run's shapes), with n and their spread as a share of the median."""
+    if _counted(name):
+        return figure(rows[0]["data"], name), 1, 0.0
+    values = [v for v in (figure(row["data"], name) for row in repeats(rows)) if v is not None]
+    if not values:
+        return None, 0, 0.0
+    median = statistics.median(values)
+    low, high = spread(values) or (median, median)
+    return median, len(values), (high - low) / median if median else 0.0
+
+
+def repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest completed run and its repeats: same shapes and devices, same versions, not on a busy machine."""
+    done = [row for row in rows if row["status"] in ("completed", None)]
+    # Runs on a busy machine count only where there is no other (a shared CI runner may have none).
+    completed = [row for row in done if not figures.busy(row["data"])] or done
+    if not completed:
+        return []
+    first = completed[0]["data"]
+    like = (figures.shapes(first), figures.devices(first), first.get("versions"))
+    return [row for row in completed
+            if (figures.shapes(row["data"]), figures.devices(row["data"]), row["data"].get("versions")) == like
+            and figures.numerics(row["data"]) != "failed"]  # fmt: skip
 
 
 def figure(data: dict[str, Any], name: str) -> float | None:
@@ -124,37 +207,69 @@ def figure(data: dict[str, Any], name: str) -> float | None:
         value = ((data.get(section) or {}).get(part) or {}).get(key) if isinstance(data.get(section), dict) else None
         if value is None and isinstance(data.get(section), dict):
             value = 0 if data[section].get("frame_count") is not None else None  # compiled, and nothing broke
+    elif name == "graphs":
+        value = (data.get("compile") or {}).get("graphs") if isinstance(data.get("compile"), dict) else None
+    elif name == "fallback_ops":
+        section = data.get("fallbacks")
+        ops = section.get("ops") if isinstance(section, dict) else None
+        value = len(ops) if isinstance(ops, list) else None
     else:
         timing = (data.get("timings") or {}).get(name)
         metric = (data.get("metrics") or {}).get(name)
         value = timing.get("median") if isinstance(timing, dict) else timing
         value = value if value is not None else (metric.get("value") if isinstance(metric, dict) else None)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return figures.finite_number(value)
 
 
 def _counted(name: str) -> bool:
-    return name in COUNTS or name == "passing_cases"
+    return name in COUNTERS or name == "passing_cases"
 
 
-def rewrite(db: sqlite3.Connection, path: Path, expectations: list[Expectation]) -> list[Outcome]:
-    """Set every bound to the newest evidence (with room for timings and rates), as update_expected.py does;
-    an expectation without evidence keeps its bound. The file is written whole, in one atomic step."""
+def rewrite(
+    db: sqlite3.Connection, path: Path, expectations: list[Expectation], relax: tuple[str, ...] = ()
+) -> list[Outcome]:
+    """Bounds from the newest evidence (with room for timings and rates), as update_expected.py does, but only
+    tighter: a bound is relaxed only where `relax` names it (WORKLOAD:BACKEND[:MODE]:FIGURE). A failing pair,
+    and a timing with fewer than MIN_RUNS runs, keep their bound. The file is written whole, in one atomic step."""
     from kb import atomic
+    from kb.answers.names import did_you_mean
 
-    outcomes = check(db, expectations)
+    names = {item.name for item in expectations}
+    for name in relax:
+        if name not in names:
+            raise KbError(f"--relax {name}: no such expectation{did_you_mean(name, names)}")
+    outcomes = check(db, expectations, path)
     blocks = []
     for outcome in outcomes:
         item = outcome.expectation
-        bound = item.bound
-        if outcome.actual is not None:
-            room = 0.0 if _counted(item.figure) else HEADROOM
-            bound = outcome.actual * (1 + room if item.kind == "max" else 1 - room)
+        _update(outcome, item.name in relax)
         lines = ["[[expect]]", f"workload = {json.dumps(item.workload)}", f"backend = {json.dumps(item.backend)}"]
         if item.mode:
             lines.append(f"mode = {json.dumps(item.mode)}")
-        shown = int(bound) if _counted(item.figure) else round(bound, 4)
-        lines += [f"figure = {json.dumps(item.figure)}", f"{item.kind} = {shown}"]
+        lines.append(f"figure = {json.dumps(item.figure)}")
+        if item.bound is not None:
+            shown = int(item.bound) if _counted(item.figure) else round(item.bound, 4)
+            lines.append(f"{item.kind} = {shown}")
         blocks.append("\n".join(lines))
     header = "# What must hold, per workload and backend: kb expect checks it, kb expect --update rewrites it.\n\n"
     atomic.write_text(path, header + "\n\n".join(blocks) + "\n")
     return outcomes
+
+
+def _update(outcome: Outcome, relaxed: bool) -> None:
+    """The expectation's new bound, in place; what was left alone is said in the outcome's notes."""
+    item = outcome.expectation
+    if item.bound is None or outcome.actual is None:
+        if outcome.reason and item.bound is not None:
+            outcome.notes.append(f"kept: {outcome.reason}")
+        return
+    if not _counted(item.figure) and outcome.n < MIN_RUNS:
+        outcome.notes.append(f"kept: {outcome.n} run(s); a timing bound needs {MIN_RUNS} repeats (kb record --repeat)")
+        return
+    room = 0.0 if _counted(item.figure) else max(HEADROOM, outcome.noise)
+    proposed = outcome.actual * (1 + room if item.kind == "max" else 1 - room)
+    tighter = proposed < item.bound if item.kind == "max" else proposed > item.bound
+    if tighter or relaxed:
+        item.bound = proposed
+    elif proposed != item.bound:
+        outcome.notes.append(f"kept: {proposed:g} would relax it; --relax {item.name} to allow")

@@ -3,6 +3,7 @@ cache state, the numerics verdict, the headline figure, a version's release. Sha
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -77,10 +78,53 @@ def compile_kind(data: dict[str, Any]) -> str | None:
 
 
 def numerics(data: dict[str, Any]) -> str:
-    """`passed`, `failed` or `unchecked`."""
+    """`passed`, `failed` or `unchecked`: a figure that became NaN or infinite fails whatever the check said."""
+    if nonfinite(data):
+        return "failed"
     section = data.get("numerics")
     verdict = str(section.get("verdict") or "").lower() if isinstance(section, dict) else ""
     return {"pass": "passed", "passed": "passed", "fail": "failed", "failed": "failed"}.get(verdict, "unchecked")
+
+
+def nonfinite(data: dict[str, Any]) -> str:
+    """`loss became NaN at step 5` when a metric or timing of the run is NaN or infinite (the value itself, a
+    metric's `nonfinite: nan` beside a null value, or the NaN/Inf counts of its numerics check); empty when every
+    figure is a number."""
+    for name, metric in sorted((data.get("metrics") or {}).items()):
+        value = metric.get("value") if isinstance(metric, dict) else metric
+        # A writer that cannot store NaN keeps `value: null` and says what it was in `nonfinite`.
+        marked = metric.get("nonfinite") if isinstance(metric, dict) else None
+        word = _nonfinite_word(value) or _nonfinite_word(marked if isinstance(marked, str) else None)
+        if word:
+            step = metric.get("step") if isinstance(metric, dict) else None
+            return f"{name} became {word}" + (f" at step {step}" if step is not None else "")
+    for name, timing in sorted((data.get("timings") or {}).items()):
+        word = _nonfinite_word(timing.get("median") if isinstance(timing, dict) else timing)
+        if word:
+            return f"{name} became {word}"
+    section = data.get("numerics")
+    if isinstance(section, dict):
+        counts = {key: section.get(key) for key in ("nan", "inf", "nan_steps")}
+        found = [f"{key.replace('_', ' ')} {n}" for key, n in counts.items() if isinstance(n, int) and n > 0]
+        if found:
+            return "non-finite values in the checked outputs: " + ", ".join(found)
+    return ""
+
+
+def _nonfinite_word(value: Any) -> str:
+    """`NaN` or `infinite` for such a float, or its spelling as text (YAML's .nan, JSON's NaN, -Infinity)."""
+    if isinstance(value, str):
+        text = value.strip().lower().lstrip("+-.")
+        return "NaN" if text == "nan" else "infinite" if text in ("inf", "infinity") else ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "infinite"
+    return ""
+
+
+def busy(data: dict[str, Any]) -> bool:
+    """Whether the machine was busy with other work while the run ran (hardware.load.busy, set at capture)."""
+    load = (data.get("hardware") or {}).get("load")
+    return isinstance(load, dict) and load.get("busy") is True
 
 
 def stayed(data: dict[str, Any]) -> str:
@@ -96,18 +140,19 @@ def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:
         if wanted == "step_s":
             step = (data.get("timings") or {}).get("step_s")
             value = step.get("median") if isinstance(step, dict) else step
-            if _number(value) is not None:
+            if finite_number(value) is not None:
                 return Figure("step_s", float(value), "s", float(value), devices(data), str(data.get("id")))
             continue
         metric = (data.get("metrics") or {}).get(wanted)
         value = metric.get("value") if isinstance(metric, dict) else None
-        if _number(value) is not None:
+        if finite_number(value) is not None:
             count = devices(data)
             unit = str(metric.get("unit") or unit_of(wanted))
             return Figure(wanted, float(value) / count, unit, float(value), count, str(data.get("id")))
     return None
 
 
+@cache  # a handful of versions, asked for every run
 def release_of(version: str) -> str:
     """A version without its local label (`2.10.0+cu126` -> `2.10.0`): builds of one release order together."""
     from packaging.version import InvalidVersion, Version
@@ -118,8 +163,10 @@ def release_of(version: str) -> str:
         return version
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def finite_number(value: Any) -> float | None:
+    """A finite number, else None: a NaN or infinite figure is never a good figure."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _text(value: Any) -> str:

@@ -2,7 +2,10 @@
 test case that completed on the older release and fails on the newer) apart from what got slower.
 
 The release is the backend's own package where runs record it (torch-neuronx for neuron, torch-xla for
-xla ...), else torch; local labels (`+cu126`) fold into their release.
+xla ...), else torch; local labels (`+cu126`) fold into their release. Only comparable runs pair: the same
+workload, backend, mode, shapes (batch, dtype ...) and device count, ordered by release, and the failing run
+recorded after the passing one. A run its user interrupted (Ctrl-C) is no evidence of anything. What got
+slower is located by `kb trend`'s rule: the last good and the first bad release, with the change's interval.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.answers import figures
-from kb.answers.board import BACKEND_PACKAGES
+from kb.answers.board import backend_package
 from kb.answers.compare import case_changes
 from kb.entry import Entry
 from kb.errors import KbError
@@ -44,9 +47,11 @@ class Slowdown:
     series: str
     figure: str
     package: str
-    version: str
-    change: float  # against the best earlier release, as a fraction
+    version: str  # the first bad release
+    change: float  # of the median against the last good release's, as a fraction
     entries: list[str]
+    last_good: str | None = None
+    comparison: dict[str, Any] | None = None  # kb.answers.verdict.Verdict: ratio, interval, n, floor
 
 
 @dataclass
@@ -58,27 +63,40 @@ class Regressions:
         return asdict(self)
 
 
+NOT_EVIDENCE = ("interrupted", "running")  # a user's Ctrl-C, a run still going
+
+
 def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None = None) -> Regressions:
     rows = [
-        r for r in answers.answer_rows(db, workload) if r["kind"] in ("run", "coverage") and r["source"] != "reported"
-    ]
-    versions = answers.entry_versions(db, [row["id"] for row in rows])
-    cells: dict[tuple[str, str, str | None, str], list[dict[str, Any]]] = {}
-    for row in reversed(rows):  # oldest first
-        found = versions.get(row["id"], {})
-        package = next((p for p in BACKEND_PACKAGES.get(row["backend"] or "", ()) if p in found), "torch")
-        if package not in found:
-            continue
-        row = dict(row, release=figures.release_of(found[package]), package=package)
-        cells.setdefault((row["workload"], row["backend"] or "?", row["mode"], row["kind"]), []).append(row)
+        r for r in answers.workload_evidence(db, workload)
+        if r["kind"] in ("run", "coverage") and r["source"] != "reported" and r["status"] not in NOT_EVIDENCE
+    ]  # fmt: skip
+    by_backend: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_backend.setdefault((row["workload"], row["backend"] or "?"), []).append(row)
+    cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    packages: dict[str, set[tuple[str, str]]] = {}
+    for (name, backend), found in by_backend.items():
+        package = backend_package(backend, found) or "torch"
+        packages.setdefault(name, set()).add((backend, package))
+        for row in reversed(found):  # oldest first
+            version = {k.lower().replace("_", "-"): v for k, v in (row["data"].get("versions") or {}).items()}
+            if package not in version:
+                continue
+            row = dict(row, release=figures.release_of(str(version[package])), package=package)
+            data = row["data"]
+            setup = repr(sorted(figures.shapes(data).items())), figures.devices(data)
+            cells.setdefault((name, backend, row["mode"], row["kind"], *setup), []).append(row)
     breakages: list[Breakage] = []
-    for (name, backend, mode, kind), found in sorted(cells.items(), key=lambda item: tuple(str(k) for k in item[0])):
+    for (name, backend, mode, kind, *_), found in sorted(cells.items(), key=lambda item: tuple(map(str, item[0]))):
         newest: dict[str, dict[str, Any]] = {}
         for row in found:  # oldest first: the newest run of each release wins
             newest[row["release"]] = row
         releases = sorted(newest, key=version_key)
         for before, after in itertools.pairwise(releases):
             old, new = newest[before], newest[after]
+            if (old["recorded"], old["id"]) > (new["recorded"], new["id"]):
+                continue  # the newer release's run came first: no "was" and "now" in that order
             if kind == "run" and old["status"] == "completed" and new["status"] != "completed":
                 failure = new["failure_class"] or new["status"] or "failed"
                 breakages.append(
@@ -86,9 +104,6 @@ def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None
                 )
             elif kind == "coverage":
                 breakages += _cases(db, entries_path, name, backend, mode, old, new)
-    packages: dict[str, set[tuple[str, str]]] = {}
-    for (name, backend, _, _), found in cells.items():
-        packages.setdefault(name, set()).add((backend, found[0]["package"]))
     return Regressions(breakages, _slowdowns(db, packages))
 
 
@@ -127,6 +142,7 @@ def _slowdowns(db: sqlite3.Connection, packages: dict[str, set[str]]) -> list[Sl
                     for point in series.points:
                         if point.flag == "regression" and point.change is not None:
                             found.append(Slowdown(name, series.group or "", figure, package, point.version,
-                                                  point.change, point.entries))  # fmt: skip
+                                                  point.change, point.entries, point.previous,
+                                                  point.comparison))  # fmt: skip
                 break  # the headline figure only: throughput and step time share one verdict
     return found

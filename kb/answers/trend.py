@@ -1,4 +1,4 @@
-"""A metric or timing across software versions: ordered by PEP 440, with regressions and improvements flagged.
+"""A metric or timing across software versions: ordered by PEP 440, with the changes between releases located.
 
 Only the same program makes one series: runs are split by backend and mode, device count, any shape
 setting that differs between them (batch, sequence length, dtype ...: `figures.SHAPE`, as the board and
@@ -6,45 +6,47 @@ compare read them; not steps, seeds or warm-up, so re-runs pool), and for compil
 cache; reported figures stand in a series of their own. Local version labels (`2.10.0+cu126`) fold into
 their release (the labels stay as detail). Only completed runs count: a failed run's figures are partial.
 
-The rule, as benchmark-history tools use it: each version's value (the median of its entries) is held
-against the best value of all earlier versions. Worse by more than the threshold (5% by default) is a
-regression; better than that best by more than the threshold is an improvement; anything in between is
-within the noise band. One noise rule for all figures: throughput computed from the step times shares
-their verdict, and a phase timed once per run (load, compile, first step) is flagged only where both
-points hold repeated measurements; otherwise it says "one measurement".
+The rule: each release's runs against the previous release's, by the one verdict rule of kb.answers.verdict
+(a bootstrap interval of the ratio of medians against the practical floor): slower is a regression, faster an
+improvement, and the release before is the last good one. A persistence rule keeps a blip out: a change the
+next release undoes (its runs equivalent to, or better than, the last good release's) is not flagged. The
+flag and the change printed come from the same figure: a throughput is judged by its own runs, never by the
+step times beside it.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import sqlite3
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.answers import figures
+from kb.answers import figures, verdict
 from kb.answers.compare import guess_better
 from kb.errors import KbError
 from kb.index import answers
 from kb.index.query import version_key
 
 SPARKS = "▁▂▃▄▅▆▇█"
-DEFAULT_THRESHOLD = 0.05
 
 
 @dataclass
 class Point:
     version: str  # the release: local labels folded
-    value: float
+    value: float  # the median of its runs
     count: int
     first: str  # recorded dates of the entries behind the point
     last: str
     entries: list[str]
     flag: str = ""  # "regression", "improvement" or ""
-    change: float | None = None  # against the best earlier value, as a fraction
+    change: float | None = None  # of the median against the previous release's, as a fraction
     labels: list[str] = field(default_factory=list)  # the versions as recorded (2.10.0+cu126, 2.10.0+cu128)
-    note: str = ""  # "one measurement": too few for a flag
-    step_s: float | None = None  # the median step time of its entries, which derived figures are judged by
+    note: str = ""  # why a change is not flagged: too few runs, within the floor, did not persist
+    values: list[float] = field(default_factory=list)  # one per run
+    previous: str | None = None  # the release it is judged against (the last good one, for a regression)
+    comparison: dict[str, Any] | None = None  # kb.answers.verdict.Verdict against the previous release
 
 
 @dataclass
@@ -64,7 +66,7 @@ class Trend:
     metric: str
     package: str
     better: str
-    threshold: float
+    floor: float
     series: list[Series]
     skipped: int  # entries with the metric but without the package's version
     unfinished: int = 0  # runs left out because they did not complete
@@ -76,7 +78,7 @@ def trend(
     workload: str,
     *,
     package: str = "torch",
-    threshold: float = DEFAULT_THRESHOLD,
+    floor: float = verdict.FLOOR,
 ) -> Trend:
     rows = answers.trend_rows(db, metric, workload, package)
     if not rows:
@@ -93,8 +95,8 @@ def trend(
     groups: dict[str, list[dict[str, Any]]] = {}
     for row, found in zip(dated, shapes, strict=True):
         groups.setdefault(_group(row, found, metric, differing), []).append(row)
-    series = [_series(group, found, metric, better, threshold) for group, found in sorted(groups.items())]
-    return Trend(metric, package, better, threshold, series, skipped, len(with_value) - len(finished))
+    series = [_series(group, found, better, floor) for group, found in sorted(groups.items())]
+    return Trend(metric, package, better, floor, series, skipped, len(with_value) - len(finished))
 
 
 def _shapes(row: dict[str, Any]) -> dict[str, Any]:
@@ -125,49 +127,46 @@ def _group(row: dict[str, Any], shapes: dict[str, Any], metric: str, differing: 
     return " · ".join(parts) + (" (reported)" if row["source"] == "reported" else "")
 
 
-def _series(group: str, rows: list[dict[str, Any]], metric: str, better: str, threshold: float) -> Series:
+def _series(group: str, rows: list[dict[str, Any]], better: str, floor: float) -> Series:
     by_version: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_version.setdefault(figures.release_of(row["version"]), []).append(row)
     series = Series(group)
-    derived = metric in figures.THROUGHPUT
-    one_off = metric in figures.ONE_OFF
-    best: Point | None = None
     for version in sorted(by_version, key=version_key):
         found = by_version[version]
-        steps = [row["step_s"] for row in found if row["step_s"] is not None]
-        point = Point(
-            version, statistics.median(row["value"] for row in found), len(found), found[0]["recorded"][:10],
-            found[-1]["recorded"][:10], [row["id"] for row in found],
-            labels=sorted({row["version"] for row in found}, key=version_key),
-            step_s=statistics.median(steps) if len(steps) == len(found) else None,
-        )  # fmt: skip
-        if best is not None:
-            _flag(point, best, better, threshold, derived, one_off)
-        if best is None or _improves(point.value, best.value, better):
-            best = point
-        series.points.append(point)
+        values = verdict.finite([row["value"] for row in found])
+        if not values:
+            continue
+        series.points.append(Point(
+            version, statistics.median(values), len(values), found[0]["recorded"][:10], found[-1]["recorded"][:10],
+            [row["id"] for row in found], labels=sorted({row["version"] for row in found}, key=version_key),
+            values=values,
+        ))  # fmt: skip
+    for before, point in itertools.pairwise(series.points):
+        _judge(point, before, better, floor)
+    for before, point, after in zip(series.points, series.points[1:], series.points[2:], strict=False):
+        if point.flag and not _persists(before, after, point.flag, better, floor):
+            point.flag, point.note = "", f"{after.version} undid it"
     return series
 
 
-def _flag(point: Point, best: Point, better: str, threshold: float, derived: bool, one_off: bool) -> None:
-    if best.value == 0:
-        return
-    change = (point.value - best.value) / abs(best.value)
-    point.change = round(change, 4)
-    if one_off and (point.count < 2 or best.count < 2):
-        point.note = "one measurement"
-        return
-    if derived and point.step_s and best.step_s:
-        # Computed from the step times: judged by them, so that the two never disagree.
-        change, better = (point.step_s - best.step_s) / best.step_s, "lower"
-    worse = change < -threshold if better == "higher" else change > threshold
-    improved = change > threshold if better == "higher" else change < -threshold
-    point.flag = "regression" if worse else "improvement" if improved else ""
+def _judge(point: Point, before: Point, better: str, floor: float) -> None:
+    """The release's runs against the previous release's: the flag and the change from the same figure."""
+    judged = verdict.judge(before.values, point.values, higher_is_better=better == "higher", floor=floor)
+    point.previous = before.version
+    point.comparison = judged.as_dict()
+    if before.value:
+        point.change = round((point.value - before.value) / abs(before.value), 4)
+    point.flag = {"slower": "regression", "faster": "improvement"}.get(judged.verdict, "")
+    if not point.flag:
+        point.note = judged.verdict if judged.verdict == "equivalent" else judged.reason
 
 
-def _improves(value: float, best: float, better: str) -> bool:
-    return value > best if better == "higher" else value < best
+def _persists(before: Point, after: Point, flag: str, better: str, floor: float) -> bool:
+    """Whether the release after a change still differs from the one before it the same way."""
+    judged = verdict.judge(before.values, after.values, higher_is_better=better == "higher", floor=floor)
+    return {"regression": "slower", "improvement": "faster"}[flag] == judged.verdict or judged.verdict == (
+        "inconclusive")  # fmt: skip
 
 
 def _nearest(db: sqlite3.Connection, metric: str) -> str:

@@ -7,13 +7,17 @@ from typing import Optional
 import typer
 
 HELP = """The scoreboard: one block per workload, one line per backend and mode. Each line holds the
-newest completed, measured run comparable with the workload's baseline: its throughput per device (or
-step time), its speed-up over the baseline (counted only where numerics passed: ×N? when unchecked,
-×0 when they failed), cold and warm compile times, runs completed of tried with the most common failure,
-and whether the work stayed on the accelerator. Reported figures are listed apart, never ranked.
+median of the cell's repeated runs on the newest release of its backend's package (older releases are
+history), comparable with the workload's baseline: throughput per device (or step time) with n, spread,
+release and date; its speed-up over the baseline (counted only where numerics passed: ×N? when unchecked,
+×0 when they failed) with one verdict: faster, slower, equivalent within the floor ([answers] floor in
+kb.toml, 2% by default) or inconclusive (×N~: too few runs, or the interval straddles the floor). Runs on a
+busy machine are kept out and counted. A cell whose runs on the newest release failed says so and never wins.
+Reported figures are listed apart, never ranked.
 
-The baseline is the incumbent ([answers] incumbent in kb.toml, or --incumbent), else the backend with
-the most completed runs. --missing prints the evidence checklist per workload and backend instead;
+The baseline is the incumbent ([answers] incumbent in kb.toml, kb init --incumbent, or --incumbent), never
+a failed or numerics-failed state; without one the board guesses (the backend with the most completed runs)
+and says so on its first line. --missing prints the evidence checklist per workload and backend instead;
 --regressions what stopped working across releases (runs and test cases), apart from what got slower.
 """
 
@@ -32,6 +36,9 @@ def register(app: typer.Typer) -> None:
         missing: bool = typer.Option(False, "--missing", help="The evidence checklist: what is missing to decide."),
         regressions: bool = typer.Option(
             False, "--regressions", help="What stopped working across releases, apart from what got slower."
+        ),
+        summary: bool = typer.Option(
+            False, "--summary", help="One line per backend and mode: pass rate, geomean speed-up, compile."
         ),
         markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for a pull request or a wiki)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -56,7 +63,18 @@ def register(app: typer.Typer) -> None:
             return
         chosen = kb.config.answers.incumbent if incumbent is None else incumbent
         with reading(db):
-            result = board(db, incumbent=chosen, workload=workload)
+            result = board(db, incumbent=chosen, workload=workload, floor=kb.config.answers.floor)
+        if summary:
+            from kb.answers.summary import summary as per_backend
+
+            found = per_backend(result)
+            if json_:
+                print_json(found.as_dict())
+                return
+            from kb.answers_text import summary_lines
+
+            typer.echo("\n".join(summary_lines(found, result.floor)))
+            return
         if json_:
             print_json(result.as_dict())
             return

@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
             raise KbError("give entry ids, or --workload with --by, not both")
         if refs:
             kb = knowledge_base(ctx)
-            comparison = compare([kb.load(ref) for ref in refs])
+            comparison = compare([kb.load(ref) for ref in refs], floor=kb.config.answers.floor)
         elif workload and by:
             from kb.index.db import reading
 
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
             with reading(db):
                 comparison = grouped(
                     kb, db, workload, by, chosen.where(db), baseline=baseline,
-                    incumbent=kb.config.answers.incumbent, backend=backend, mode=mode,
+                    incumbent=kb.config.answers.incumbent, backend=backend, mode=mode, floor=kb.config.answers.floor,
                 )  # fmt: skip
         else:
             raise KbError("give two or more entry ids, or --workload W --by backend|mode|version:PACKAGE")

@@ -15,11 +15,13 @@ checked to exist) and when to look at it again. Triggers (repeatable --trigger):
   release: PACKAGE         a newer release of PACKAGE is recorded (kb release)
   when: NAME OP NUMBER [for key=value ...]
                            new evidence meets a condition, e.g.
-                           'when: compile_s < 600 for workload=gpt-oss backend=neuron'
+                           'when: compile_s < 600 for workload=gpt-oss-train backend=neuron'
   after: YYYY-MM-DD        the date has passed
   newer-evidence           a newer run of the same workload and backend exists
 
-In a terminal, missing title, question and choice are asked for; in scripts, give them as options.
+A trigger naming a workload, backend, figure or package this knowledge base does not know is refused
+(it could never fire), with the nearest names. In a terminal, missing title, question and choice are
+asked for; in scripts, give them as options.
 """
 
 
@@ -48,7 +50,7 @@ def register(app: typer.Typer) -> None:
 
         from kb.answers.decisions import new_decision
         from kb.authors import current_author
-        from kb.commands.common import ask_missing, knowledge_base
+        from kb.commands.common import ask_missing
         from kb.errors import KbError
 
         asked = ask_missing(
@@ -59,7 +61,13 @@ def register(app: typer.Typer) -> None:
             when = date.fromisoformat(date_) if date_ else date.today()
         except ValueError:
             raise KbError(f"--date {date_!r}: expected a date like 2026-11-30") from None
-        kb = knowledge_base(ctx)
+        from kb.answers.decisions import known_names
+        from kb.commands.common import synced
+        from kb.index.db import reading
+
+        kb, db = synced(ctx)
+        with reading(db):
+            known = known_names(db)
         entry = new_decision(
             kb,
             title=asked["--title"],
@@ -74,5 +82,6 @@ def register(app: typer.Typer) -> None:
             supersedes=supersedes,
             when=when,
             author=current_author(kb.root),
+            known=known,
         )
         written.report_written(entry, f"kb: recorded decision {entry.id} in {entry.path}", json_)

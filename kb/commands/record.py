@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -12,6 +13,10 @@ from kb.commands import describing, written
 from kb.commands.filters import check_choice
 from kb.errors import KbError
 from kb.taxonomy import FAILURE_CLASSES, STATUSES
+
+if TYPE_CHECKING:
+    from kb.entry import Entry
+    from kb.store import KnowledgeBase
 
 HELP = """Record a run as an entry in the knowledge base.
 
@@ -79,6 +84,21 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(
             False, "--json", help="Print the new entry's id, path, kind and status as JSON (after the output)."
         ),
+        adaptation: list[str] = typer.Option(
+            [],
+            "--adaptation",
+            metavar="TEXT",
+            help="What had to change to make it run (code, config, a kernel), and the effort; repeatable. "
+            "The editor's Adaptations heading counts too.",
+        ),
+        repeat: int = typer.Option(
+            1,
+            "--repeat",
+            min=1,
+            metavar="N",
+            help="With a command: run it N times, one entry each, tagged repeat-<group> so the board knows them as "
+            "repeats (verdicts need 3 a side). Stops at an interrupted or killed run.",
+        ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
         from kb.authors import current_author
@@ -122,18 +142,30 @@ def register(app: typer.Typer) -> None:
                 )
             from ingest.recorder import record_command as run_and_record
 
-            recorded = run_and_record(kb, command, info, code_dir=code_dir.resolve() if code_dir else None)
-            entry = recorded.entry
-            if not recorded.started:
-                typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
-                if not keep_unstarted:
-                    kb.remove(entry)
-                    typer.echo("kb: no entry kept (--discard-unstarted)", err=True)
-                    raise typer.Exit(recorded.exit_code)
-            # The command's output is on stdout: the id goes there only when --json asks for it.
-            written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_,
-                                   stdout_free=False)  # fmt: skip
-            raise typer.Exit(recorded.exit_code)
+            group = repeat_group() if repeat > 1 else None
+            first_failure = 0
+            for number in range(1, repeat + 1):
+                run_info = dataclasses.replace(info, tags=[*info.tags, group] if group else list(info.tags))
+                recorded = run_and_record(kb, command, run_info, code_dir=code_dir.resolve() if code_dir else None)
+                entry = with_adaptations(kb, recorded.entry, adaptation)
+                if not recorded.started:
+                    typer.echo(f"kb: {(entry.data.get('failure') or {}).get('message')}", err=True)
+                    if not keep_unstarted:
+                        kb.remove(entry)
+                        typer.echo("kb: no entry kept (--discard-unstarted)", err=True)
+                        raise typer.Exit(recorded.exit_code)
+                # The command's output is on stdout: the id goes there only when --json asks for it.
+                of = f" (run {number} of {repeat}, {group})" if group else ""
+                written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}){of} in {entry.path}", json_,
+                                       stdout_free=False)  # fmt: skip
+                first_failure = first_failure or recorded.exit_code
+                if not recorded.started or entry.status in ("interrupted", "killed"):
+                    if number < repeat:
+                        typer.echo(f"kb: stopped after run {number} of {repeat}: it was {entry.status}", err=True)
+                    break
+            raise typer.Exit(first_failure)
+        if repeat > 1:
+            raise KbError("--repeat runs a command again: give the command after --")
 
         if code_dir is not None:
             raise KbError("--code-dir goes with a command (after --): a run recorded after the fact has no git state")
@@ -149,7 +181,7 @@ def register(app: typer.Typer) -> None:
             from_dir=from_dir,
             edit=edit if edit is not None else (interactive and note is None),
         )
-        entry = record_after(kb, info, after)
+        entry = with_adaptations(kb, record_after(kb, info, after), adaptation)
         written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_)
         failure_found = entry.data.get("failure") or {}
         if failure_found.get("assigned") == "auto" and failure_found.get("evidence"):
@@ -158,3 +190,32 @@ def register(app: typer.Typer) -> None:
                 "pass --failure CLASS to correct it",
                 err=True,
             )
+
+
+def repeat_group() -> str:
+    """The tag the runs of one `--repeat` share: `repeat-` and 6 random hex digits."""
+    import secrets
+
+    return f"repeat-{secrets.token_hex(3)}"
+
+
+def with_adaptations(kb: KnowledgeBase, entry: Entry, given: list[str]) -> Entry:
+    """The entry with its adaptations: those given with --adaptation, and what was written under the editor
+    template's Adaptations heading, as the front matter's `adaptations` list the answers read."""
+    found = [{"what": text.strip(), "kind": "other"} for text in given if text.strip()]
+    written = adaptations_written(entry.body or "")
+    if written and not entry.data.get("adaptations"):
+        found.append({"what": written, "kind": "other"})
+    if not found:
+        return entry
+    entry.data["adaptations"] = [*(entry.data.get("adaptations") or []), *found]
+    kb.save(entry)
+    return entry
+
+
+def adaptations_written(body: str) -> str:
+    """The text under an `## Adaptations` heading of an entry's body, up to the next heading."""
+    import re
+
+    found = re.search(r"(?ms)^## Adaptations[ \t]*\n(.*?)(?=^## |\Z)", body)
+    return found.group(1).strip() if found else ""

@@ -11,11 +11,17 @@ if TYPE_CHECKING:
     from kb.entry import Entry
 
 
+DUE = 1  # kb revisit --check: a decision is due
+UNREADABLE = 2  # kb revisit --check: a decision file cannot be read, so whether it is due is unknown
+
+
 def register(app: typer.Typer) -> None:
     @app.command("revisit")
     def revisit_command(
         ctx: typer.Context,
-        check: bool = typer.Option(False, "--check", help="Exit 1 when any decision is due (for a scheduled job)."),
+        check: bool = typer.Option(
+            False, "--check", help="Exit 1 when any decision is due, 2 when one cannot be read (for a scheduled job)."
+        ),
         ack: Optional[str] = typer.Option(
             None,
             "--ack",
@@ -52,10 +58,18 @@ def register(app: typer.Typer) -> None:
             return
         if note or by:
             raise KbError("--note and --by go with --ack ID")
+        from kb.answers.decisions import unreadable_decisions
+        from kb.index.sync import stored_problems
+
         kb, db = synced(ctx)
         with reading(db):
             decisions = [Entry.read(kb.entries_path / path) for path in answers.decision_paths(db)]
             found = due(decisions, db, date.today())
+            unreadable = unreadable_decisions(stored_problems(kb, db))
+        for where, what in unreadable:
+            typer.echo(
+                f"kb: error: {where}: a decision kb cannot read ({what}); fix the file, then run again", err=True
+            )
         if json_:
             print_json(
                 [
@@ -72,8 +86,10 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"  - {reason}")
             if item.entries:
                 typer.echo(f"  look at: {', '.join(item.entries[:10])}" + (" ..." if len(item.entries) > 10 else ""))
+        if check and unreadable:
+            raise typer.Exit(UNREADABLE)
         if check and found:
-            raise typer.Exit(1)
+            raise typer.Exit(DUE)
 
 
 def revisit_lines(ctx: typer.Context, decision: Entry) -> list[str]:

@@ -262,3 +262,95 @@ def newest_per_cell(
         # Absent sections are left out, as in the entry.
         row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
     return rows
+
+
+# -- the evidence a verdict judges: every run of a cell, not the newest few --------------------------------------------
+def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Every run, report and coverage entry of a workload (all workloads when None), newest first, with its author,
+    host, failure message and its front matter (`data`, parsed here: Python's reader takes the NaN and infinity a
+    run may hold, where SQLite's JSON functions refuse the whole document)."""
+    where = "e.workload = ?" if workload is not None else "e.workload IS NOT NULL"
+    rows = _dicts(
+        db.execute(
+            "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
+            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) AS failure_message, "
+            f"e.front_matter FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage') "
+            "ORDER BY e.recorded DESC, e.id DESC",
+            [workload] if workload is not None else [],
+        )
+    )
+    for row in rows:
+        row["data"] = json.loads(row.pop("front_matter"))
+    return rows
+
+
+def workload_names(db: sqlite3.Connection) -> set[str]:
+    """Every workload an entry names (for "did you mean")."""
+    return {row[0] for row in db.execute("SELECT DISTINCT workload FROM entries WHERE workload IS NOT NULL")}
+
+
+def backend_names(db: sqlite3.Connection) -> set[str]:
+    """Every backend an entry names (for "did you mean")."""
+    return {row[0] for row in db.execute("SELECT DISTINCT backend FROM entries WHERE backend IS NOT NULL")}
+
+
+def package_names(db: sqlite3.Connection) -> set[str]:
+    """Every package a run recorded the version of, or a release names (for "did you mean")."""
+    found = {row[0] for row in db.execute("SELECT DISTINCT package FROM versions")}
+    return found | {normalise_package(str(row[0])) for row in db.execute("SELECT DISTINCT package FROM release_rows")}
+
+
+def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Every row the board keeps (kb/index/db.py: board_rows) of a workload (all workloads when None), newest first:
+    its category (completed, other, report, coverage), failure class, and `facts` (None for a run that did not
+    complete), with no limit per cell."""
+    where, params = ("r.workload = ?", [workload]) if workload is not None else ("1", [])
+    rows = _dicts(
+        db.execute(
+            "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
+            f"r.class, r.facts FROM board_rows r WHERE {where} ORDER BY r.recorded DESC, r.entry_id DESC",
+            params,
+        )
+    )
+    for row in rows:
+        facts = json.loads(row["facts"]) if row["facts"] else None
+        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
+    return rows
+
+
+RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics")
+
+
+def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> the sections the board's facts leave out and a verdict needs ({'hardware.load': ..., 'provenance':
+    ..., 'numerics': ..., 'metrics': ...}: a busy machine, versions read after the fact, NaN and infinity), and
+    the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
+    read (a NaN) is read whole by Python."""
+    # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
+    picked = ", ".join(
+        f"CASE WHEN json_valid(front_matter) AND json_type(front_matter, '$.{path}') = 'object' "
+        f"THEN json_extract(front_matter, '$.{path}') END"
+        for path in RUN_FLAGS
+    )
+    found: dict[str, dict[str, Any]] = {}
+    unreadable = []
+    people: dict[str, dict[str, Any]] = {}
+    for entry_id, author, host, valid, *values in db.execute(
+        f"SELECT id, author, host, json_valid(front_matter), {picked} FROM entries "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ):
+        people[entry_id] = {"author": author, "host": host}
+        if not valid:
+            unreadable.append(entry_id)
+            continue
+        found[entry_id] = {path: json.loads(v) if v else None for path, v in zip(RUN_FLAGS, values, strict=True)}
+    for entry_id, data in front_matters(db, unreadable).items():
+        found[entry_id] = {path: _at(data, path) for path in RUN_FLAGS}
+    return {entry_id: {**found.get(entry_id, {}), **who} for entry_id, who in people.items()}
+
+
+def _at(data: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
