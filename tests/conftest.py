@@ -102,6 +102,10 @@ def run_kb(
     return _run_kb_here(list(args), input=input, env=env, cwd=cwd)
 
 
+# `python -m kb`, without the working folder on sys.path (-P): a test's folder may hold a knowledge base named kb/.
+KB_COMMAND = [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", "kb"]
+
+
 def run_kb_process(
     *args: str,
     input: str | None = None,
@@ -111,7 +115,7 @@ def run_kb_process(
 ) -> subprocess.CompletedProcess:
     """The real `kb` command in a fresh process: for what is about processes (exit statuses, signals, start-up)."""
     return subprocess.run(
-        [sys.executable, "-m", "kb", *args],
+        [*KB_COMMAND, *args],
         input=input,
         capture_output=True,
         text=True,
@@ -163,7 +167,7 @@ def run_kb_in_terminal(
 
     pid, fd = pty.fork()
     if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "kb", *args], {**os.environ, **(env or {})})
+        os.execve(sys.executable, [*KB_COMMAND, *args], {**os.environ, **(env or {})})
     output = pending = b""
     while True:
         try:
@@ -211,7 +215,7 @@ def write_entry(kb: KnowledgeBase, entry_id: str, title: str | None = None, body
 @contextlib.contextmanager
 def watching() -> Iterator[subprocess.Popen]:
     """`kb watch` running on the test's knowledge base, past its first sync; stopped with Ctrl-C after."""
-    process = subprocess.Popen([sys.executable, "-m", "kb", "watch"], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([*KB_COMMAND, "watch"], stderr=subprocess.PIPE, text=True)
     try:
         line = process.stderr.readline()
         assert "watching" in line, line

@@ -538,7 +538,7 @@ def test_the_last_day_there_is_bounds_nothing(indexed: tuple) -> None:
 
 
 def test_thousands_of_tags_are_refused_by_name_and_make_no_pages(kb: KnowledgeBase, tmp_path: Path) -> None:
-    from tests.conftest import run_kb
+    from conftest import run_kb
 
     for number in range(3):
         tags = [f"t{number}-{tag}" for tag in range(10_000)]
