@@ -46,7 +46,8 @@ def test_backend_notes_say_which_package_provides_torch_tpu_and_which_neuronx(
     notes = device.backend_notes()
     assert notes["torch_tpu"] == "import torch_tpu comes from the distribution torch_tpu: PyTorch on Cloud TPUs"
     assert notes["torch-neuronx"] == "xla-based (torch-neuronx before Neuron 2.33)"
-    assert device.versions()["torch_tpu"] == "0.1.1"
+    assert device.versions()["torch-tpu"] == "0.1.1"
+    assert "torch_tpu" not in device.versions()  # one distribution, one version
 
 
 def test_precision_knobs_follow_the_settings() -> None:
