@@ -328,9 +328,10 @@ def package_list() -> str:
 
 def precision() -> dict[str, Any]:
     """The knobs that change numerics without changing code."""
-    knobs: dict[str, Any] = {"float32_matmul_precision": _call(torch.get_float32_matmul_precision)}
-    knobs["cuda_matmul_allow_tf32"] = _call(lambda: torch.backends.cuda.matmul.allow_tf32)
-    knobs["cudnn_allow_tf32"] = _call(lambda: torch.backends.cudnn.allow_tf32)
+    # Quiet: torch 2.9 warns that the TF32 switches are deprecated whenever they are read.
+    knobs: dict[str, Any] = {"float32_matmul_precision": quiet(torch.get_float32_matmul_precision)}
+    knobs["cuda_matmul_allow_tf32"] = quiet(lambda: torch.backends.cuda.matmul.allow_tf32)
+    knobs["cudnn_allow_tf32"] = quiet(lambda: torch.backends.cudnn.allow_tf32)
     for device_type in ("cuda", "cpu", "xla", "mps"):
         enabled = _call(lambda d=device_type: torch.is_autocast_enabled(d))
         if enabled:
