@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser demo test lint bench bench-quick bench-peers
+.PHONY: install browser demo test lint bench bench-quick bench-peers test-backends
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -40,3 +40,15 @@ bench-quick: install browser
 # kb beside MLflow, W&B, collect_env, MkDocs, grep and FTS5 (installs the peers into a venv of its own).
 bench-peers: install browser
 	$(BIN)/python -m bench.peers
+
+# torch_xla needs a torch of its own (PyPI's torch 2.9.0, the CUDA build: about 7 GB), so a venv apart, made once.
+XLA_VENV ?= .venv-xla
+$(XLA_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_VENV)/bin/python -m pip install --quiet -e '.[xla]' 'pytest>=8' 'pytest-timeout>=2.3'
+	touch $@
+
+# The tests on real backend packages: TorchTPU and OpenVINO beside the pinned torch, torch_xla in its own venv.
+test-backends: install $(XLA_VENV)/.installed
+	$(BIN)/python -m pytest -p no:cacheprovider -m backends tests/test_backend_tpu.py tests/test_backend_openvino.py
+	PJRT_DEVICE=CPU $(XLA_VENV)/bin/python -m pytest -p no:cacheprovider -m backends tests/test_backend_xla.py

@@ -349,7 +349,8 @@ def _openvino_precision() -> str:
     """The precision OpenVINO's CPU plugin computes in (bf16 on CPUs that have it, while torch says float32)."""
     import openvino
 
-    return str(openvino.Core().get_property("CPU", "INFERENCE_PRECISION_HINT"))
+    hint = openvino.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")  # an openvino.Type
+    return hint.get_type_name() if hasattr(hint, "get_type_name") else str(hint)
 
 
 def reset_peak_memory(device_type: str) -> None:

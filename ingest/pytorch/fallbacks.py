@@ -80,6 +80,7 @@ class FallbackWatch:
         self._earlier: list[dict[str, Any]] = []
         self._fd2: Fd2Copy | None = None
         self._fd2_missing: str | None = None
+        self._openvino_before: set[int] = set()
 
     def __enter__(self) -> FallbackWatch:
         self.start()
@@ -125,6 +126,7 @@ class FallbackWatch:
         for name in _LOGGERS:
             logging.getLogger(name).addHandler(self._handler)
         self._xla_before = _xla_counters()
+        self._openvino_before = set(_openvino_partitioned())
         self._earlier = _earlier_warnings()
 
     def stop(self) -> dict[str, Any]:
@@ -163,6 +165,9 @@ class FallbackWatch:
             result["xla_fallback_ops"] = {name: delta for name, delta in sorted(deltas.items()) if delta > 0}
             ops.update(result["xla_fallback_ops"])
         result["ops"] = sorted(ops)
+        openvino = openvino_partitions(self._openvino_before)
+        if openvino is not None:
+            result["openvino"] = openvino
         if self._earlier:
             result["before_start"] = self._earlier
         if self._hidden_by_filters or _filters_ignore(_MPS_SAMPLE):
@@ -285,6 +290,49 @@ def _xla_counters() -> dict[str, int] | None:
         }
     except Exception:
         return None
+
+
+def _openvino_partitioned() -> dict[int, Any]:
+    """OpenVINO's partitioned graphs in this process, by id: one per graph Dynamo handed to backend="openvino"."""
+    execute = sys.modules.get("openvino.frontend.pytorch.torchdynamo.execute")
+    try:
+        return {id(module): module for module in dict(getattr(execute, "partitioned_modules", None) or {}).values()}
+    except Exception:  # another OpenVINO's layout: nothing read
+        return {}
+
+
+def openvino_partitions(before: set[int]) -> dict[str, Any] | None:
+    """What OpenVINO did with the graphs it was given since `before`: partitions compiled by OpenVINO, those that
+    fell back to PyTorch for good (OpenVINO logs that at DEBUG only: "OpenVINO execution failed with ... Falling back
+    to native PyTorch execution"), and the operators outside every partition, which PyTorch runs between them.
+
+    Read from OpenVINO's own state (each partition's `perm_fallback`, set when its compile or run failed), as its
+    logs say nothing at the default level; None when OpenVINO partitioned nothing in the window.
+    """
+    graphs = [module for key, module in _openvino_partitioned().items() if key not in before]
+    if not graphs:
+        return None
+    partitions = fell_back = 0
+    between: Counter[str] = Counter()
+    try:
+        for graph in graphs:
+            for _, module in graph.named_modules():
+                if hasattr(module, "perm_fallback") and hasattr(module, "partition_id"):
+                    partitions += 1
+                    fell_back += bool(module.perm_fallback)
+            for node in graph.graph.nodes:
+                if node.op == "call_function" and "getitem" not in str(node.target):
+                    between[str(node.target)] += 1
+    except Exception:  # another OpenVINO's layout
+        return None
+    return {
+        "backend": "openvino",
+        "graphs": len(graphs),
+        "partitions": partitions,
+        "fell_back_to_pytorch": fell_back,
+        "ran": partitions > fell_back,
+        "ops_between_partitions": dict(sorted(between.items())),
+    }
 
 
 def _parse_device(device: str | torch.device) -> tuple[str, int | None]:
@@ -445,19 +493,23 @@ def verdict(
     could give an answer or the target is the CPU itself.
     """
     kind = _parse_device(target)[0]
+    backend = _compile_backend(watch)
+    if watch is not None and "openvino" in watch:  # told once, as the section's compile_backend
+        watch = {key: value for key, value in watch.items() if key != "openvino"}
     pieces = {
         key: value
         for key, value in (("warnings", watch), ("placement", placement), ("profiler", round_trips))
         if value is not None
     }
     if kind == "cpu":
-        return {
+        section = {
             "target": str(target),
             "stayed_on_device": None,
             "summary": "The target is the CPU, so CPU fallback does not apply.",
             "evidence": ["target is the CPU: nothing can fall back to it"],
             **pieces,
         }
+        return _with_compile_backend(section, backend)
     findings: list[str] = []
     evidence: list[str] = []
     vouched: list[str] = []
@@ -475,7 +527,37 @@ def verdict(
         stayed, summary = True, f"All work stayed on {kind}: {' and '.join(vouched)}."
     else:
         stayed, summary = None, f"Whether all work stayed on {kind} is not known: no check could give an answer."
-    return {"target": str(target), "stayed_on_device": stayed, "summary": summary, "evidence": evidence, **pieces}
+    section = {"target": str(target), "stayed_on_device": stayed, "summary": summary, "evidence": evidence, **pieces}
+    return _with_compile_backend(section, backend)
+
+
+def _compile_backend(watch: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Whether the compile backend ran the graphs it was given, with its summary line; None where kb cannot tell."""
+    found = (watch or {}).get("openvino")
+    if not found:
+        return None
+    name, parts, fell = found["backend"], found["partitions"], found["fell_back_to_pytorch"]
+    between = sorted(found.get("ops_between_partitions") or {})
+    if not found["ran"]:
+        said = (
+            f"The compile backend {name} never ran: all {parts} of its partitions fell back to plain PyTorch, so the "
+            "figures are PyTorch's."
+        )
+    else:
+        said = f"The compile backend {name} ran {parts - fell} of {parts} partitions"
+        said += f"; {fell} fell back to plain PyTorch" if fell else ""
+        said += f"; PyTorch ran {_names(between)} between them" if between else ""
+        said += "."
+    return {**found, "summary": said}
+
+
+def _with_compile_backend(section: dict[str, Any], backend: dict[str, Any] | None) -> dict[str, Any]:
+    if backend is not None:
+        section["compile_backend"] = backend
+        section["evidence"] = [*section["evidence"], backend["summary"]]
+        if not backend["ran"]:
+            section["summary"] = f"{backend['summary']} {section['summary']}"
+    return section
 
 
 def _names(ops: list[str]) -> str:

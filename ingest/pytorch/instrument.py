@@ -491,6 +491,9 @@ class Run:
             self._notes.append(f"Device sync refused: {refused}. Steps were timed with {self._sync.method}.")
         sections["timings"] = timings
         sections["fallbacks"] = verdict(self.device_type, fallback_watch, self._placement, self._round_trips)
+        compile_backend = sections["fallbacks"].get("compile_backend")
+        if compile_backend is not None and not compile_backend["ran"]:
+            self._notes.append(compile_backend["summary"])
         memory = {f"device_peak_gb_{phase}": gb for phase, gb in self._memory.items()}
         peak = devices.peak_memory_gb(self.device_type)
         if peak is not None:
