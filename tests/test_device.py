@@ -70,3 +70,16 @@ def test_the_cpu_reports_no_device_memory_and_the_host_peak() -> None:
     assert 0 < device.host_peak_rss_gb() < 64
     assert device.versions()["torch"] == torch.__version__
     assert device.versions()["python"] == sys.version.split()[0]
+
+
+def test_a_device_type_this_torch_does_not_know_is_the_runs_to_find_out(tmp_path: Path) -> None:
+    """torch.device("tpu") raises where no backend registered `tpu` (TorchTPU on a host without a TPU): that raised
+    inside kb's own __init__, so the run never started and no entry was written."""
+    from ingest.pytorch import run
+
+    r = run(device="tpu", out=tmp_path)
+    assert r.device_type == "tpu"
+    # No way to wait for a device that does not exist: the entry says its times are launch times.
+    assert device.Sync("tpu").method == device.NO_WAY and device.NO_WAY.endswith("launch times")
+    assert device.Sync("tpu", enabled=False).method == device.SYNC_OFF
+
