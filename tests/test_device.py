@@ -82,4 +82,3 @@ def test_a_device_type_this_torch_does_not_know_is_the_runs_to_find_out(tmp_path
     # No way to wait for a device that does not exist: the entry says its times are launch times.
     assert device.Sync("tpu").method == device.NO_WAY and device.NO_WAY.endswith("launch times")
     assert device.Sync("tpu", enabled=False).method == device.SYNC_OFF
-
