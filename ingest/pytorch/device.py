@@ -203,6 +203,21 @@ def compile_counter(device_type: str) -> Any:
     return tpu_misses
 
 
+def compile_cache_counters(device_type: str) -> dict[str, int] | None:
+    """TorchTPU's compilation-cache counters (requests, hits, misses) over the process, once its runtime is up
+    (they live in it); None elsewhere."""
+    module = getattr(torch, device_type, None)
+    if not is_torch_tpu_module(module) or not runtime_started(device_type):
+        return None
+    found = {}
+    for name in ("requests", "hits", "misses"):
+        read = backend_call(module, f"_get_cache_{name}")
+        value = quiet(read) if read is not None else None
+        if isinstance(value, int):
+            found[name] = value
+    return found or None
+
+
 def identity(device_type: str) -> dict[str, Any]:
     """Accelerator type, name, count, memory and capability for the entry's hardware.accelerators."""
     info: dict[str, Any] = {"type": device_type}

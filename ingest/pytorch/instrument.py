@@ -519,6 +519,9 @@ class Run:
             timings["compile_source"] = "torch_xla CompileTime"
         if self._runtime_start_failed is not None:
             evidence["runtime_start"] = self._runtime_start_failed
+        counters = devices.compile_cache_counters(self.device_type)
+        if counters is not None:
+            evidence["torch_tpu_cache_counters"] = counters
         if self._caches:
             evidence["caches"] = self._caches
             if self._caches.get("neuron", {}).get("precompile_run"):
