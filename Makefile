@@ -3,6 +3,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# TorchTPU (in the test extra) loads itself at every `import torch`: about 8 s more per import on a 2-core machine
+# without a TPU. Off for all that make runs; its own tests turn it on in the processes that need it.
+export TORCH_DEVICE_BACKEND_AUTOLOAD ?= 0
 
 .PHONY: install browser demo test lint bench bench-quick bench-peers test-backends
 install: $(VENV)/.installed
