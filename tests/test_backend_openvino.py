@@ -56,8 +56,8 @@ def run_openvino(device: str) -> subprocess.CompletedProcess:
 
 
 def test_openvino_that_cannot_compile_is_said_to_have_never_run(kb: KnowledgeBase) -> None:
-    """With no such device OpenVINO runs every partition in plain PyTorch, said only at DEBUG: kb recorded a normal
-    compiled run."""
+    """With no such device OpenVINO runs every partition in plain PyTorch and says so only at DEBUG: the entry must
+    not read as a normal compiled run."""
     run_openvino("GPU")
     entry = only_entry(kb)
     backend = entry.data["fallbacks"]["compile_backend"]

@@ -56,8 +56,8 @@ def run_python(code: str, *, force_tpu: bool = False, timeout: float = 240) -> s
 
 
 def test_a_tpu_that_cannot_start_fails_the_run_not_the_process(kb: KnowledgeBase) -> None:
-    """kb's own wait for the device used to be the call that aborted the process (SIGABRT, exit 134) after the
-    script's first tensor had raised a catchable error; the run's failure record was lost with it."""
+    """Where libtpu cannot start, TorchTPU's synchronize aborts the process (SIGABRT, exit 134) while the script's
+    own first tensor raises a catchable error: kb must never be the call that aborts, or the failure is lost."""
     ran = run_python(
         """
         from ingest.pytorch import run
@@ -85,7 +85,7 @@ def test_a_tpu_that_cannot_start_fails_the_run_not_the_process(kb: KnowledgeBase
 
 
 def test_run_on_tpu_without_a_tpu_is_the_runs_failure_not_kbs(kb: KnowledgeBase) -> None:
-    """Without a TPU, TorchTPU leaves PrivateUse1 alone, so torch.device("tpu") raises: kb's __init__ used to."""
+    """Without a TPU, TorchTPU leaves PrivateUse1 alone, so torch.device("tpu") raises: in the run, not in kb."""
     ran = run_python(
         """
         import torch
@@ -104,7 +104,7 @@ def test_run_on_tpu_without_a_tpu_is_the_runs_failure_not_kbs(kb: KnowledgeBase)
 
 def test_torch_tpu_fallbacks_logged_on_fd2_are_seen_by_the_in_script_api(kb: KnowledgeBase) -> None:
     """TorchTPU logs each CPU fallback through absl on file descriptor 2, not through Python: the in-script API
-    said stayed_on_device: true. The line needs a TPU to be logged, so it is written as libtpu writes it."""
+    must not say stayed_on_device: true. The line needs a TPU to be logged, so it is written as libtpu writes it."""
     ran = run_python(
         f"""
         import os, torch
@@ -139,8 +139,8 @@ def test_without_fd2_the_watch_does_not_vouch_for_a_torch_tpu_run() -> None:
 
 
 def test_identity_names_torch_tpu_once_and_its_readers_stay_silent() -> None:
-    """Two spellings of one distribution made two versions (the site counted 9 runs for 7 entries), and kb's
-    readers gave TorchTPU's experimental-API warnings into the run."""
+    """One distribution under two spellings is one version (else the site counts runs twice), and kb's readers
+    give none of TorchTPU's experimental-API or allocator warnings into the run."""
     ran = run_python(
         """
         import warnings

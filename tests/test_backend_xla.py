@@ -40,7 +40,7 @@ def run_script(scenario: str, steps: int = 8) -> subprocess.CompletedProcess:
 
 
 def test_step_times_are_device_times(kb: KnowledgeBase) -> None:
-    """Without a wait a step's time was its launch: 0.74 ms recorded where the step took 524 ms."""
+    """Without a wait a step's time is its launch (0.74 ms where the step took 524 ms)."""
     ran = run_script("steps", 8)
     own = float(ran.stdout.split("own_step_s=")[1].split()[0])
     timings = only_entry(kb).data["timings"]
@@ -51,7 +51,7 @@ def test_step_times_are_device_times(kb: KnowledgeBase) -> None:
 
 
 def test_a_recompile_after_warm_up_is_preparation(kb: KnowledgeBase) -> None:
-    """A ragged last batch recompiles (XLA's CompileTime, no Dynamo involved): it was counted as a steady step."""
+    """A ragged last batch recompiles (XLA's CompileTime, no Dynamo involved): not a steady step."""
     run_script("ragged", 8)
     entry = only_entry(kb)
     assert entry.data["timings"]["step_s"]["count"] == 5  # 8 steps, 2 of warm-up, the recompiling last one
@@ -77,7 +77,7 @@ def test_fallbacks_in_script_and_under_kb_record_alone(kb: KnowledgeBase) -> Non
 
 
 def test_kb_record_alone_sees_the_fallbacks_the_metrics_report_printed(kb: KnowledgeBase) -> None:
-    """Under `kb record` alone the aten:: counters torch_xla printed (12 each) were not seen: no fallbacks section."""
+    """Under `kb record` alone, the aten:: counters of the metrics report the run printed are its fallbacks."""
     ran = run_kb(
         "record",
         "--",

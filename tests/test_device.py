@@ -73,8 +73,8 @@ def test_the_cpu_reports_no_device_memory_and_the_host_peak() -> None:
 
 
 def test_a_device_type_this_torch_does_not_know_is_the_runs_to_find_out(tmp_path: Path) -> None:
-    """torch.device("tpu") raises where no backend registered `tpu` (TorchTPU on a host without a TPU): that raised
-    inside kb's own __init__, so the run never started and no entry was written."""
+    """torch.device("tpu") raises where no backend registered `tpu` (TorchTPU on a host without a TPU): never inside
+    kb's own __init__, where the run would not start and no entry would be written."""
     from ingest.pytorch import run
 
     r = run(device="tpu", out=tmp_path)
