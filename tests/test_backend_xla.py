@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, only_entry, run_kb
@@ -27,12 +28,12 @@ SCRIPT = REPO / "tests" / "scripts" / "xla_run.py"
 XLA_ENV = {"PJRT_DEVICE": "CPU", "PT_XLA_DEBUG": "0", "PT_XLA_DEBUG_LEVEL": "0"}
 
 
-def run_script(scenario: str, steps: int = 8) -> subprocess.CompletedProcess:
+def run_script(scenario: str, steps: int = 8, **env: str) -> subprocess.CompletedProcess:
     ran = subprocess.run(
         [sys.executable, str(SCRIPT), scenario, str(steps)],
         capture_output=True,
         text=True,
-        env={**os.environ, **XLA_ENV},
+        env={**os.environ, **XLA_ENV, **env},
         timeout=600,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -95,3 +96,13 @@ def test_kb_record_alone_sees_the_fallbacks_the_metrics_report_printed(kb: Knowl
     assert "aten::_local_scalar_dense" not in data["fallbacks"]["output_ops"]  # .item() is a transfer, not a fallback
     assert data["environment"]["PT_XLA_DEBUG_LEVEL"] == "1"  # torch_xla's debug switches are kept
     json.dumps(data)
+
+
+def test_the_persistent_compile_cache_says_whether_it_was_empty(kb: KnowledgeBase, tmp_path: Path) -> None:
+    cache = tmp_path / "xla-cache"
+    for _ in range(2):
+        run_script("steps", 3, XLA_RUN_CACHE=str(cache))
+    states = [entry.data["backend_evidence"]["caches"]["xla_persistent_cache"] for entry in kb.iter_entries([])]
+    # The first run found no cache (torch_xla makes the folder); only the second could find it populated.
+    assert sorted(state["state"] for state in states) == ["absent", "populated"]
+    assert all(state["path"] == str(cache) and state["read_only"] is False for state in states)

@@ -4,6 +4,7 @@ Scenarios: steps (timed steps, each also timed by the script itself with torch_x
 `own_step_s=<median>`), ragged (a last batch of another shape, which recompiles), fallbacks (aten::nonzero and
 aten::_unique2 on the device, which torch_xla runs on the CPU; prints the metrics report as a run would), plain
 (the fallbacks workload with no kb API at all, for `kb record` alone), openxla (torch.compile(backend="openxla")).
+With XLA_RUN_CACHE set, torch_xla's persistent compile cache is in that folder.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ if scenario == "plain":
     sys.exit(0)
 
 from ingest.pytorch import run  # noqa: E402
+
+if os.environ.get("XLA_RUN_CACHE"):  # torch_xla's persistent compile cache, set up as a run would
+    import torch_xla.runtime as xr
+
+    xr.initialize_cache(os.environ["XLA_RUN_CACHE"])
 
 weight = torch.randn(256, 256, device=device) / 16
 options = {"workload": "xla-mlp", "backend": "xla", "device": "xla", "samples_per_step": 256, "warmup_steps": 2}
