@@ -97,9 +97,8 @@ def _measure(kb, size: int, repeats: int, generated: float, *, with_mlflow: bool
     python = _median_process([sys.executable, "-c", "pass"], env, repeats)
     search_process = _search_process(env, repeats)
     ls_process = _ls_process(env, repeats)
-    grep = statistics.median(
-        _median_process(["grep", "-rli", word, str(kb.entries_path)], env, repeats) for word in GREP_WORDS
-    )
+    grep = statistics.median(_median_process(["grep", "-rli", word, str(kb.entries_path)], env, repeats)
+                             for word in GREP_WORDS)
     fts = _fts5(kb, repeats)
     with _watching(env, kb.cache_path):
         watched_pick = _pick(kb, repeats)
@@ -112,60 +111,35 @@ def _measure(kb, size: int, repeats: int, generated: float, *, with_mlflow: bool
     query_ms = statistics.median(in_process) * 1000
     made = f"generated in {generated:.1f} s" if generated else "made beforehand"
     print(f"\n{size:,} entries ({made}; {report.added:,} indexed)")
-    print(
-        f"  full build (SQLite + FTS5)        {build:9.2f} s   {size / build:8.0f} entries/s (target < 120 s at "
-        f"100,000); {build_cpu:.1f} s of CPU; peak memory {peak_mb:.0f} MB (target < 1,024)"
-    )
+    print(f"  full build (SQLite + FTS5)        {build:9.2f} s   {size / build:8.0f} entries/s (target < 120 s at "
+          f"100,000); {build_cpu:.1f} s of CPU; peak memory {peak_mb:.0f} MB (target < 1,024)")
     if mlflow:
-        print(
-            f"  MLflow bulk SQL insert, same runs {mlflow['bulk_s']:9.2f} s   {mlflow['runs']:,} runs; kb's build is "
-            f"{build / mlflow['bulk_s']:.2f}x it (target <= 2x)"
-        )
+        print(f"  MLflow bulk SQL insert, same runs {mlflow['bulk_s']:9.2f} s   {mlflow['runs']:,} runs; kb's build is "
+              f"{build / mlflow['bulk_s']:.2f}x it (target <= 2x)")
     elif with_mlflow:
         print("  MLflow bulk SQL insert            not measured: the peers' venv is not installed (make bench-peers)")
-    print(
-        f"  one edited entry reflected        {pick:9.3f} s   (target < 1 s); "
-        f"with kb watch {watched_pick:.3f} s (target < 0.1 s)"
-    )
-    print(
-        f"  query in process (warm, median)   {query_ms:9.2f} ms  (target < 20 ms); "
-        f"bare FTS5 {bare:.2f} ms: ratio {query_ms / bare:.1f}x (target <= 2x)"
-    )
-    print(
-        f"  kb search, whole process          {search_process:9.3f} s   (target < 1 s); "
-        f"grep -rli {grep:.3f} s: kb is {grep / search_process:.1f}x faster"
-    )
-    print(
-        f"  kb search, with kb watch          {watched_search:9.3f} s   (target < 0.3 s); "
-        f"kb is {grep / watched_search:.1f}x faster than grep (target >= 4x)"
-    )
+    print(f"  one edited entry reflected        {pick:9.3f} s   (target < 1 s); "
+          f"with kb watch {watched_pick:.3f} s (target < 0.1 s)")
+    print(f"  query in process (warm, median)   {query_ms:9.2f} ms  (target < 20 ms); "
+          f"bare FTS5 {bare:.2f} ms: ratio {query_ms / bare:.1f}x (target <= 2x)")
+    print(f"  kb search, whole process          {search_process:9.3f} s   (target < 1 s); "
+          f"grep -rli {grep:.3f} s: kb is {grep / search_process:.1f}x faster")
+    print(f"  kb search, with kb watch          {watched_search:9.3f} s   (target < 0.3 s); "
+          f"kb is {grep / watched_search:.1f}x faster than grep (target >= 4x)")
     print(f"  same, KB_LOCAL=1 (not served)     {alone_search:9.3f} s")
     print(f"  python -c pass                    {python:9.3f} s   kb search is {search_process / python:.1f}x it")
-    print(
-        f"  kb ls with 3 filters, process     {ls_process:9.3f} s   with kb watch {watched_ls:.3f} s "
-        f"({alone_ls:.3f} s with KB_LOCAL=1)"
-    )
+    print(f"  kb ls with 3 filters, process     {ls_process:9.3f} s   with kb watch {watched_ls:.3f} s "
+          f"({alone_ls:.3f} s with KB_LOCAL=1)")
     print(f"  FTS5 table of the raw files       {fts['build_s']:9.2f} s to build, {fts['query_ms']:.2f} ms a query")
     key = f"{size // 1000}k"
-    return {
-        f"build_s_{key}": build,
-        f"build_cpu_s_{key}": build_cpu,
-        f"build_peak_mb_{key}": peak_mb,
-        f"pick_s_{key}": pick,
-        f"query_ms_{key}": query_ms,
-        f"search_process_s_{key}": search_process,
-        f"grep_s_{key}": grep,
-        f"fts_ms_{key}": fts["query_ms"],
-        f"watched_pick_s_{key}": watched_pick,
-        f"watched_search_process_s_{key}": watched_search,
-        f"ls_process_s_{key}": ls_process,
-        f"watched_ls_process_s_{key}": watched_ls,
-        f"alone_search_process_s_{key}": alone_search,
-        f"alone_ls_process_s_{key}": alone_ls,
-        f"bare_fts_ms_{key}": bare,
-        f"python_s_{key}": python,
-        **({f"mlflow_bulk_s_{key}": mlflow["bulk_s"]} if mlflow else {}),
-    }
+    return {f"build_s_{key}": build, f"build_cpu_s_{key}": build_cpu, f"build_peak_mb_{key}": peak_mb,
+            f"pick_s_{key}": pick, f"query_ms_{key}": query_ms,
+            f"search_process_s_{key}": search_process, f"grep_s_{key}": grep, f"fts_ms_{key}": fts["query_ms"],
+            f"watched_pick_s_{key}": watched_pick, f"watched_search_process_s_{key}": watched_search,
+            f"ls_process_s_{key}": ls_process, f"watched_ls_process_s_{key}": watched_ls,
+            f"alone_search_process_s_{key}": alone_search, f"alone_ls_process_s_{key}": alone_ls,
+            f"bare_fts_ms_{key}": bare, f"python_s_{key}": python,
+            **({f"mlflow_bulk_s_{key}": mlflow["bulk_s"]} if mlflow else {})}
 
 
 def _mlflow_bulk(kb) -> dict[str, float] | None:
@@ -255,10 +229,8 @@ def _fts5(kb, repeats: int) -> dict[str, float]:
         db = sqlite3.connect(os.path.join(folder, "fts.db"))
         began = time.perf_counter()
         db.execute("CREATE VIRTUAL TABLE docs USING fts5(path UNINDEXED, body, tokenize='porter')")
-        db.executemany(
-            "INSERT INTO docs VALUES (?, ?)",
-            ((str(p), p.read_text("utf-8", errors="replace")) for p in kb.iter_entry_paths()),
-        )
+        db.executemany("INSERT INTO docs VALUES (?, ?)",
+                       ((str(p), p.read_text("utf-8", errors="replace")) for p in kb.iter_entry_paths()))
         db.commit()
         build = time.perf_counter() - began
         times = []
