@@ -3,8 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# TorchTPU (in the test extra) loads itself at every `import torch`: about 8 s more per import on a 2-core machine
+# without a TPU. Off for all that make runs; its own tests turn it on in the processes that need it.
+export TORCH_DEVICE_BACKEND_AUTOLOAD ?= 0
 
-.PHONY: install browser demo test check lint bench bench-quick bench-peers
+.PHONY: install browser demo test check lint bench bench-quick bench-peers test-backends
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -46,3 +49,15 @@ bench-quick: install browser
 # kb beside MLflow, W&B, collect_env, MkDocs, grep and FTS5 (installs the peers into a venv of its own).
 bench-peers: install browser
 	$(BIN)/python -m bench.peers
+
+# torch_xla needs a torch of its own (PyPI's torch 2.9.0, the CUDA build: about 7 GB), so a venv apart, made once.
+XLA_VENV ?= .venv-xla
+$(XLA_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_VENV)/bin/python -m pip install --quiet -e '.[xla]' 'pytest>=8' 'pytest-timeout>=2.3'
+	touch $@
+
+# The tests on real backend packages: TorchTPU and OpenVINO beside the pinned torch, torch_xla in its own venv.
+test-backends: install $(XLA_VENV)/.installed
+	$(BIN)/python -m pytest -p no:cacheprovider -m backends tests/test_backend_tpu.py tests/test_backend_openvino.py
+	PJRT_DEVICE=CPU $(XLA_VENV)/bin/python -m pytest -p no:cacheprovider -m backends tests/test_backend_xla.py

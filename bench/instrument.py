@@ -1,9 +1,10 @@
-"""Per-step cost of the instrumentation (`with r.step(): ...` and `r.log(...)`), on the CPU.
+"""Per-step cost of the instrumentation (`with r.step(): ...` and `r.log(...)`), on the CPU and on the accelerator.
 
 Two figures, each against a baseline measured in the same run:
 - the API's own cost: a loop whose step does nothing, instrumented against bare, in microseconds per step, on
   the wall clock and in the thread's CPU time (on a shared machine the wall clock also counts the time the
-  process waited for a core);
+  process waited for a core); where torch has an accelerator, the same on it, with the backend's wait in place
+  (the bare loop waits the same way, so the difference is kb's own);
 - a real training loop of about 5 ms a step, instrumented against bare, alternated block by block; the
   target is under 1% added at a 5 ms step.
 """
@@ -20,20 +21,24 @@ import time
 from bench.timing import machine, spread
 
 
-def _empty_loop(steps: int, instrumented: bool) -> tuple[float, float]:
+def _empty_loop(steps: int, instrumented: bool, device: str = "cpu") -> tuple[float, float]:
     """Seconds per step of a loop whose step does nothing: on the wall clock, and in this thread's CPU time, which
-    leaves out the time a shared machine gave to other processes."""
+    leaves out the time a shared machine gave to other processes. On a device, the bare loop waits for it twice a
+    step as kb does, with kb's own wait for that backend."""
     import torch
 
     from ingest.pytorch import run
+    from ingest.pytorch.device import Sync
 
     value = torch.tensor(1.0)
     if not instrumented:
+        wait = Sync(device)
         began, cpu = time.perf_counter(), time.thread_time()
         for _ in range(steps):
-            pass
+            wait()
+            wait()
         return (time.perf_counter() - began) / steps, (time.thread_time() - cpu) / steps
-    with run(device="cpu", out=tempfile.mkdtemp(prefix="kb-bench-")) as r:
+    with run(device=device, out=tempfile.mkdtemp(prefix="kb-bench-")) as r:
         began, cpu = time.perf_counter(), time.thread_time()
         for _ in range(steps):
             with r.step():
@@ -89,6 +94,9 @@ def run(repeats: int) -> dict[str, float]:
     empty: dict[str, list[float]] = {"bare": [], "kb": [], "bare CPU": [], "kb CPU": []}
     train: dict[str, list[float]] = {"bare": [], "kb": []}
     load = []
+    current = torch.accelerator.current_accelerator()
+    device = current.type if current is not None else None
+    on_device: dict[str, list[float]] = {"bare": [], "kb": []}
     with contextlib.redirect_stderr(io.StringIO()):  # each run says where its run folder is: not news here
         for _ in range(repeats):
             for name in ("bare", "kb"):
@@ -96,6 +104,8 @@ def run(repeats: int) -> dict[str, float]:
                 empty[name].append(wall)
                 empty[f"{name} CPU"].append(cpu)
                 train[name].append(_training(60, name == "kb"))
+                if device is not None:
+                    on_device[name].append(_empty_loop(2_000, name == "kb", device)[0])
             load.append(os.getloadavg()[0])
     cost_us = (spread(empty["kb"])[0] - spread(empty["bare"])[0]) * 1e6
     cpu_us = (spread(empty["kb CPU"])[0] - spread(empty["bare CPU"])[0]) * 1e6
@@ -116,4 +126,12 @@ def run(repeats: int) -> dict[str, float]:
     print(f"API cost: {cost_us:.2f} us per step = {cost_us / 5000 * 100:.3f}% of a 5 ms step (target < 1%)")
     print(f"API cost in the thread's CPU time: {cpu_us:.2f} us per step")
     print(f"training loop: instrumented / bare = {kb_step / bare_step:.3f} (step {bare_step * 1e3:.2f} ms)")
-    return {"step_cost_us": cost_us, "step_cost_cpu_us": cpu_us, "training_ratio": kb_step / bare_step}
+    figures = {"step_cost_us": cost_us, "step_cost_cpu_us": cpu_us, "training_ratio": kb_step / bare_step}
+    if device is None:
+        print("no accelerator here: the per-step cost with a backend's wait in place is measured where there is one")
+        return figures
+    from ingest.pytorch.device import Sync
+
+    device_us = (spread(on_device["kb"])[0] - spread(on_device["bare"])[0]) * 1e6
+    print(f"API cost on {device}, both loops waiting with {Sync(device).method}: {device_us:.2f} us per step")
+    return {**figures, "device_step_cost_us": device_us}

@@ -276,6 +276,11 @@ def cache_states(environ: Mapping[str, str], backend: str | None) -> dict[str, A
     root = environ.get("TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT")
     if root:
         states["torch_tpu_compilation_cache"] = folder_state(root)
+    # torch_xla's persistent compile cache: `torch_xla.runtime.initialize_cache(path)` sets these two variables.
+    xla_cache = environ.get("XLA_PERSISTENT_CACHE_PATH")
+    if xla_cache:
+        read_only = environ.get("XLA_PERSISTENT_CACHE_READ_ONLY") == "1"
+        states["xla_persistent_cache"] = {**folder_state(xla_cache), "read_only": read_only}
     if backend in ("rocm", "hip") or environ.get("MIOPEN_USER_DB_PATH") or environ.get("MIOPEN_CUSTOM_CACHE_DIR"):
         states["miopen_kernel_cache"] = folder_state(environ.get("MIOPEN_CUSTOM_CACHE_DIR", "~/.cache/miopen"))
         states["miopen_find_db"] = folder_state(environ.get("MIOPEN_USER_DB_PATH", "~/.config/miopen"))

@@ -43,7 +43,8 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
     "jax",
     "jaxlib",
     "libtpu",
-    "torch_tpu",  # Google's TorchTPU (github.com/google-pytorch/torch_tpu): project name "torch_tpu"
+    "torch-tpu",  # Google's TorchTPU (github.com/google-pytorch/torch_tpu): project name "torch_tpu", normalised
+    "openvino",  # a torch.compile backend (backend="openvino")
     "transformers",
     "accelerate",
     "torchtitan",
@@ -75,6 +76,7 @@ DEFAULT_ENV_PREFIXES: tuple[str, ...] = (
     "HSA_",
     "NEURON_",
     "XLA_",
+    "PT_XLA_",  # torch_xla's debug switches (PT_XLA_DEBUG, PT_XLA_DEBUG_LEVEL, PT_XLA_DEBUG_FILE)
     "PJRT_",
     "TPU_",
     "LIBTPU_",

@@ -135,9 +135,10 @@ def _fallbacks_from_output(entry: Entry, output: Path) -> None:
     section = entry.data.get("fallbacks")
     if not output.is_file() or (isinstance(section, dict) and section.get("stayed_on_device") is False):
         return
-    if not isinstance(section, dict) and str(entry.data.get("backend") or "cpu") == "cpu":
+    from ingest.fallback_text import may_fall_back, ops_named, scan_output
+
+    if not isinstance(section, dict) and not may_fall_back(entry.data.get("backend"), entry.data.get("versions")):
         return  # nothing falls back to the CPU from the CPU
-    from ingest.fallback_text import ops_named, scan_output
 
     found = scan_output(output)
     if not found:

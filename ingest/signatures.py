@@ -101,9 +101,16 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("compile_error", "xla-compile-error", "internal lowering",
      r"INTERNAL:.*(?i:compil)|Error while lowering:|HLO -> LLVM IR lowering"),
     ("compile_error", "compilation-failed", "compilation", r"[Cc]ompilation [Ff]ail(?:ed|ure)|COMPILATION FAIL"),
+    ("compile_error", "tpu-inductor-refused", "experimental",
+     r"backend='inductor'\) on TPU is experimental and does not yet have full TPU support"),
     # --- unsupported_op
     ("unsupported_op", "could-not-run", "could", r"Could not run '[^']+' with arguments from the '[^']+' backend"),
     ("unsupported_op", "not-implemented-for-device", "implemented", r"is not currently implemented for the \w+ device"),
+    # TorchTPU with its CPU fallback off (the default); on, the same operator logs "... Falling back to CPU".
+    ("unsupported_op", "tpu-missing-op", "implemented",
+     r"operator '[^']+' is not implemented for \w+\. Please file a feature request"),
+    # TorchTPU's device calls refuse callers outside torch ("Use torch.accelerator.<name> instead.").
+    ("unsupported_op", "tpu-internal-api", "internal", r"is internal to TorchTPU and can only be called by"),
     ("unsupported_op", "not-implemented", "notimplementederror implemented",
      r"NotImplementedError:.*\b(?:aten|prim|torchvision)::\w+|\"\w+\" not implemented for '[\w ]+'"),
     # Dynamo raises Unsupported where it cannot trace (an error under fullgraph=True); worded as a graph
@@ -133,9 +140,17 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("environment", "neuron-runtime", "nrt neuron nerr neuroncore",
      r"nrt_init\b.*(?i:\bfail)|No neuron device available|Neuron runtime (?:cannot|could not) be initialized"
      r"|NERR_RESOURCE_NC\b|NeuronCore\(s\) not available"),
-    ("environment", "tpu-init", "tpu initialize",
-     r"TPU initialization failed|Unable to initialize backend '\w+'|TPU is already in use"
-     r"|Failed to get global TPU topology"),
+    # A device type that no loaded backend registered: torch.device("tpu") where TorchTPU found no TPU.
+    ("environment", "unknown-device-type", "expected",
+     r"Expected one of .*device type at start of device string: \w+"),
+    ("environment", "tpu-lock-held", "lockfile use",
+     r"accessing libtpu multi-process lockfile|The TPU is already in use by process with pid|TPU is already in use"),
+    ("environment", "tpu-init", "tpu initialize pjrt jellyfish compilation",
+     r"TPU initialization failed|Unable to initialize backend '\w+'|Failed to get global TPU topology"
+     r"|failed to retrieve the PjRt client|failed to initialize the PjRt plugin|No jellyfish device found"
+     r"|No TPU devices found after filtering|Failed to create default compilation context"),
+    ("environment", "openvino-device", "available",
+     r"Specified device \w+ is not in the list of OpenVINO Available Devices"),
     # --- numerical_mismatch
     ("numerical_mismatch", "assert-close", "close equal", r"(?:Tensor-likes|Scalars) are not (?:close|equal)!"),
     ("numerical_mismatch", "mismatched-elements", "mismatched", r"^Mismatched elements: \d+ / \d+"),
@@ -190,6 +205,37 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 )
 # fmt: on
 
+# What a person needs to know about a signature's failure, where its message alone does not say.
+EXPLANATIONS = {
+    "unknown-device-type": (
+        "This torch knows no such device type: its backend did not load (no such device on this host, or its "
+        "package is not installed). TorchTPU registers `tpu` only where it finds a TPU."
+    ),
+    "tpu-init": (
+        "The TPU runtime (libtpu) did not start: no TPU was found, or its topology could not be read "
+        "(off Google Cloud, set TPU_SKIP_MDS_QUERY=1 with TPU_ACCELERATOR_TYPE, TPU_WORKER_ID and "
+        "TPU_WORKER_HOSTNAMES)."
+    ),
+    "tpu-lock-held": (
+        "Another process holds the TPU through libtpu's lock file: stop it, or remove /tmp/libtpu_lockfile "
+        "when no process uses the TPU."
+    ),
+    "tpu-missing-op": (
+        "The backend has no kernel for this operator and its CPU fallback is off (TorchTPU's default), so the "
+        "call failed instead of running on the CPU."
+    ),
+    "tpu-internal-api": (
+        "TorchTPU refuses this device call from outside torch: call the torch.accelerator function the message "
+        "names (TORCH_TPU_ALLOW_LEGACY_DEVICE_APIS=1 turns the refusal into a warning)."
+    ),
+    "tpu-inductor-refused": (
+        "TorchTPU does not compile TPU tensors with Inductor: pass backend='tpu', or no backend, to torch.compile."
+    ),
+    "openvino-device": (
+        "OpenVINO has no such device here, so it compiled nothing: every partition ran in plain PyTorch."
+    ),
+}
+
 _SIGNATURES: tuple[_Signature, ...] = tuple(
     _Signature(failure_class, name, frozenset(triggers.split()), re.compile(pattern))
     for failure_class, name, triggers, pattern in sorted(_TABLE, key=lambda row: _RANK[row[0]])  # stable sort
@@ -228,6 +274,11 @@ def propose(findings: list[Finding]) -> Finding | None:
     best = min(_RANK.get(finding.failure_class, len(PRECEDENCE)) for finding in findings)
     tied = [finding for finding in findings if _RANK.get(finding.failure_class, len(PRECEDENCE)) == best]
     return tied[0] if tied[0].failure_class in _WARNINGS else tied[-1]
+
+
+def explain(finding: Finding) -> str | None:
+    """What a person needs to know about this finding's failure, where kb knows more than its message says."""
+    return EXPLANATIONS.get(finding.signature)
 
 
 def _pieces(handle: TextIO) -> Iterator[tuple[int, str]]:

@@ -21,6 +21,10 @@ from kb.store import KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
 
+# TorchTPU (the test extra installs it) loads itself at every `import torch`, here and in every child process: its
+# import-time warnings and log lines would reach output that tests compare. Its own tests turn it back on.
+os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+
 # A shell that starts a job in the background without job control makes it ignore SIGINT, and an ignored
 # signal is inherited by every child: the tests that send Ctrl-C to commands need it handled as usual.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:

@@ -46,7 +46,8 @@ def test_backend_notes_say_which_package_provides_torch_tpu_and_which_neuronx(
     notes = device.backend_notes()
     assert notes["torch_tpu"] == "import torch_tpu comes from the distribution torch_tpu: PyTorch on Cloud TPUs"
     assert notes["torch-neuronx"] == "xla-based (torch-neuronx before Neuron 2.33)"
-    assert device.versions()["torch_tpu"] == "0.1.1"
+    assert device.versions()["torch-tpu"] == "0.1.1"
+    assert "torch_tpu" not in device.versions()  # one distribution, one version
 
 
 def test_precision_knobs_follow_the_settings() -> None:
@@ -69,3 +70,15 @@ def test_the_cpu_reports_no_device_memory_and_the_host_peak() -> None:
     assert 0 < device.host_peak_rss_gb() < 64
     assert device.versions()["torch"] == torch.__version__
     assert device.versions()["python"] == sys.version.split()[0]
+
+
+def test_a_device_type_this_torch_does_not_know_is_the_runs_to_find_out(tmp_path: Path) -> None:
+    """torch.device("tpu") raises where no backend registered `tpu` (TorchTPU on a host without a TPU): never inside
+    kb's own __init__, where the run would not start and no entry would be written."""
+    from ingest.pytorch import run
+
+    r = run(device="tpu", out=tmp_path)
+    assert r.device_type == "tpu"
+    # No way to wait for a device that does not exist: the entry says its times are launch times.
+    assert device.Sync("tpu").method == device.NO_WAY and device.NO_WAY.endswith("launch times")
+    assert device.Sync("tpu", enabled=False).method == device.SYNC_OFF

@@ -630,7 +630,7 @@ def test_capture_never_imports_torch() -> None:
 
 
 def test_defaults_name_the_backends() -> None:
-    for name in ("torch", "torch-neuronx", "torch-xla", "torch_tpu", "jax", "pytorch-triton-rocm", "vllm"):
+    for name in ("torch", "torch-neuronx", "torch-xla", "torch-tpu", "openvino", "jax", "pytorch-triton-rocm", "vllm"):
         assert name in DEFAULT_PACKAGES
-    for prefix in ("CUDA_", "NEURON_", "PJRT_", "HSA_", "TORCH", "MASTER_ADDR"):
+    for prefix in ("CUDA_", "NEURON_", "PJRT_", "PT_XLA_", "HSA_", "TORCH", "MASTER_ADDR"):
         assert prefix in DEFAULT_ENV_PREFIXES

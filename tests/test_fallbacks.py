@@ -308,3 +308,20 @@ def test_verdict_table(
     elif stayed is None:
         assert "not known" in section["summary"]
     json.dumps(section)
+
+
+def test_a_printed_torch_xla_metrics_report_names_its_fallbacks(tmp_path: Path) -> None:
+    """torch_xla's metrics report, as a run prints it: each `aten::` counter is an operator run on the CPU, except
+    `.item()`'s `aten::_local_scalar_dense`, a transfer."""
+    from ingest.fallback_text import may_fall_back, ops_named, scan_output
+
+    report = tmp_path / "output.log"
+    report.write_text(
+        "Metric: CompileTime\n  TotalSamples: 4\nCounter: CachedCompile\n  Value: 9\n"
+        "Counter: aten::_local_scalar_dense\n  Value: 3\nCounter: aten::_unique2\n  Value: 12\n"
+        "Counter: aten::nonzero\n  Value: 12\nCounter: xla::add\n  Value: 40\n"
+    )
+    found = scan_output(report)
+    assert [op for _, line in found for op in ops_named(line)] == ["aten::_unique2", "aten::nonzero"]
+    # Under `kb record` alone the entry names no backend: an installed torch_xla is reason enough to look.
+    assert may_fall_back(None, {"torch-xla": "2.9.0"}) and not may_fall_back(None, {"torch": "2.13.0"})

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from ingest.pytorch.device import runtime_started
+
 SAMPLES = "device.jsonl"
 INTERVAL_S = 10.0
 LAST_SAMPLE_WAIT_S = 5.0  # how long the run's end waits for a sample the thread is taking
@@ -77,6 +79,8 @@ class DeviceSampler:
             self._sample_locked()
 
     def _sample_locked(self) -> None:
+        if runtime_started(self._device_type) is False:
+            return  # reading memory would start the runtime (TorchTPU: minutes, and a warning into the run)
         line: dict[str, Any] = {"time": round(time.time(), 3)}
         for figure, ways in self._ways.items():
             while ways:
@@ -114,6 +118,8 @@ class DeviceSampler:
                 self._sample_locked()
             finally:
                 self._lock.release()
+        if not self._samples and runtime_started(device) is False:
+            return {"sampled": False, "device": device, "reason": f"the {device} runtime never started"}
         if not self._samples:
             refused = "; ".join(dict.fromkeys(self.refused)) or "the backend gives none of these figures"
             return {"sampled": False, "device": device, "reason": f"the {device} backend refused every reading: "

@@ -43,27 +43,36 @@ def chain(exc: BaseException) -> list[BaseException]:
 
 def classify(exc: BaseException) -> str:
     """The failure class for an exception, from its type or message anywhere in the chain."""
-    found = []
+    return _classified(exc)[0]
+
+
+def _classified(exc: BaseException) -> tuple[str, str | None]:
+    """The class, and the explanation of the signature that gave it (None when a type or nothing did)."""
+    found: list[tuple[str, str | None]] = []
     for link in chain(exc):
         for klass in type(link).__mro__:
             if klass.__name__ in BY_TYPE:
-                found.append(BY_TYPE[klass.__name__])
+                found.append((BY_TYPE[klass.__name__], None))
                 break
         finding = signatures.propose(signatures.scan_lines(_lines(link)))
         if finding is not None:
-            found.append(finding.failure_class)
+            found.append((finding.failure_class, signatures.explain(finding)))
     if not found:
-        return "crash"
-    return min(found, key=_rank)
+        return "crash", None
+    best = min(_rank(klass) for klass, _ in found)
+    explained = [explanation for klass, explanation in found if _rank(klass) == best and explanation]
+    return next(klass for klass, _ in found if _rank(klass) == best), (explained[0] if explained else None)
 
 
 def describe(exc: BaseException, *, phase: str | None, step: int | None, rank: int | None) -> dict[str, Any]:
     """The entry's failure section for an exception raised in a run."""
     root = chain(exc)[-1]
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    failure_class, explanation = _classified(exc)
     failure = {
-        "class": classify(exc),
+        "class": failure_class,
         "message": f"{type(exc).__name__}: {exc}"[:MESSAGE_MAX],
+        "explanation": explanation,
         "where": f"{where.filename}:{where.lineno} in {where.name}" if where else None,
         "phase": phase,
         "step": step,

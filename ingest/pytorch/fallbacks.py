@@ -11,13 +11,18 @@ The pieces here gather that evidence, each as plain JSON-able dicts, and `verdic
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import logging
+import os
+import shutil
+import subprocess
 import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest.fallback_text import FALLBACK_TEXT, MESSAGE_CHARS, ONCE_TEXT, ops_named
@@ -37,6 +42,11 @@ _LOGGERS = ("", "torch_xla", "torch_neuronx", "torch_npu")
 # torch_xla's own "not lowered" analysis leaves this one out: it is .item() reading a value back, not an operator
 # that XLA could not compile.
 _XLA_NOT_A_FALLBACK = "aten::_local_scalar_dense"
+# Backends that report a CPU fallback only on file descriptor 2, through C++ logging (absl LOG(WARNING)), never
+# through Python's warnings or logging: TorchTPU logs "operator 'aten::<op>' is not implemented for TPU. Falling
+# back to CPU" on every call.
+FD2_BACKENDS = ("torch_tpu",)
+FD2_DRAIN_S = 2.0  # how long the copy is given to pass on what was written before the watch ended
 _TRANSFER_OPS = frozenset(
     {"aten::_local_scalar_dense", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"}
 )
@@ -68,6 +78,9 @@ class FallbackWatch:
         self._xla_before: dict[str, int] | None = None
         self._hidden_by_filters = False
         self._earlier: list[dict[str, Any]] = []
+        self._fd2: Fd2Copy | None = None
+        self._fd2_missing: str | None = None
+        self._openvino_before: set[int] = set()
 
     def __enter__(self) -> FallbackWatch:
         self.start()
@@ -76,8 +89,22 @@ class FallbackWatch:
     def __exit__(self, *exc: object) -> None:
         self.result = self.stop()
 
-    def start(self) -> None:
+    def start(self, fd2_log: Path | None = None, target: str | None = None) -> None:
+        """Begin watching; with `fd2_log`, and a backend of FD2_BACKENDS loaded for a `target` that is not the CPU,
+        file descriptor 2 is copied through to where it went and into that file, to be read at stop()."""
         self._seen.clear()
+        self._fd2, self._fd2_missing = None, None
+        loaded = [name for name in FD2_BACKENDS if name in sys.modules]
+        if loaded and target is not None and _parse_device(target)[0] != "cpu":
+            if fd2_log is None:
+                self._fd2_missing = f"{loaded[0]} logs fallbacks on file descriptor 2, which was not read"
+            else:
+                try:
+                    self._fd2 = Fd2Copy(fd2_log)
+                except OSError as exc:
+                    self._fd2_missing = (
+                        f"{loaded[0]} logs fallbacks on file descriptor 2, which could not be read ({exc})"
+                    )
         self._active = True
         self._hidden_by_filters = _filters_ignore(_MPS_SAMPLE)
         previous = warnings.showwarning
@@ -99,10 +126,14 @@ class FallbackWatch:
         for name in _LOGGERS:
             logging.getLogger(name).addHandler(self._handler)
         self._xla_before = _xla_counters()
+        self._openvino_before = set(_openvino_partitioned())
         self._earlier = _earlier_warnings()
 
     def stop(self) -> dict[str, Any]:
         self._active = False
+        if self._fd2 is not None:
+            for line in self._fd2.close():
+                self.record(line, "fd2")
         # Someone who replaced the hook after us chains to ours, which now only passes warnings on; restoring the old
         # hook under them would drop theirs.
         if warnings.showwarning is self.hook:
@@ -119,6 +150,10 @@ class FallbackWatch:
             entries.append(entry)
         ops = {op for op, _, _ in self._seen if op}
         result: dict[str, Any] = {"warnings": entries}
+        if self._fd2 is not None:
+            result["fd2_read"] = True
+        if self._fd2_missing:
+            result["unwatched"] = self._fd2_missing
         after = _xla_counters()
         if after is not None:
             before = self._xla_before or {}
@@ -130,6 +165,9 @@ class FallbackWatch:
             result["xla_fallback_ops"] = {name: delta for name, delta in sorted(deltas.items()) if delta > 0}
             ops.update(result["xla_fallback_ops"])
         result["ops"] = sorted(ops)
+        openvino = openvino_partitions(self._openvino_before)
+        if openvino is not None:
+            result["openvino"] = openvino
         if self._earlier:
             result["before_start"] = self._earlier
         if self._hidden_by_filters or _filters_ignore(_MPS_SAMPLE):
@@ -143,6 +181,49 @@ class FallbackWatch:
         message = text[:MESSAGE_CHARS]
         for op in ops_named(text):
             self._seen[(op, message, source)] += 1
+
+
+class Fd2Copy:
+    """File descriptor 2, copied through `tee` to where it went and into a file, for as long as the run lasts.
+
+    The copy is a process of its own so that nothing written is lost if this one dies (an abort from C++, a
+    SIGKILL): `tee` passes on all it was given and ends when the last writer closes the pipe. It ignores SIGINT,
+    as the run's own output after a Ctrl-C must still reach the terminal.
+    """
+
+    def __init__(self, log: Path):
+        tee = shutil.which("tee")
+        if tee is None:
+            raise OSError("no tee on PATH")
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        read, write = os.pipe()
+        try:
+            self._tee = subprocess.Popen([tee, "-i", "-a", str(log)], stdin=read, stdout=self._saved, close_fds=True)
+        except OSError:
+            os.close(read)
+            os.close(write)
+            os.close(self._saved)
+            raise
+        os.close(read)
+        os.dup2(write, 2)
+        os.close(write)
+        self._log = log
+
+    def close(self) -> list[str]:
+        """Put file descriptor 2 back, and the lines written meanwhile (as far as the copy has passed them on)."""
+        with contextlib.suppress(Exception):  # a closed or replaced sys.stderr has nothing of ours to flush
+            sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        # A child the run started may still hold the pipe: then the file as far as the copy has come.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._tee.wait(FD2_DRAIN_S)
+        try:
+            with open(self._log, encoding="utf-8", errors="replace") as handle:
+                return handle.read().splitlines()
+        except OSError:
+            return []
 
 
 class _LogHandler(logging.Handler):
@@ -209,6 +290,49 @@ def _xla_counters() -> dict[str, int] | None:
         }
     except Exception:
         return None
+
+
+def _openvino_partitioned() -> dict[int, Any]:
+    """OpenVINO's partitioned graphs in this process, by id: one per graph Dynamo handed to backend="openvino"."""
+    execute = sys.modules.get("openvino.frontend.pytorch.torchdynamo.execute")
+    try:
+        return {id(module): module for module in dict(getattr(execute, "partitioned_modules", None) or {}).values()}
+    except Exception:  # another OpenVINO's layout: nothing read
+        return {}
+
+
+def openvino_partitions(before: set[int]) -> dict[str, Any] | None:
+    """What OpenVINO did with the graphs it was given since `before`: partitions compiled by OpenVINO, those that
+    fell back to PyTorch for good (OpenVINO logs that at DEBUG only: "OpenVINO execution failed with ... Falling back
+    to native PyTorch execution"), and the operators outside every partition, which PyTorch runs between them.
+
+    Read from OpenVINO's own state (each partition's `perm_fallback`, set when its compile or run failed), as its
+    logs say nothing at the default level; None when OpenVINO partitioned nothing in the window.
+    """
+    graphs = [module for key, module in _openvino_partitioned().items() if key not in before]
+    if not graphs:
+        return None
+    partitions = fell_back = 0
+    between: Counter[str] = Counter()
+    try:
+        for graph in graphs:
+            for _, module in graph.named_modules():
+                if hasattr(module, "perm_fallback") and hasattr(module, "partition_id"):
+                    partitions += 1
+                    fell_back += bool(module.perm_fallback)
+            for node in graph.graph.nodes:
+                if node.op == "call_function" and "getitem" not in str(node.target):
+                    between[str(node.target)] += 1
+    except Exception:  # another OpenVINO's layout
+        return None
+    return {
+        "backend": "openvino",
+        "graphs": len(graphs),
+        "partitions": partitions,
+        "fell_back_to_pytorch": fell_back,
+        "ran": partitions > fell_back,
+        "ops_between_partitions": dict(sorted(between.items())),
+    }
 
 
 def _parse_device(device: str | torch.device) -> tuple[str, int | None]:
@@ -369,19 +493,23 @@ def verdict(
     could give an answer or the target is the CPU itself.
     """
     kind = _parse_device(target)[0]
+    backend = _compile_backend(watch)
+    if watch is not None and "openvino" in watch:  # told once, as the section's compile_backend
+        watch = {key: value for key, value in watch.items() if key != "openvino"}
     pieces = {
         key: value
         for key, value in (("warnings", watch), ("placement", placement), ("profiler", round_trips))
         if value is not None
     }
     if kind == "cpu":
-        return {
+        section = {
             "target": str(target),
             "stayed_on_device": None,
             "summary": "The target is the CPU, so CPU fallback does not apply.",
             "evidence": ["target is the CPU: nothing can fall back to it"],
             **pieces,
         }
+        return _with_compile_backend(section, backend)
     findings: list[str] = []
     evidence: list[str] = []
     vouched: list[str] = []
@@ -399,7 +527,37 @@ def verdict(
         stayed, summary = True, f"All work stayed on {kind}: {' and '.join(vouched)}."
     else:
         stayed, summary = None, f"Whether all work stayed on {kind} is not known: no check could give an answer."
-    return {"target": str(target), "stayed_on_device": stayed, "summary": summary, "evidence": evidence, **pieces}
+    section = {"target": str(target), "stayed_on_device": stayed, "summary": summary, "evidence": evidence, **pieces}
+    return _with_compile_backend(section, backend)
+
+
+def _compile_backend(watch: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Whether the compile backend ran the graphs it was given, with its summary line; None where kb cannot tell."""
+    found = (watch or {}).get("openvino")
+    if not found:
+        return None
+    name, parts, fell = found["backend"], found["partitions"], found["fell_back_to_pytorch"]
+    between = sorted(found.get("ops_between_partitions") or {})
+    if not found["ran"]:
+        said = (
+            f"The compile backend {name} never ran: all {parts} of its partitions fell back to plain PyTorch, so the "
+            "figures are PyTorch's."
+        )
+    else:
+        said = f"The compile backend {name} ran {parts - fell} of {parts} partitions"
+        said += f"; {fell} fell back to plain PyTorch" if fell else ""
+        said += f"; PyTorch ran {_names(between)} between them" if between else ""
+        said += "."
+    return {**found, "summary": said}
+
+
+def _with_compile_backend(section: dict[str, Any], backend: dict[str, Any] | None) -> dict[str, Any]:
+    if backend is not None:
+        section["compile_backend"] = backend
+        section["evidence"] = [*section["evidence"], backend["summary"]]
+        if not backend["ran"]:
+            section["summary"] = f"{backend['summary']} {section['summary']}"
+    return section
 
 
 def _names(ops: list[str]) -> str:
@@ -435,10 +593,13 @@ def _judge_watch(watch: dict[str, Any], findings: list[str], evidence: list[str]
         evidence.append(f"warnings registry: {finding}")
     if ops or seen or earlier:
         return
-    if watch.get("hidden_by_filters"):
+    if watch.get("unwatched"):
+        evidence.append(f"fallback watch: {watch['unwatched']}, so the watch cannot vouch for the run")
+    elif watch.get("hidden_by_filters"):
         evidence.append("fallback watch: warning filters ignore fallback warnings, so none could be seen")
     else:
-        evidence.append("fallback watch: no CPU-fallback warning or log message")
+        read = " or line on file descriptor 2" if watch.get("fd2_read") else ""
+        evidence.append(f"fallback watch: no CPU-fallback warning or log message{read}")
         vouched.append("no CPU-fallback warnings")
 
 

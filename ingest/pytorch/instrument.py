@@ -50,6 +50,7 @@ from kb.entry import iso
 ENV_RUN_OUT = "KB_RUN_OUT"
 DEFAULT_OUT = "kb-runs"
 RANK_TIMEOUT_S = 60.0
+FD2_LOG = "fd2.log"  # file descriptor 2 while the run ran, where a backend logs its fallbacks only there
 PACKAGES = "packages.txt"  # every installed distribution, attached: the entry's versions keep the configured ones
 SIGNIFICANT = 6
 
@@ -65,12 +66,13 @@ class RunTerminated(BaseException):
 class Step:
     """The per-step timer. Reused for every step: entering and leaving costs a few microseconds."""
 
-    __slots__ = ("_began", "_compiles", "_run", "samples", "tokens")
+    __slots__ = ("_backend_compiles", "_began", "_compiles", "_run", "samples", "tokens")
 
     def __init__(self, owner: Run):
         self._run = owner
         self._began = 0.0
         self._compiles = 0
+        self._backend_compiles: int | None = None
         self.tokens: int | None = None
         self.samples: int | None = None
 
@@ -85,12 +87,15 @@ class Step:
             owner._arm_budget()
         owner._in_step = True
         self._compiles = owner._compile.compiles
+        counter = owner._backend_counter
+        self._backend_compiles = counter() if counter is not None else None
         self._began = time.perf_counter()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         owner = self._run
-        owner._sync()
+        if exc_type is None:  # after a device error, a wait is the call that can abort the process
+            owner._sync()
         now = time.perf_counter()
         elapsed = now - self._began
         owner._in_step = False
@@ -102,7 +107,10 @@ class Step:
             index = len(owner._times)
             owner._times.append(elapsed)
             owner._ends.append(now - owner._origin)
-            if owner._compile.compiles != self._compiles:  # this step compiled (a first call, a recompile)
+            counter = owner._backend_counter
+            if owner._compile.compiles != self._compiles or (  # this step compiled (a first call, a recompile)
+                counter is not None and counter() != self._backend_compiles  # by the backend's own count
+            ):
                 owner._compiled.add(index)
                 owner._pending.append(index)
             if self.tokens is not None or self.samples is not None:
@@ -140,6 +148,7 @@ class Run:
         self.tokens_per_step, self.samples_per_step = tokens_per_step, samples_per_step
         self.warmup_steps, self.compile_budget_s = warmup_steps, compile_budget_s
         self._sync = devices.Sync(self.device_type, synchronize)
+        self._backend_counter = devices.compile_counter(self.device_type)
         self._out = out
         self._times: list[float] = []
         self._ends: list[float] = []  # each step's end, in seconds since the run began
@@ -157,6 +166,7 @@ class Run:
         self._memory: dict[str, float] = {}
         self._xla_phases: dict[str, dict[str, Any]] = {}  # per phase, what torch_xla's metrics counted in it
         self._xla_start: dict[str, tuple[int, float]] | None = None
+        self._runtime_start_failed: dict[str, Any] | None = None
         self._caches: dict[str, Any] = {}
         self._phase: str | None = None
         self._in_step = False
@@ -187,9 +197,10 @@ class Run:
         self._clock = time.monotonic()
         self._origin = time.perf_counter()
         self._flush_due = self._origin + steps.FLUSH_S
+        self._start_runtime()
         devices.reset_peak_memory(self.device_type)
         self._compile.start()
-        self._fallbacks.start()
+        self._fallbacks.start(self.folder / FD2_LOG, self.device_type)
         self._load.start()
         self._device_use.start()
         self._xla_start = xla_metrics.snapshot()
@@ -231,8 +242,9 @@ class Run:
             if self._failed_at is None or self._failed_at[2] is not exc:  # not already placed by a step inside
                 self._failed_at = (name, None, exc)
             raise
+        else:
+            self._sync()  # not after a device error: there a wait is the call that can abort the process
         finally:
-            self._sync()
             self._phases[name] = self._phases.get(name, 0.0) + time.perf_counter() - began
             xla = xla_metrics.delta(xla_before, xla_metrics.snapshot())
             if xla:
@@ -345,6 +357,28 @@ class Run:
         at, values = self._logs.get(name, ([], []))
         return list(zip(at, _values(values), strict=True))
 
+    def _start_runtime(self) -> None:
+        """The device runtime's start-up as its own phase (`runtime_start_s`), where the backend says its runtime
+        has not started: else the first phase or step to touch the device holds it (libtpu's start-up takes
+        minutes off Google Cloud). A start that fails is kept as evidence, never raised: the run's own first
+        device tensor meets the same failure, as the run's.
+
+        The start is a copy of one number to the device, the one way found to raise rather than abort: where
+        libtpu cannot start, TorchTPU aborts the process from an operator run on the device (`torch.zeros(1,
+        device="tpu")`) or from synchronize, while a copy raises "failed to transfer to 'tpu' device: ..."
+        (and fails at once the second time, so the run's own first copy does not wait again)."""
+        if devices.runtime_started(self.device_type) is not False:
+            return
+        began = time.perf_counter()
+        try:
+            torch.zeros(1).to(self.device_type)
+        except Exception as exc:
+            found = failures.describe(exc, phase="runtime_start", step=None, rank=None)
+            kept = ("class", "message", "explanation")
+            self._runtime_start_failed = {key: found[key] for key in kept if key in found}
+            self._notes.append(f"The {self.device_type} runtime did not start: {found['message']}")
+        self._phases["runtime_start"] = time.perf_counter() - began
+
     def _arm_budget(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
@@ -433,15 +467,15 @@ class Run:
         fallback_watch = self._fallbacks.stop()
         sections: dict[str, Any] = {}
         timings = self._timings()
+        later = [index for index in sorted(self._compiled) if index >= self.warmup_steps]
+        if later:  # by Dynamo's count or the backend's own (XLA's CompileTime, TorchTPU's cache misses)
+            self._notes.append(
+                f"{len(later)} step{'s' if len(later) > 1 else ''} after warm-up compiled (steps "
+                f"{', '.join(map(str, later[:10]))}): kept out of the steady-state figures."
+            )
         if compile_section.get("frame_count"):
             if self._compiled:
                 compile_section["compiling_steps"] = sorted(self._compiled)[:200]
-            later = [index for index in sorted(self._compiled) if index >= self.warmup_steps]
-            if later:
-                self._notes.append(
-                    f"{len(later)} step{'s' if len(later) > 1 else ''} after warm-up compiled (steps "
-                    f"{', '.join(map(str, later[:10]))}): kept out of the steady-state figures."
-                )
             sections["compile"] = compile_section
             timings.setdefault("compile_s", compile_section.get("compile_s"))
         elif self.mode == "compiled":
@@ -452,12 +486,15 @@ class Run:
             # The run completed; its result is not to be trusted. The class says so to filters and the board.
             self._sections.setdefault("failure", numerics.failure(numerics_section))
         if self._sync.method is not None:
-            timings["device_sync"] = self._sync.method
+            timings["device_sync"] = self._sync.outcome()
         if self._sync.refused:
             refused = "; ".join(self._sync.refused)
             self._notes.append(f"Device sync refused: {refused}. Steps were timed with {self._sync.method}.")
         sections["timings"] = timings
         sections["fallbacks"] = verdict(self.device_type, fallback_watch, self._placement, self._round_trips)
+        compile_backend = sections["fallbacks"].get("compile_backend")
+        if compile_backend is not None and not compile_backend["ran"]:
+            self._notes.append(compile_backend["summary"])
         memory = {f"device_peak_gb_{phase}": gb for phase, gb in self._memory.items()}
         peak = devices.peak_memory_gb(self.device_type)
         if peak is not None:
@@ -476,6 +513,16 @@ class Run:
         xla_run = xla_metrics.delta(self._xla_start, xla_metrics.snapshot())
         if xla_run or self._xla_phases:
             evidence["xla_metrics"] = {"run": xla_run, **self._xla_phases}
+        if "CompileTime_s" in xla_run:
+            # XLA compiles the graphs itself (lazily, or behind torch.compile's openxla backend, where Dynamo's
+            # own time is the smaller part): the backend's count is the run's compile time.
+            timings["compile_s"] = xla_run["CompileTime_s"]
+            timings["compile_source"] = "torch_xla CompileTime"
+        if self._runtime_start_failed is not None:
+            evidence["runtime_start"] = self._runtime_start_failed
+        counters = devices.compile_cache_counters(self.device_type)
+        if counters is not None:
+            evidence["torch_tpu_cache_counters"] = counters
         if self._caches:
             evidence["caches"] = self._caches
             if self._caches.get("neuron", {}).get("precompile_run"):
