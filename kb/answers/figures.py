@@ -3,6 +3,7 @@ cache state, the numerics verdict, the headline figure, a version's release. Sha
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -119,7 +120,10 @@ def release_of(version: str) -> str:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number: a diverged run's NaN or infinity is no figure to judge by."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _text(value: Any) -> str:

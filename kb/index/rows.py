@@ -8,11 +8,12 @@ unpickle, and making them was a fifth of the writing process's time.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from kb.entry import Entry
+from kb.index import stored_json
 from kb.index.fulltext import document
 
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
@@ -72,7 +73,7 @@ def entry_row(entry: Entry) -> tuple:
         _number(get("timings.first_step_s")),
         _number(get("timings.step_s.median")),
         get("git.commit"),
-        json.dumps(entry.data, ensure_ascii=False, default=str),
+        stored_json.dumps(entry.data),
     )
 
 
@@ -136,6 +137,8 @@ def normalise_package(name: str) -> str:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A number SQL may compare, sum and sort: NaN and the infinities (a diverged run) are kept in the front matter
+    only, where the entry shows them, never taken for a figure."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
