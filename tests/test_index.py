@@ -294,7 +294,8 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
     assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
                        ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",),
-                       ("m008_leaner_board_facts",), ("m009_release_rows",), ("m010_folder_looks",)]  # fmt: skip
+                       ("m008_leaner_board_facts",), ("m009_release_rows",), ("m010_folder_looks",),
+                       ("m011_files_ctime_and_inode",)]  # fmt: skip
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -391,15 +392,15 @@ def _restore_looks(kb: KnowledgeBase, rows: list[tuple], statement: str, *values
 
 
 def _looks_are_the_manifest(kb: KnowledgeBase) -> bool:
-    """Whether the stored looks name every indexed file with its size and time, and nothing else."""
+    """Whether the stored looks name every indexed file with its signature, and nothing else."""
     db = connect(index_path(kb.cache_path))
-    manifest = {path: [size, mtime] for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
+    manifest = {row[0]: list(row[1:]) for row in db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")}
     db.close()
     looked = {}
     for folder, _, names, _, signatures in _looks(kb):
         numbers = array("q", signatures).tolist()
         for i, name in enumerate(names.decode("utf-8", "surrogateescape").split("\0") if names else []):
-            looked[folder + name] = numbers[2 * i : 2 * i + 2]
+            looked[folder + name] = numbers[4 * i : 4 * i + 4]
     return looked == manifest
 
 
@@ -559,10 +560,10 @@ def test_the_looks_stored_are_of_the_files_as_read_when_one_changed_after_the_lo
     assert sync(kb).added == 1
     monkeypatch.setattr(parse, "read", read)
     db = connect(index_path(kb.cache_path))
-    manifest = db.execute("SELECT path, size, mtime_ns FROM files").fetchall()
+    manifest = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files").fetchall()
     db.close()
     ((_, _, names, _, signatures),) = _looks(kb)
-    assert (names.decode(), array("q", signatures).tolist()) == (first.name, [manifest[0][1], manifest[0][2]])
+    assert (names.decode(), array("q", signatures).tolist()) == (first.name, list(manifest[0][1:]))
     assert [row[0] for row in manifest] == [first.name]
     report = sync(kb)  # what was read matches the folder now: nothing to look at again
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)

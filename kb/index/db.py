@@ -362,10 +362,22 @@ def m010_folder_looks(db: Database) -> None:
         db.execute(statement)
 
 
+def m011_files_ctime_and_inode(db: Database) -> None:
+    # A file's status-change time and inode beside its size and time (kb/index/signature.py): each file is hashed
+    # once more by the next sync (its signature differs), and the looks, stored in the old width, are dropped.
+    for statement in (
+        "ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT -1",
+        "ALTER TABLE files ADD COLUMN inode INTEGER NOT NULL DEFAULT -1",
+        "DELETE FROM folder_files",
+        "DELETE FROM folder_looks",
+    ):
+        db.execute(statement)
+
+
 # The schema's history, oldest first: each function runs once, in order, in its own transaction.
 MIGRATIONS = (
     m001_initial, m002_watch_position, m003_fulltext, m004_board, m005_board_facts, m006_fulltext_joined_classes,
-    m007_files_digest, m008_leaner_board_facts, m009_release_rows, m010_folder_looks,
+    m007_files_digest, m008_leaner_board_facts, m009_release_rows, m010_folder_looks, m011_files_ctime_and_inode,
 )  # fmt: skip
 
 

@@ -27,9 +27,10 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from kb.errors import KbError, Problem
-from kb.index import fulltext, look, watch
+from kb.index import fulltext, look, signature, watch
 from kb.index.db import connect, index_path, is_damage, loading_in_bulk, remove, storage_error
 from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
+from kb.index.signature import Signature, as_stored
 from kb.progress import counted
 from kb.reading import leads_nowhere
 from kb.schema import SCHEMA_VERSION
@@ -45,8 +46,7 @@ WRITE_BATCH = 500
 POSITION_SLACK = 16 * 1024  # journal bytes a sync may leave to read again (about 500 commands' cookies)
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
-_Signature = tuple[int, int]  # a file's (size, mtime_ns): unchanged when both are
-_MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
+_MANIFEST = "path, size, mtime_ns, ctime_ns, inode, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
 @dataclass
@@ -73,6 +73,8 @@ class SyncReport:
 class _Indexed:
     size: int
     mtime_ns: int
+    ctime_ns: int
+    inode: int
     sha256: str
     entry_id: str | None
 
@@ -182,6 +184,7 @@ def _sync(
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
     `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
     cannot be rolled back (the caller removes the file)."""
+    began = time.time_ns()  # what a file's status-change time is told against (kb.index.signature.as_stored)
     changed = watched.paths if watched else None
     candidates: list[tuple[str, Path]] = []
     full: look.Look | None = None
@@ -193,7 +196,7 @@ def _sync(
     else:
         # A journal from an older kb watch may hold names that are not UTF-8 text, which no index row can hold.
         ordered = sorted((relative for relative in changed if is_text_name(relative)), key=kb.scan_order)
-        signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
+        signatures = {row[0]: row[1:5] for row in _manifest(db, ordered)}
         report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         seen: set[str] = set()
         for relative in ordered:
@@ -201,7 +204,7 @@ def _sync(
             if not kb.is_entry_path(relative) or (signature := _signature(path)) is None:
                 continue
             seen.add(relative)
-            if signatures.get(relative) == signature:  # as git's index: same size and time
+            if signatures.get(relative) == signature:  # as git's index: same size, times and inode
                 report.unchanged += 1
             else:
                 candidates.append((relative, Path(path)))
@@ -234,7 +237,7 @@ def _sync(
     kept = now == position or (changed is not None and _close_enough(now, position))
     if not candidates and not gone and kept and (full is None or not full.stale):
         return
-    files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
+    files: list[tuple[str, int, int, int, int, str, str | None]] = []  # manifest rows to write
     vanished: list[str] = []  # gone between the look and the read
     upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
@@ -260,7 +263,7 @@ def _sync(
                     continue
                 if not read.digest:  # refused unread
                     problems[relative] = read.problems
-                    files.append((relative, read.size, read.mtime_ns, "", None))
+                    files.append((relative, *as_stored(read.signature, began), "", None))
                     continue
                 indexed = known.get(relative) if relative not in again else None
                 # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id
@@ -268,12 +271,12 @@ def _sync(
                 if indexed is not None and indexed.sha256 == read.digest:
                     taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
                     if taker is None:
-                        files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
+                        files.append((relative, *as_stored(read.signature, began), read.digest, indexed.entry_id))
                         moving.discard(relative)
                         report.unchanged += 1
                     else:
                         problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
-                        files.append((relative, read.size, read.mtime_ns, read.digest, None))
+                        files.append((relative, *as_stored(read.signature, began), read.digest, None))
                     continue
                 rows, found = read.rows, read.problems
                 if rows is not None:
@@ -288,7 +291,7 @@ def _sync(
                         rows = None
                 if found:
                     problems[relative] = found
-                files.append((relative, read.size, read.mtime_ns, read.digest, rows.id if rows else None))
+                files.append((relative, *as_stored(read.signature, began), read.digest, rows.id if rows else None))
                 if rows is not None:
                     upserts[rows.id] = relative
                     batch.append((relative, rows))
@@ -307,15 +310,13 @@ def _sync(
         _delete(db, list(deletes))
         db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
         db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
-        db.executemany(
-            "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, entry_id) VALUES (?, ?, ?, ?, ?)", files
-        )
+        db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", files)
         db.executemany(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
         if full is not None:  # the folders as they are now, every file looked at: last, as the triggers drop them
-            full.store(db, {row[0]: (row[1], row[2]) for row in files} | dict.fromkeys(vanished))
+            full.store(db, {row[0]: row[1:5] for row in files} | dict.fromkeys(vanished))
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -335,8 +336,8 @@ def _id_taken(kb: KnowledgeBase, path: Path, line: int | None, entry_id: str, ho
     return Problem(path, line, "id", message)
 
 
-def _signature(path: str) -> _Signature | None:
-    """A file's (size, mtime_ns); None when it is gone (deleted or renamed since it was listed: not damage), a link
+def _signature(path: str) -> Signature | None:
+    """A file's signature; None when it is gone (deleted or renamed since it was listed: not damage), a link
     leading nowhere, or a folder now (a journaled name)."""
     try:
         found = os.stat(path)
@@ -344,7 +345,7 @@ def _signature(path: str) -> _Signature | None:
         if not leads_nowhere(exc):
             raise
         return None
-    return None if S_ISDIR(found.st_mode) else (found.st_size, found.st_mtime_ns)
+    return None if S_ISDIR(found.st_mode) else signature.of(found)
 
 
 def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
