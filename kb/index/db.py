@@ -11,6 +11,7 @@ A database that cannot be opened is deleted and rebuilt: it holds nothing the en
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from functools import cache
@@ -396,10 +397,13 @@ def index_path(cache: Path) -> Path:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one.
+    """Open (making or migrating as needed) the index; a damaged file is replaced by a fresh one. In a folder kb
+    cannot write (a read-only mount), the index is opened to read only, as it is (kb.index.sync checks it is current).
 
     Only damage does that: a busy, read-only or full disk is reported, and the index is left to the others using it.
     """
+    if not os.access(path.parent, os.W_OK) and path.is_file():
+        return connect_read_only(path)
     try:
         try:
             return _open(path)

@@ -25,6 +25,8 @@ def prepare(
         if not stale_ok or not path.is_file() or not finished(path):
             raise
         return SyncReport(stale=str(exc).split("; the entries are safe")[0])
+    if report.read_only:  # nothing can be written: dead recorders' entries stay as they are
+        return report
     orphans.remove_unpublished(kb)
     if orphans.settle_running(kb, running_paths(kb)):
         sync(kb)

@@ -15,6 +15,7 @@ stored).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sqlite3
@@ -28,7 +29,16 @@ from stat import S_ISDIR
 
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, signature, watch
-from kb.index.db import connect, index_path, is_damage, loading_in_bulk, remove, storage_error
+from kb.index.db import (
+    connect,
+    connect_read_only,
+    finished,
+    index_path,
+    is_damage,
+    loading_in_bulk,
+    remove,
+    storage_error,
+)
 from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
 from kb.index.signature import Signature, as_stored
 from kb.progress import counted
@@ -59,6 +69,7 @@ class SyncReport:
     seconds: float = 0.0
     repaired: str | None = None  # the damage that made this sync rebuild the indexes from nothing
     stale: str | None = None  # why the index could not be updated, when it is read as it was (kb.index.prepare)
+    read_only: bool = False  # the cache could not be written, and the index was found current without writing
 
     def summary(self) -> str:
         broken = f", {len(self.problems)} problems" if self.problems else ""
@@ -88,7 +99,11 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False
     """
     started = time.perf_counter()
     cache = kb.ensure_cache()
-    with _exclusive(cache / LOCK_NAME), _storage_errors(index_path(cache)):
+    if not rebuild and not os.access(cache, os.W_OK):  # a read-only mount: no lock to take, nothing to write
+        report = _verified(kb, index_path(cache))
+        report.seconds = time.perf_counter() - started
+        return report
+    with _storage_errors(index_path(cache)), _exclusive(cache / LOCK_NAME):
         try:
             report = _update(kb, rebuild=rebuild, every_folder=every_folder)
         except Exception as exc:
@@ -133,6 +148,25 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
     finally:
         db.close()
     return report
+
+
+def _verified(kb: KnowledgeBase, database: Path) -> SyncReport:
+    """Without writing anything: whether every entry file is as the index holds it (a read-only knowledge base, a
+    colleague's clone mounted so). If not, or the index is not one this kb can read, the IndexUnwritable error that
+    kb.index.prepare may read the index as it was after."""
+    unwritable = OSError(errno.EROFS, os.strerror(errno.EROFS))
+    if not finished(database):
+        raise storage_error(database, unwritable)
+    db = connect_read_only(database)
+    try:
+        with _storage_errors(database):
+            found = look.look(kb, db)
+    finally:
+        db.close()
+    if found.changed or found.gone:
+        changed = len(found.changed) + len(found.gone)
+        raise storage_error(database, OSError(errno.EROFS, f"{unwritable.strerror}, and {changed} entry files changed"))
+    return SyncReport(unchanged=found.unchanged, read_only=True)
 
 
 def _without_journal(db: sqlite3.Connection) -> bool:
