@@ -18,7 +18,6 @@ from bench.generate import generate
 from kb import schema
 from kb.cli import COMMANDS
 from kb.entry import new_entry
-from kb.index import db as db_module
 from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
@@ -46,8 +45,9 @@ def _runs(kb: KnowledgeBase, count: int) -> None:
         write_entry(kb, f"2026-05-0{n + 1}-run-00000{n}", recorded=f"2026-05-0{n + 1}T10:00:00Z", status="completed")
 
 
-def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(kb: KnowledgeBase,
-                                                                                   monkeypatch) -> None:
+def test_entries_written_in_batches_or_parsed_by_workers_are_those_written_at_once(
+    kb: KnowledgeBase, monkeypatch
+) -> None:
     _runs(kb, 7)
     twin = (kb.entries_path / "2026-05-01-run-000000.md").read_text()  # the same id twice, batches apart
     (kb.entries_path / "2026-05-09-twin.md").write_text(twin)
@@ -109,10 +109,18 @@ def test_each_column_of_an_entries_row_holds_its_own_field(kb: KnowledgeBase) ->
 
 def test_an_edit_or_a_deletion_leaves_no_rows_of_entries_gone(kb: KnowledgeBase) -> None:
     # A sync writes with the foreign keys off and deletes an entry's normalised rows itself.
-    edited = write_entry(kb, "2026-05-01-run-000000", recorded="2026-05-01T10:00:00Z", status="failed",
-                         tags=["old"], settings={"batch": 8}, failure={"class": "oom", "message": "out of memory"})
-    gone = write_entry(kb, "2026-05-02-run-000001", recorded="2026-05-02T10:00:00Z", status="completed", tags=["x"],
-                       settings={"a": 1})
+    edited = write_entry(
+        kb,
+        "2026-05-01-run-000000",
+        recorded="2026-05-01T10:00:00Z",
+        status="failed",
+        tags=["old"],
+        settings={"batch": 8},
+        failure={"class": "oom", "message": "out of memory"},
+    )
+    gone = write_entry(
+        kb, "2026-05-02-run-000001", recorded="2026-05-02T10:00:00Z", status="completed", tags=["x"], settings={"a": 1}
+    )
     sync.sync(kb)
     edited.write_text(edited.read_text().replace("- old", "- new").replace("status: failed", "status: completed"))
     gone.unlink()
@@ -233,7 +241,7 @@ def generated(tmp_path) -> KnowledgeBase:
 
 
 # Tables that say when or how a sync looked at the folder, not what the entries are.
-_LOOKS = {"_sqlite_migrations", "folder_looks", "folder_files", "watch_position", "files_digest"}
+_LOOKS = {"folder_looks", "folder_files", "watch_position"}
 
 
 def _schema(db: sqlite3.Connection) -> list[tuple]:
@@ -259,11 +267,11 @@ def _whole(kb: KnowledgeBase) -> dict[str, list]:
 def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_index_makes(
     generated: KnowledgeBase, tmp_path
 ) -> None:
-    """A build makes the board's and the releases' rows, and the normalised tables' indexes, once at its end
-    (db.loading_in_bulk); a sync into an index that exists keeps them up entry by entry. The two are the same."""
+    """A build makes the board's cells and the growing tables' indexes once at its end (db.loading_in_bulk); a sync
+    into an index that exists keeps them up entry by entry. The two are the same."""
     built = _whole(generated)
     assert all(built[table] for table in ("board_rows", "board_cells", "release_rows", "settings", "versions"))
-    made = connect(tmp_path / "made.db")  # the schema as the migrations make it
+    made = connect(tmp_path / "made.db")  # the schema as kb.index.schema makes it
     try:
         assert built["schema"] == _schema(made)
     finally:
@@ -276,15 +284,6 @@ def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_inde
     away.rename(generated.entries_path)
     assert sync.sync(generated).added == 300
     assert _whole(generated) == built
-
-
-def test_a_build_refuses_to_replace_a_trigger_the_schema_lacks(kb: KnowledgeBase, monkeypatch) -> None:
-    # A trigger renamed by a migration would stay in place, and make each of its rows a second time at the build's end.
-    _runs(kb, 2)
-    monkeypatch.setattr(db_module, "_DERIVING_TRIGGERS", (*db_module._DERIVING_TRIGGERS, "board_row_renamed"))
-    with pytest.raises(RuntimeError, match="no trigger board_row_renamed"):
-        sync.sync(kb)
-    assert not index_path(kb.cache_path).exists()  # the build's file, removed
 
 
 @pytest.mark.parametrize("query", ["compile timeout", "out of memory", '"flex attention"', "neuron OR xla",

@@ -96,7 +96,8 @@ def test_on_a_full_disk_the_index_a_killed_build_left_is_not_answered_from(kb: K
     assert run_kb("index").returncode == 0
     index = index_path(kb.cache_path)
     db = sqlite3.connect(index)
-    db.execute("PRAGMA user_version = 0")  # the mark only a finished build leaves
+    db.execute("DELETE FROM index_format")  # the mark only a finished build leaves
+    db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
     db.close()

@@ -13,8 +13,8 @@ scan entered below it (`folder_looks`), its entry files' names in scan order and
 - The signatures, compared with the stored ones as one array per folder, tell what changed without reading the
   manifest back. Storing them again after an edit writes the 32 bytes that changed, in place.
 
-The rows stand for the manifest only while no one wrote it since: any write to the manifest empties `folder_looks`
-(triggers, index migration m010), and a full look stores it again last, in the sync's transaction.
+The rows stand for the manifest only while no one wrote it since: a sync that writes the manifest without a full look
+(from kb watch's journal) empties `folder_looks`, and a full look stores it again last, in the sync's transaction.
 """
 
 from __future__ import annotations

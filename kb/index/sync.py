@@ -28,22 +28,24 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from kb.errors import KbError, Problem
-from kb.index import fulltext, look, signature, watch
+from kb.index import fulltext, look, schema, signature, watch
 from kb.index.db import (
     connect,
     connect_read_only,
+    count_cells,
     finished,
     index_path,
     is_damage,
     loading_in_bulk,
     remove,
     storage_error,
+    store_format,
+    stored_format,
 )
-from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
+from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, Rows
 from kb.index.signature import Signature, as_stored
 from kb.progress import counted
 from kb.reading import leads_nowhere
-from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase, is_text_name
 
 LOCK_NAME = "index.lock"
@@ -126,8 +128,10 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
         remove(index_path(cache))
     db = connect(index_path(cache))
     try:
-        fresh = db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION
-        if fresh and not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
+        fresh = stored_format(db) != schema.FORMAT
+        # New, or of another format (another kb's schema, rows or entry schema; a build not finished): never migrated,
+        # built again from the entries, with the build's progress.
+        if fresh and not rebuild:
             db.close()
             return _update(kb, rebuild=True, every_folder=every_folder)
         unjournaled = fresh and _without_journal(db)
@@ -144,7 +148,7 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
             with contextlib.suppress(sqlite3.OperationalError):  # a reader has it open: the next connect() does it
                 db.execute("PRAGMA journal_mode = WAL")
         if fresh:  # last: a build that does not get here (killed) is started over by the next sync
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            store_format(db)
     finally:
         db.close()
     return report
@@ -283,9 +287,10 @@ def _sync(
         for relative, path in candidates
     ]
     db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
+    cells: set[tuple] = set()  # (workload, backend, mode) of the board rows written or deleted
     db.execute("BEGIN IMMEDIATE")
     try:
-        # An empty index has its derived rows and growing tables' indexes made at the end (db.loading_in_bulk).
+        # An empty index has its growing tables' indexes and the board's cells made at the end (db.loading_in_bulk).
         with loading_in_bulk(db) if fresh else contextlib.nullcontext():
             # A first build of thousands takes a while: say so.
             for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
@@ -330,9 +335,9 @@ def _sync(
                     upserts[rows.id] = relative
                     batch.append((relative, rows))
                     if len(batch) >= WRITE_BATCH:
-                        _write(db, batch)
+                        _write(db, batch, cells)
                         batch = []
-            _write(db, batch)
+            _write(db, batch, cells)
 
         before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
         deletes = before - set(upserts)
@@ -341,7 +346,9 @@ def _sync(
         report.removed = len(deletes)
         report.problems = [p for found in problems.values() for p in found]
 
-        _delete(db, list(deletes))
+        _delete(db, list(deletes), cells)
+        if cells and not fresh:  # (a build counts every cell at its end)
+            count_cells(db, cells)
         db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
         db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
         db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", files)
@@ -349,8 +356,10 @@ def _sync(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
-        if full is not None:  # the folders as they are now, every file looked at: last, as the triggers drop them
+        if full is not None:  # the folders as they are now, every file looked at
             full.store(db, {row[0]: row[1:5] for row in files} | dict.fromkeys(vanished))
+        elif files or gone:  # the manifest changed without a full look: the looks no longer stand for it
+            db.execute("DELETE FROM folder_looks")
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -393,25 +402,34 @@ def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None)
     return now is not None and position is not None and 0 <= now[1] - position[1] < POSITION_SLACK
 
 
-def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]]) -> None:
-    """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
+def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tuple]) -> None:
+    """The rows of these parsed entries, with the rows derived from them, in one batch, in place of the ones their ids
+    had (a trigger drops those's words); adds the board cells they are counted in to `cells`."""
     # Only the ids indexed already: a build deletes nothing, where each of eight tables was asked for each entry.
-    _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])])
+    _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])], cells)
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
     fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
-    for table, columns in CHILD_COLUMNS.items():
+    for table, columns in _ROW_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
+    cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
 
 
-def _delete(db: sqlite3.Connection, ids: list[str]) -> None:
-    """These entries with their rows in the normalised tables. A sync writes with the foreign keys off (looking up
-    the entry of each of an entry's thirty-odd rows was a tenth of a build's writing), so it deletes those rows
-    itself, as the schema's ON DELETE CASCADE would; the triggers drop the entries' words, board and release rows."""
+def _delete(db: sqlite3.Connection, ids: list[str], cells: set[tuple]) -> None:
+    """These entries with their rows in the normalised and derived tables, adding the board cells they were counted
+    in to `cells`. A sync writes with the foreign keys off (looking up the entry of each of an entry's thirty-odd
+    rows was a tenth of a build's writing), so it deletes those rows itself, as the schema's ON DELETE CASCADE
+    would; a trigger drops the entries' words."""
+    for chunk in _chunks(ids):
+        marks = ", ".join("?" * len(chunk))
+        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry_id IN ({marks})", chunk))
     marks = [(entry_id,) for entry_id in ids]
-    for table in CHILD_TABLES:
+    for table in _ROW_COLUMNS:
         db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
     db.executemany("DELETE FROM entries WHERE id = ?", marks)
+
+
+_ROW_COLUMNS = CHILD_COLUMNS | DERIVED_COLUMNS  # the tables of an entry's rows, by entry_id
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:
