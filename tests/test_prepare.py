@@ -64,6 +64,20 @@ def test_kb_show_settles_a_dead_recorders_entry_it_is_asked_for(orphan: Knowledg
     assert json_data(shown.stdout)["front_matter"]["status"] == "killed" and _status(orphan) == "killed"
 
 
+def test_a_library_caller_settles_dead_recorders_entries_only_with_the_settling_it_passes(
+    orphan: KnowledgeBase,
+) -> None:
+    from ingest.orphans import settle
+    from kb.index.prepare import prepare
+
+    prepare(orphan)  # no settling given: nothing a module imported elsewhere switched on decides it
+    assert _status(orphan) == "running"
+    prepare(orphan, settle=settle)
+    assert _status(orphan) == "killed"
+    with sqlite3.connect(index_path(orphan.cache_path)) as db:
+        assert db.execute("SELECT status FROM entries").fetchall() == [("killed",)]
+
+
 def _limited(limit: int) -> Callable[[], None]:
     """A child whose files cannot grow past `limit` bytes: a full disk, as its writes see it (EFBIG)."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
