@@ -1,15 +1,15 @@
 """Bring the index up to date with the entries folder, cheaply and safely.
 
-A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and mtime
-match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when its content
-changed (a git checkout resets mtimes without changing content). A sync that looks at every file compares
-the sizes and times with those the last such look stored (kb.index.look), so the manifest is read back only
-for what changed. Added, edited, deleted and renamed files are all picked up, so an entry edited by hand or
-pulled from git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it,
-but for a build from nothing, written without a journal. The entries' rows, their words (the full-text table) and
-the manifest change in one transaction, written in batches as the files are parsed, so that memory does not grow
-with the knowledge base; a sync that finds nothing changed writes nothing (but the looks, when they were not as
-stored).
+A manifest (the `files` table: each file's signature, kb.index.signature, and sha256) says what was indexed. A file
+whose signature matches is not read at all; one whose signature moved is hashed, and re-parsed only when its content
+changed (a git checkout resets mtimes without changing content). `changes` finds which files to read: those kb
+watch's journal names, else every file, compared with the signatures the last full look stored (kb.index.look), so
+that the manifest is read back only for what changed. Added, edited, deleted and renamed files are all picked up, so
+an entry edited by hand or pulled from git is searchable at once. One writer at a time (a lock file in the cache);
+readers never wait for it, but for a build from nothing, written without a journal. The entries' rows, the rows
+derived from them, their words (the full-text table) and the manifest change in one transaction, written in batches
+as the files are parsed, so that memory does not grow with the knowledge base; a sync that finds nothing changed
+writes nothing (but the looks, when they were not as stored).
 """
 
 from __future__ import annotations
@@ -164,11 +164,11 @@ def _verified(kb: KnowledgeBase, database: Path) -> SyncReport:
     db = connect_read_only(database)
     try:
         with _storage_errors(database):
-            found = look.look(kb, db)
+            found = changes(kb, db, None)
     finally:
         db.close()
-    if found.changed or found.gone:
-        changed = len(found.changed) + len(found.gone)
+    if found.candidates or found.gone:
+        changed = len(found.candidates) + len(found.gone)
         raise storage_error(database, OSError(errno.EROFS, f"{unwritable.strerror}, and {changed} entry files changed"))
     return SyncReport(unchanged=found.unchanged, read_only=True)
 
@@ -209,33 +209,34 @@ def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
     return (row[0], row[1]) if row else None
 
 
-def _sync(
-    kb: KnowledgeBase,
-    db: sqlite3.Connection,
-    report: SyncReport,
-    position: tuple[str, int] | None,
-    watched: watch.Changes | None,
-    every_folder: bool,
-    fresh: bool,
-    unjournaled: bool,
-) -> None:
-    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
-    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
-    cannot be rolled back (the caller removes the file)."""
-    began = time.time_ns()  # what a file's status-change time is told against (kb.index.signature.as_stored)
-    changed = watched.paths if watched else None
+@dataclass
+class Changes:
+    """Which entry files a sync reads, and which went."""
+
+    candidates: list[tuple[str, Path]]  # (relative, path) of each file to read, in scan order
+    gone: list[str]  # indexed, and no longer there
+    again: set[str]  # of the candidates, those refused for their id before, read again as if new
+    unchanged: int  # files as indexed, not read
+    full: look.Look | None  # the full look, when every file was looked at (no journal to vouch)
+
+
+def changes(
+    kb: KnowledgeBase, db: sqlite3.Connection, watched: watch.Changes | None, *, every_folder: bool = False
+) -> Changes:
+    """The entry files that changed since the index was brought up to date: those `kb watch`'s journal names
+    (`watched`), else every file's signature compared with the stored ones (kb.index.look)."""
     candidates: list[tuple[str, Path]] = []
     full: look.Look | None = None
-    if changed is None:  # every file
+    if watched is None or watched.paths is None:  # every file
         full = look.look(kb, db, every_folder=every_folder)
         candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
         gone = full.gone
-        report.unchanged = full.unchanged
+        unchanged = full.unchanged
     else:
         # A journal from an older kb watch may hold names that are not UTF-8 text, which no index row can hold.
-        ordered = sorted((relative for relative in changed if is_text_name(relative)), key=kb.scan_order)
+        ordered = sorted((relative for relative in watched.paths if is_text_name(relative)), key=kb.scan_order)
         signatures = {row[0]: row[1:5] for row in _manifest(db, ordered)}
-        report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
+        unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         seen: set[str] = set()
         for relative in ordered:
             path = str(kb.entries_path / relative)
@@ -243,7 +244,7 @@ def _sync(
                 continue
             seen.add(relative)
             if signatures.get(relative) == signature:  # as git's index: same size, times and inode
-                report.unchanged += 1
+                unchanged += 1
             else:
                 candidates.append((relative, Path(path)))
         gone = [relative for relative in signatures if relative not in seen]
@@ -261,7 +262,27 @@ def _sync(
                 continue
             candidates.append((relative, Path(path)))
             again.add(relative)
-            report.unchanged -= 1  # counted above: its size and time are as indexed
+            unchanged -= 1  # counted above: its size and time are as indexed
+    return Changes(candidates, gone, again, unchanged, full)
+
+
+def _sync(
+    kb: KnowledgeBase,
+    db: sqlite3.Connection,
+    report: SyncReport,
+    position: tuple[str, int] | None,
+    watched: watch.Changes | None,
+    every_folder: bool,
+    fresh: bool,
+    unjournaled: bool,
+) -> None:
+    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
+    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
+    cannot be rolled back (the caller removes the file)."""
+    began = time.time_ns()  # what a file's status-change time is told against (kb.index.signature.as_stored)
+    found = changes(kb, db, watched, every_folder=every_folder)
+    candidates, gone, again, full = found.candidates, found.gone, found.again, found.full
+    report.unchanged = found.unchanged
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
     # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
@@ -272,7 +293,7 @@ def _sync(
     now = (watched.token, watched.offset) if watched else None
     # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
     # is stored, or every command would look at every file again.
-    kept = now == position or (changed is not None and _close_enough(now, position))
+    kept = now == position or (full is None and _close_enough(now, position))
     if not candidates and not gone and kept and (full is None or not full.stale):
         return
     files: list[tuple[str, int, int, int, int, str, str | None]] = []  # manifest rows to write
