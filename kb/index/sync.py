@@ -169,7 +169,8 @@ def _verified(kb: KnowledgeBase, database: Path) -> SyncReport:
         db.close()
     if found.candidates or found.gone:
         changed = len(found.candidates) + len(found.gone)
-        raise storage_error(database, OSError(errno.EROFS, f"{unwritable.strerror}, and {changed} entry files changed"))
+        files = "1 entry file" if changed == 1 else f"{changed} entry files"
+        raise storage_error(database, OSError(errno.EROFS, f"{unwritable.strerror}, and {files} changed since"))
     return SyncReport(unchanged=found.unchanged, read_only=True)
 
 
