@@ -5,8 +5,8 @@ gone, or reused by a process that started at another time, means the recorder di
 Entries recorded on other hosts cannot be judged from here and stay as they are. A dead recorder's
 temporary files (an atomic write it never finished) are removed as its entry is settled.
 
-Closing an entry (its outcome, failure class, output tail) is the recorder's work, in ingest/: the CLI hands
-it in with `settle_with`; until then orphans are found but left as they are.
+Closing an entry (its outcome, failure class, output tail) is the recorder's work, in ingest/: the caller hands
+it in as an argument (the CLI passes ingest.orphans.settle); without it, orphans are found but left as they are.
 """
 
 from __future__ import annotations
@@ -27,14 +27,7 @@ START_TIME_SLACK_S = 1.0
 # In the cache folder: the entries folder's modification time when it was last found without temporary files.
 LOOKED = "entries-without-temporaries"
 
-Settle = Callable[[KnowledgeBase, Entry], Entry]
-_settle: Settle | None = None
-
-
-def settle_with(settle: Settle) -> None:
-    """How an orphan is closed as killed (see ingest.orphans.settle)."""
-    global _settle
-    _settle = settle
+Settle = Callable[[KnowledgeBase, Entry], Entry]  # how an orphan is closed as killed (ingest.orphans.settle)
 
 
 def is_orphan(entry: Entry) -> bool:
@@ -128,22 +121,18 @@ def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid)
 
 
-def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry]) -> list[Entry]:
+def settle_orphans(kb: KnowledgeBase, entries: Iterable[Entry], settle: Settle) -> list[Entry]:
     """The same entries, with every orphan settled."""
-    if _settle is None:
-        return list(entries)
-    return [_settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
+    return [settle(kb, entry) if is_orphan(entry) else entry for entry in entries]
 
 
-def settle_running(kb: KnowledgeBase, paths: Iterable[str]) -> int:
+def settle_running(kb: KnowledgeBase, paths: Iterable[str], settle: Settle) -> int:
     """Settle the orphans among these entries (paths relative to the entries folder, those the index knows as
     running); returns how many were settled."""
-    if _settle is None:
-        return 0
     entries = []
     for path in paths:
         try:
             entries.append(Entry.read(kb.entries_path / path))
         except (KbError, OSError):
             continue  # changed or gone since it was indexed: the next sync sees it as it is now
-    return sum(1 for entry in entries if is_orphan(entry) and _settle(kb, entry))
+    return sum(1 for entry in entries if is_orphan(entry) and settle(kb, entry))

@@ -1,19 +1,17 @@
-"""What the board reads of each run, report and coverage entry is kept in its board row (migration m005), so that
+"""What the board reads of each run, report and coverage entry is kept in its board row (kb/index/rows.py), so that
 `kb board` parses no entry's front matter: the answers are the same whether the index was made with the facts,
-or made before them and migrated, and a dtype given only as `precision.dtype` is a shape setting there too.
+or made before them and built again, and a dtype given only as `precision.dtype` is a shape setting there too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.index import db, look
-from kb.index import sync as sync_module
+from kb.index import db
 from kb.index.sync import sync
 from kb.store import KnowledgeBase
 
@@ -68,39 +66,23 @@ def varied(kb: KnowledgeBase) -> KnowledgeBase:
     return kb
 
 
-def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(
-    varied: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(varied: KnowledgeBase) -> None:
     sync(varied)
     expected = board_json(), board_json("--missing"), board_rows(varied)
-    db.remove(db.index_path(varied.cache_path))
-    try:
-        with monkeypatch.context() as older:  # the index as a kb with the migrations up to m004 made it
-            older.setattr(db, "MIGRATIONS", db.MIGRATIONS[:4])
-            older.setattr(look, "_stored", lambda _: iter(()))  # nor the looks of m010
-            older.setattr(look.Look, "store", lambda *_: None)
-            older.setattr(sync_module, "loading_in_bulk", lambda _: contextlib.nullcontext())  # rows one by one
-            db._migrations.cache_clear()
-            sync(varied)
-            conn = sqlite3.connect(db.index_path(varied.cache_path))
-            assert "facts" not in [row[1] for row in conn.execute("PRAGMA table_info(board_rows)")]
-            conn.close()
-        with monkeypatch.context() as m008:  # m008 alone fills the facts of the rows there are (m005 adds the column)
-            m008.setattr(db, "MIGRATIONS", db.MIGRATIONS[:8])
-            db._migrations.cache_clear()
-            db.connect(db.index_path(varied.cache_path)).close()
-            assert board_rows(varied) == expected[2]
-    finally:
-        db._migrations.cache_clear()
+    conn = sqlite3.connect(db.index_path(varied.cache_path))
+    with conn:  # the index as a kb from before the facts made it: built again, not migrated
+        conn.execute("ALTER TABLE board_rows DROP COLUMN facts")
+        conn.execute("DROP TABLE index_format")
+    conn.close()
     assert (board_json(), board_json("--missing"), board_rows(varied)) == expected
-    # The triggers the migration put in place keep the rows as a new index makes them: an entry added, one edited.
+    # A sync keeps the rows as a new index makes them: an entry added, one edited.
     run(varied, 7, "cpu", 1100.0, precision={"dtype": "bf16"})
     run(varied, 1, "cpu", 1200.0, precision={"dtype": "fp32"}, numerics={"verdict": "fail"})
     sync(varied)
-    migrated = board_rows(varied)
-    assert len(migrated) == len(expected[2]) + 1 and migrated != expected[2]
+    kept = board_rows(varied)
+    assert len(kept) == len(expected[2]) + 1 and kept != expected[2]
     sync(varied, rebuild=True)
-    assert board_rows(varied) == migrated
+    assert board_rows(varied) == kept
 
 
 def facts_of(kb: KnowledgeBase, entry_id: str) -> dict | None:
@@ -133,7 +115,7 @@ def test_an_index_with_the_facts_of_before_gets_the_leaner_ones(varied: Knowledg
     with conn:  # as m005 kept them: more of each section (here the whole front matter)
         conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
                      "WHERE facts IS NOT NULL")  # fmt: skip
-        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm008_leaner_board_facts'")
+        conn.execute("UPDATE index_format SET format = 'older'")
     conn.close()
     assert (board_json(), board_rows(varied)) == expected
 

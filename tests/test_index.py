@@ -269,13 +269,13 @@ def test_deleting_the_cache_loses_nothing_and_damage_is_repaired(sample: Knowled
 
 def test_an_index_made_under_another_entry_schema_is_rebuilt(sample: KnowledgeBase) -> None:
     # A kb reading a newer entry schema reads the same files differently: rows made by an older one are stale.
-    from kb.schema import SCHEMA_VERSION
+    from kb.index import schema
 
     sync(sample)
     db = sqlite3.connect(index_path(sample.cache_path))
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert db.execute("SELECT format FROM index_format").fetchall() == [(schema.FORMAT,)]
     db.execute("UPDATE entries SET title = 'as an older kb read it'")
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.execute("UPDATE index_format SET format = 'another'")  # another entry schema, rows or tables
     db.commit()
     db.close()
     assert run_kb("index").stdout.startswith("Indexed: 5 added")
@@ -291,10 +291,10 @@ def test_the_schema_is_pleasant_to_query_directly(sample: KnowledgeBase) -> None
     failed = db.execute("SELECT id, class FROM failed_runs ORDER BY id").fetchall()
     assert failed == [("2026-03-01-flex-trn3-000001", "compile_timeout"), ("2026-05-02-llama-mi300-000004", "oom")]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    applied = db.execute("SELECT name FROM _sqlite_migrations").fetchall()
-    assert applied == [("m001_initial",), ("m002_watch_position",), ("m003_fulltext",), ("m004_board",),
-                       ("m005_board_facts",), ("m006_fulltext_joined_classes",), ("m007_files_digest",),
-                       ("m008_leaner_board_facts",), ("m009_release_rows",), ("m010_folder_looks",)]  # fmt: skip
+    assert db.execute("SELECT count(*) FROM index_format").fetchone() == (1,)
+    # No trigger derives a row: a trigger only drops an entry's words with it (the rest goes by ON DELETE CASCADE).
+    triggers = db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    assert triggers == [("entries_fulltext",)]
     words = "SELECT e.id FROM fulltext JOIN entries e ON e.rowid = fulltext.rowid WHERE fulltext MATCH 'unroll'"
     assert db.execute(words).fetchall() == [("2026-03-01-flex-trn3-000001",)]
 
@@ -379,27 +379,27 @@ def _looks(kb: KnowledgeBase) -> list[tuple]:
 
 
 def _restore_looks(kb: KnowledgeBase, rows: list[tuple], statement: str, *values: object) -> None:
-    """Change the manifest by hand (which drops the looks), then put the looks back as they were."""
+    """Change the manifest by hand, with the looks as they were."""
     db = connect(index_path(kb.cache_path))
     with db:
         db.execute(statement, values)
         db.executemany(
-            "INSERT INTO folder_looks VALUES (?, ?, ?)",
+            "INSERT OR REPLACE INTO folder_looks VALUES (?, ?, ?)",
             [(row[0].encode("utf-8", "surrogateescape"), row[1], row[3]) for row in rows],
         )
     db.close()
 
 
 def _looks_are_the_manifest(kb: KnowledgeBase) -> bool:
-    """Whether the stored looks name every indexed file with its size and time, and nothing else."""
+    """Whether the stored looks name every indexed file with its signature, and nothing else."""
     db = connect(index_path(kb.cache_path))
-    manifest = {path: [size, mtime] for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
+    manifest = {row[0]: list(row[1:]) for row in db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")}
     db.close()
     looked = {}
     for folder, _, names, _, signatures in _looks(kb):
         numbers = array("q", signatures).tolist()
         for i, name in enumerate(names.decode("utf-8", "surrogateescape").split("\0") if names else []):
-            looked[folder + name] = numbers[2 * i : 2 * i + 2]
+            looked[folder + name] = numbers[4 * i : 4 * i + 4]
     return looked == manifest
 
 
@@ -559,10 +559,10 @@ def test_the_looks_stored_are_of_the_files_as_read_when_one_changed_after_the_lo
     assert sync(kb).added == 1
     monkeypatch.setattr(parse, "read", read)
     db = connect(index_path(kb.cache_path))
-    manifest = db.execute("SELECT path, size, mtime_ns FROM files").fetchall()
+    manifest = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files").fetchall()
     db.close()
     ((_, _, names, _, signatures),) = _looks(kb)
-    assert (names.decode(), array("q", signatures).tolist()) == (first.name, [manifest[0][1], manifest[0][2]])
+    assert (names.decode(), array("q", signatures).tolist()) == (first.name, list(manifest[0][1:]))
     assert [row[0] for row in manifest] == [first.name]
     report = sync(kb)  # what was read matches the folder now: nothing to look at again
     assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
@@ -605,25 +605,6 @@ def test_a_big_folder_is_looked_at_by_two_processes_with_the_same_answers(kb: Kn
     assert _looks_are_the_manifest(kb)
     found = json_data(run_kb("search", "quokka OR wombat", "--json").stdout)
     assert sorted(row["id"] for row in found) == ["2026-01-01-many-000003", "2026-01-01-many-000037"]
-
-
-def test_any_write_to_the_manifest_drops_the_looks(kb: KnowledgeBase) -> None:
-    # Whoever writes it (a kb from before the looks, a migration that has every entry read again).
-    write_entry(kb, "2026-01-01-first-000001", recorded="2026-01-01T00:00:00Z", status="completed")
-    sync(kb)
-    db = connect(index_path(kb.cache_path))
-    for statement in (
-        "UPDATE files SET size = -1",
-        "DELETE FROM files",
-        "INSERT INTO files (path, size, mtime_ns, sha256) VALUES ('x.md', 1, 1, '')",
-    ):
-        db.execute("INSERT OR REPLACE INTO folder_looks VALUES (x'', NULL, x'')")
-        db.execute("INSERT INTO files_digest VALUES ('d')")  # (kept for a kb from before the looks, which reads it)
-        with db:
-            db.execute(statement)
-        assert db.execute("SELECT count(*) FROM folder_looks").fetchone() == (0,), statement
-        assert db.execute("SELECT count(*) FROM files_digest").fetchone() == (0,), statement
-    db.close()
 
 
 def test_entry_files_that_vanish_during_a_sync_are_gone_not_damage(kb: KnowledgeBase) -> None:
@@ -745,7 +726,7 @@ def test_an_index_made_by_an_older_kb_is_upgraded_and_its_whoosh_folder_dropped(
     path = index_path(sample.cache_path)
     old = sqlite3.connect(path)
     for statement in ("DROP TRIGGER entries_fulltext", "DROP TABLE fulltext_terms", "DROP TABLE fulltext",
-                      "DELETE FROM _sqlite_migrations WHERE name = 'm003_fulltext'"):  # fmt: skip
+                      "DROP TABLE index_format"):  # fmt: skip
         old.execute(statement)
     old.commit()
     assert old.execute("SELECT count(*) FROM files").fetchone()[0] == 5  # every file looks indexed
@@ -789,25 +770,21 @@ def test_the_board_tables_follow_each_added_edited_and_deleted_entry(sample: Kno
     assert (kept, tallied) == _board_tables(sample)
 
 
-CHANGES = ("added", "removed", "changed")
-
-
 def test_an_index_made_before_the_board_tables_gets_them_filled(sample: KnowledgeBase) -> None:
     sync(sample)
     expected = _board_tables(sample)
     path = index_path(sample.cache_path)
     old = sqlite3.connect(path)
     for statement in (
-        *(f"DROP TRIGGER {table}_entry_{change}" for table in ("board", "release") for change in CHANGES),
         "DROP TABLE board_rows",
         "DROP TABLE board_cells",
         "DROP TABLE release_rows",
-        "DELETE FROM _sqlite_migrations WHERE name IN ('m004_board', 'm005_board_facts', 'm008_leaner_board_facts', "
-        "'m009_release_rows')",
+        "DROP TABLE index_format",
     ):
         old.execute(statement)
     old.commit()
     old.close()
+    sync(sample)  # built again, not migrated
     assert _board_tables(sample) == expected
 
 
@@ -834,16 +811,16 @@ def test_the_releases_follow_each_added_edited_and_deleted_release_entry(sample:
         ("2026-08-02-torch-000002", "torch", "2.11.0", "2026-08-02"),
     ]
     path = index_path(sample.cache_path)
-    old = sqlite3.connect(path)  # an index from before the release rows: the migration fills them
+    old = sqlite3.connect(path)  # an index from before the release rows: built again, with them
     for statement in (
-        *(f"DROP TRIGGER release_entry_{change}" for change in CHANGES),
         "DROP TABLE release_rows",
         "CREATE INDEX entries_releases ON entries(recorded, id) WHERE kind = 'release'",
-        "DELETE FROM _sqlite_migrations WHERE name = 'm009_release_rows'",
+        "DROP TABLE index_format",
     ):
         old.execute(statement)
     old.commit()
     old.close()
+    sync(sample)
     assert _releases(sample) == found
     second.write_text(second.read_text().replace("2.11.0", "2.11.1"))
     first.unlink()

@@ -19,7 +19,6 @@ from bench.generate import generate
 from kb import schema
 from kb.cli import COMMANDS
 from kb.entry import new_entry
-from kb.index import db as db_module
 from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
@@ -241,7 +240,7 @@ def generated(tmp_path) -> KnowledgeBase:
 
 
 # Tables that say when or how a sync looked at the folder, not what the entries are.
-_LOOKS = {"_sqlite_migrations", "folder_looks", "folder_files", "watch_position", "files_digest"}
+_LOOKS = {"folder_looks", "folder_files", "watch_position"}
 
 
 def _schema(db: sqlite3.Connection) -> list[tuple]:
@@ -267,11 +266,11 @@ def _whole(kb: KnowledgeBase) -> dict[str, list]:
 def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_index_makes(
     generated: KnowledgeBase, tmp_path
 ) -> None:
-    """A build makes the board's and the releases' rows, and the normalised tables' indexes, once at its end
-    (db.loading_in_bulk); a sync into an index that exists keeps them up entry by entry. The two are the same."""
+    """A build makes the board's cells and the growing tables' indexes once at its end (db.loading_in_bulk); a sync
+    into an index that exists keeps them up entry by entry. The two are the same."""
     built = _whole(generated)
     assert all(built[table] for table in ("board_rows", "board_cells", "release_rows", "settings", "versions"))
-    made = connect(tmp_path / "made.db")  # the schema as the migrations make it
+    made = connect(tmp_path / "made.db")  # the schema as kb.index.schema makes it
     try:
         assert built["schema"] == _schema(made)
     finally:
@@ -284,15 +283,6 @@ def test_a_build_from_nothing_makes_the_index_that_adding_its_entries_to_an_inde
     away.rename(generated.entries_path)
     assert sync.sync(generated).added == 300
     assert _whole(generated) == built
-
-
-def test_a_build_refuses_to_replace_a_trigger_the_schema_lacks(kb: KnowledgeBase, monkeypatch) -> None:
-    # A trigger renamed by a migration would stay in place, and make each of its rows a second time at the build's end.
-    _runs(kb, 2)
-    monkeypatch.setattr(db_module, "_DERIVING_TRIGGERS", (*db_module._DERIVING_TRIGGERS, "board_row_renamed"))
-    with pytest.raises(RuntimeError, match="no trigger board_row_renamed"):
-        sync.sync(kb)
-    assert not index_path(kb.cache_path).exists()  # the build's file, removed
 
 
 @pytest.mark.parametrize("query", ["compile timeout", "out of memory", '"flex attention"', "neuron OR xla",

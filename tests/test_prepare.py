@@ -64,6 +64,20 @@ def test_kb_show_settles_a_dead_recorders_entry_it_is_asked_for(orphan: Knowledg
     assert json_data(shown.stdout)["front_matter"]["status"] == "killed" and _status(orphan) == "killed"
 
 
+def test_a_library_caller_settles_dead_recorders_entries_only_with_the_settling_it_passes(
+    orphan: KnowledgeBase,
+) -> None:
+    from ingest.orphans import settle
+    from kb.index.prepare import prepare
+
+    prepare(orphan)  # no settling given: nothing a module imported elsewhere switched on decides it
+    assert _status(orphan) == "running"
+    prepare(orphan, settle=settle)
+    assert _status(orphan) == "killed"
+    with sqlite3.connect(index_path(orphan.cache_path)) as db:
+        assert db.execute("SELECT status FROM entries").fetchall() == [("killed",)]
+
+
 def _limited(limit: int) -> Callable[[], None]:
     """A child whose files cannot grow past `limit` bytes: a full disk, as its writes see it (EFBIG)."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
@@ -96,7 +110,8 @@ def test_on_a_full_disk_the_index_a_killed_build_left_is_not_answered_from(kb: K
     assert run_kb("index").returncode == 0
     index = index_path(kb.cache_path)
     db = sqlite3.connect(index)
-    db.execute("PRAGMA user_version = 0")  # the mark only a finished build leaves
+    db.execute("DELETE FROM index_format")  # the mark only a finished build leaves
+    db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
     db.close()

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kb import orphans
 from kb.entry import Entry
 from kb.errors import Problem
 from kb.store import KnowledgeBase
@@ -17,13 +16,12 @@ if TYPE_CHECKING:
     import sqlite3
 
 
-def _settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
+def settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
+    """How the commands close a dead recorder's entry as killed: the CLI is where kb and ingest meet, and every reader
+    settles dead recorders' runs (kb.index.prepare, kb.orphans)."""
     from ingest.orphans import settle  # closing an entry takes the recorder's code, which few commands reach
 
     return settle(kb, entry)
-
-
-orphans.settle_with(_settle_orphan)  # the CLI is where kb and ingest meet: every reader settles dead recorders' runs
 
 
 def knowledge_base(ctx: typer.Context) -> KnowledgeBase:
@@ -36,7 +34,7 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     from kb.index.prepare import prepare
 
     kb = knowledge_base(ctx)
-    report = prepare(kb, stale_ok=True)
+    report = prepare(kb, settle=settle_orphan, stale_ok=True)
     if report.repaired:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
     if report.stale:

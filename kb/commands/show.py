@@ -21,12 +21,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show one entry: the answer first (how it ended, how fast, preparation, placement, numerics,
         failure), then compile frames, graph breaks, placement, timings, settings, versions, notes and output."""
-        from kb.commands.common import knowledge_base
+        from kb.commands.common import knowledge_base, settle_orphan
         from kb.commands.envelope import print_json
         from kb.orphans import settle_orphans
 
         kb = knowledge_base(ctx)
-        (entry,) = settle_orphans(kb, [kb.load(ref)])
+        (entry,) = settle_orphans(kb, [kb.load(ref)], settle_orphan)
         found = _progress(kb, entry)
         if json_:
             shown = {"path": str(entry.path), "front_matter": entry.data, "body": entry.body}

@@ -27,12 +27,12 @@ def register(app: typer.Typer) -> None:
         ),
         base_url: str = typer.Option("/", "--base-url", help="The path the site is served under, e.g. /kb/."),
     ) -> None:
-        from kb.commands.common import knowledge_base, report_problems
+        from kb.commands.common import knowledge_base, report_problems, settle_orphan
         from kb.website.build import build_site
 
         kb = knowledge_base(ctx)
         with _progress() as progress:
-            report = build_site(kb, out, base_url=base_url, progress=progress)
+            report = build_site(kb, out, base_url=base_url, progress=progress, settle=settle_orphan)
         report_problems(report.problems)
         typer.echo(f"Site: {report.summary()}")
         typer.echo(f"Open {report.out / 'index.html'}; for search, run `kb site serve`.")
@@ -47,10 +47,10 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="A loopback address: 127.0.0.1 or ::1."),
         watch: bool = typer.Option(True, "--watch/--no-watch", help="Rebuild when entries change."),
     ) -> None:
-        from kb.commands.common import knowledge_base
+        from kb.commands.common import knowledge_base, settle_orphan
         from kb.website.serve import serve
 
-        serve(knowledge_base(ctx), out, host=host, port=port, watch=watch, echo=typer.echo)
+        serve(knowledge_base(ctx), out, host=host, port=port, watch=watch, echo=typer.echo, settle=settle_orphan)
 
 
 def _progress():  # a bar on a terminal, nothing in a pipe

@@ -9,6 +9,7 @@ import json
 import sqlite3
 from typing import Any
 
+from kb.index import stored_json
 from kb.index.rows import normalise_package
 
 
@@ -37,7 +38,7 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
     rows = db.execute(
         "SELECT id, front_matter FROM entries WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
     )
-    return {entry_id: json.loads(text) for entry_id, text in rows}
+    return {entry_id: stored_json.loads(text) for entry_id, text in rows}
 
 
 def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[str, Any]]:
@@ -104,7 +105,7 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
     )
     for row in rows:
         for name in ("settings", "precision", "accelerators", "tags"):
-            row[name] = json.loads(row[name]) if row[name] else None
+            row[name] = stored_json.loads(row[name]) if row[name] else None
     return rows
 
 
@@ -258,7 +259,7 @@ def newest_per_cell(
     rows = _dicts(db.execute(picks, [*params, completed, *params, other, *params, reports, *params, 1]))
     rows.sort(key=lambda row: (row["recorded"], row["id"]), reverse=True)  # SQLite's sort of them cost four times more
     for row in rows:
-        facts = json.loads(row["facts"]) if row["facts"] else None
+        facts = stored_json.loads(row["facts"]) if row["facts"] else None
         # Absent sections are left out, as in the entry.
         row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
     return rows

@@ -1,7 +1,8 @@
-"""The full look at the entries folder, as git's index looks at a work tree: every entry file's size and time.
+"""The full look at the entries folder, as git's index looks at a work tree: every entry file's signature
+(kb.index.signature: size, times and inode).
 
 What the last full look found is kept in the index, per folder: its status-change time (ctime) and the folders the
-scan entered below it (`folder_looks`), its entry files' names in scan order and each one's size and time
+scan entered below it (`folder_looks`), its entry files' names in scan order and each one's signature
 (`folder_files`).
 - Making, renaming or removing a file in a folder moves the folder's ctime, and so does putting its modification time
   back (`rsync -a`, `tar`): nothing can set a ctime. So a folder whose ctime is as stored holds the same names and is
@@ -9,11 +10,11 @@ scan entered below it (`folder_looks`), its entry files' names in scan order and
   `SETTLED_NS` of the look that found it vouches for nothing (a name made in the same tick of the clock leaves it as
   it was), nor does a folder holding a link (what a link points to changes without it).
 - Each file is still looked up (`stat`): an edit in place moves only the file's own time.
-- The sizes and times, compared with the stored ones as one array per folder, tell what changed without reading the
-  manifest back. Storing them again after an edit writes the 16 bytes that changed, in place.
+- The signatures, compared with the stored ones as one array per folder, tell what changed without reading the
+  manifest back. Storing them again after an edit writes the 32 bytes that changed, in place.
 
-The rows stand for the manifest only while no one wrote it since: any write to the manifest empties `folder_looks`
-(triggers, index migration m010), and a full look stores it again last, in the sync's transaction.
+The rows stand for the manifest only while no one wrote it since: a sync that writes the manifest without a full look
+(from kb watch's journal) empties `folder_looks`, and a full look stores it again last, in the sync's transaction.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from functools import cached_property
 from stat import S_ISDIR
 
 from kb.folders import SETTLED_NS, each_folder_once
+from kb.index.signature import GONE as GONE_SIGNATURE
+from kb.index.signature import WIDTH, Signature
 from kb.reading import GONE, leads_nowhere
 from kb.store import KnowledgeBase, entry_file_names
 
-Signature = tuple[int, int]  # a file's (size, mtime_ns): unchanged when both are
+_BYTES = 8 * WIDTH  # one file's signature, as stored
 HALVED_FROM = 20_000  # a folder with this many entry files is looked at by two processes (_halved)
 
 
@@ -43,10 +46,10 @@ class Folder:
     ctime_ns: int | None  # its status-change time, None where it vouches for nothing
     names: list[str]  # its entry files, in scan order
     below: list[str]  # the folders the scan entered, in scan order
-    signatures: array = field(default_factory=lambda: array("q"))  # each name's size and time, one after the other
+    signatures: array = field(default_factory=lambda: array("q"))  # each name's signature, one after the other
 
     def signature(self, index: int) -> Signature:
-        return self.signatures[2 * index], self.signatures[2 * index + 1]
+        return tuple(self.signatures[WIDTH * index : WIDTH * (index + 1)])  # type: ignore[return-value]
 
 
 @dataclass
@@ -78,7 +81,7 @@ class Look:
             if signature is None:
                 gone.setdefault(id(folder), set()).add(i)
             elif signature != folder.signature(i):
-                folder.signatures[2 * i : 2 * i + 2] = array("q", signature)
+                folder.signatures[WIDTH * i : WIDTH * (i + 1)] = array("q", signature)
         for folder in self.folders:
             if id(folder) in gone:
                 _leave_out(folder, gone[id(folder)])
@@ -102,7 +105,7 @@ class Look:
 
 
 def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = False) -> Look:
-    """Every entry file's size and time, compared with the last full look's, or with the manifest if none is stored.
+    """Every entry file's signature, compared with the last full look's, or with the manifest if none is stored.
     `every_folder`: list each folder, even one whose time vouches for its names."""
     stored = {folder.prefix: folder for folder in _stored(db)}
     folders = list(_walk(kb, {} if every_folder else stored))
@@ -136,21 +139,25 @@ def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = Fals
 
 
 def _differing(before: array, after: array, block: int = 512) -> list[int]:
-    """The places whose size or time differ between two looks at the same names, compared a block of places at a time
+    """The places whose signatures differ between two looks at the same names, compared a block of places at a time
     (one at a time, 100,000 took 0.1 s)."""
     old, new = before.tobytes(), after.tobytes()
-    step = 16 * block  # bytes: two numbers of 8 each per place
+    step = _BYTES * block
     places: list[int] = []
     for start in range(0, len(new), step):
         if old[start : start + step] != new[start : start + step]:
-            first = start // 16
-            last = min(first + block, len(after) // 2)
-            places += [i for i in range(first, last) if old[16 * i : 16 * i + 16] != new[16 * i : 16 * i + 16]]
+            first = start // _BYTES
+            last = min(first + block, len(after) // WIDTH)
+            places += [i for i in range(first, last) if _at(old, i) != _at(new, i)]
     return places
 
 
+def _at(signatures: bytes, place: int) -> bytes:
+    return signatures[_BYTES * place : _BYTES * (place + 1)]
+
+
 def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[Folder]) -> Look:
-    indexed = {path: (size, mtime) for path, size, mtime in db.execute("SELECT path, size, mtime_ns FROM files")}
+    indexed = {row[0]: row[1:] for row in db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")}
     found = Look(folders, [], [], 0, stale=True)
     for folder in folders:
         changed = [
@@ -163,7 +170,7 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
 
 
 def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
-    """Each folder the scan enters (kb.store.KnowledgeBase.scan), in scan order, with its files' sizes and times;
+    """Each folder the scan enters (kb.store.KnowledgeBase.scan), in scan order, with its files' signatures;
     listed unless its time vouches for the names in `trusted`."""
     began = time.time_ns()
     top = str(kb.entries_path)
@@ -191,7 +198,7 @@ def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
 
 
 def _look_up(path: str, folder: Folder) -> bool:
-    """Fill in the folder's sizes and times, dropping the names gone since it was listed; False if it is gone."""
+    """Fill in the folder's signatures, dropping the names gone since it was listed; False if it is gone."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except GONE:
@@ -204,31 +211,28 @@ def _look_up(path: str, folder: Folder) -> bool:
     finally:
         os.close(descriptor)
     folder.signatures = numbers
-    if -1 in numbers[::2]:  # (rare: a name gone since the listing, or a folder now)
-        _leave_out(folder, {i for i in range(len(folder.names)) if numbers[2 * i] == -1})
+    if -1 in numbers[::WIDTH]:  # (rare: a name gone since the listing, or a folder now)
+        _leave_out(folder, {i for i in range(len(folder.names)) if numbers[WIDTH * i] == -1})
     return True
 
 
 def _sizes_and_times(descriptor: int, names: list[str]) -> array:
-    """Each name's size and time (looked up in the folder `descriptor`), one after the other: -1, -1 for a name gone,
+    """Each name's signature (looked up in the folder `descriptor`), one after the other: all -1 for a name gone,
     a link leading nowhere or a folder now."""
     numbers = array("q")
-    add, stat = numbers.append, os.stat
+    add, stat = numbers.extend, os.stat
     for name in names:
         try:
             found = stat(name, dir_fd=descriptor)
         except OSError as exc:
             if not leads_nowhere(exc):
                 raise
-            add(-1)
-            add(-1)
+            add(GONE_SIGNATURE)
             continue
         if S_ISDIR(found.st_mode):
-            add(-1)
-            add(-1)
+            add(GONE_SIGNATURE)
             continue
-        add(found.st_size)
-        add(found.st_mtime_ns)
+        add((found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino))
     return numbers
 
 
@@ -263,7 +267,7 @@ def _halved(descriptor: int, names: list[str]) -> array:
     finally:
         os.close(reading)  # before waiting: a copy still writing then stops (its pipe is broken)
         os.waitpid(pid, 0)
-    if len(copied) == 16 * (len(names) - half):
+    if len(copied) == _BYTES * (len(names) - half):
         numbers.frombytes(copied)
     else:  # the copy failed: here, then
         numbers.extend(_sizes_and_times(descriptor, names[half:]))
@@ -289,7 +293,7 @@ def _stored(db: sqlite3.Connection) -> Iterator[Folder]:
 
 
 def _store_files(db: sqlite3.Connection, folder: Folder, before: Folder | None) -> None:
-    """A folder's names and sizes and times: where only sizes and times changed, those bytes alone, in place."""
+    """A folder's names and signatures: where only signatures changed, those bytes alone, in place."""
     key = _encoded(folder.prefix)
     if before is not None and before.names == folder.names:
         places = _differing(before.signatures, folder.signatures)
@@ -299,8 +303,8 @@ def _store_files(db: sqlite3.Connection, folder: Folder, before: Folder | None) 
             (rowid,) = db.execute("SELECT rowid FROM folder_files WHERE folder = ?", [key]).fetchone()
             with db.blobopen("folder_files", "signatures", rowid) as blob:
                 for i in places:
-                    blob.seek(16 * i)
-                    blob.write(folder.signatures[2 * i : 2 * i + 2].tobytes())
+                    blob.seek(_BYTES * i)
+                    blob.write(folder.signatures[WIDTH * i : WIDTH * (i + 1)].tobytes())
             return
     db.execute(
         "INSERT OR REPLACE INTO folder_files (folder, names, signatures) VALUES (?, ?, ?)",

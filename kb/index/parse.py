@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from kb.entry import Entry
 from kb.errors import EntryError, Problem
+from kb.index import signature
 from kb.index.rows import Rows, rows_of
+from kb.index.signature import GONE, Signature
 from kb.reading import Refused, leads_nowhere, read_entry_file
 
 if TYPE_CHECKING:
@@ -44,8 +46,7 @@ class Read:
     or parsed (its entry's rows, or the problems that stopped it)."""
 
     gone: bool = False
-    size: int = 0
-    mtime_ns: int = 0
+    signature: Signature = GONE
     digest: str = ""
     rows: Rows | None = None
     problems: list[Problem] = field(default_factory=list)
@@ -65,8 +66,8 @@ def read(job: Job) -> Read:
         return Read(gone=True)
     except Refused as exc:  # a FIFO, a device, a link out of the knowledge base, a huge file
         stat = exc.status or path.lstat()  # the file opened, else the link
-        return Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, problems=exc.problems)
-    done = Read(size=stat.st_size, mtime_ns=stat.st_mtime_ns, digest=hashlib.sha256(raw).hexdigest())
+        return Read(signature=signature.of(stat), problems=exc.problems)
+    done = Read(signature=signature.of(stat), digest=hashlib.sha256(raw).hexdigest())
     if done.digest != indexed:  # touched, not changed: not parsed again
         try:
             done.rows = rows_of(Entry.from_bytes(raw, path))

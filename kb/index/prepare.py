@@ -11,9 +11,15 @@ from kb.store import KnowledgeBase
 
 
 def prepare(
-    kb: KnowledgeBase, *, rebuild: bool = False, stale_ok: bool = False, every_folder: bool = False
+    kb: KnowledgeBase,
+    *,
+    settle: orphans.Settle | None = None,
+    rebuild: bool = False,
+    stale_ok: bool = False,
+    every_folder: bool = False,
 ) -> SyncReport:
-    """Sync, settle dead recorders' entries, and sync again if any was settled; the first sync's report.
+    """Sync, settle dead recorders' entries with `settle` (the CLI passes ingest.orphans.settle; without it they are
+    left as they are), and sync again if any was settled; the first sync's report.
 
     `stale_ok`: on a full disk or a read-only cache folder, an index that exists is read as it was (the report's
     `stale` says why) instead of the error. `every_folder`: see kb.index.sync.sync.
@@ -25,8 +31,10 @@ def prepare(
         if not stale_ok or not path.is_file() or not finished(path):
             raise
         return SyncReport(stale=str(exc).split("; the entries are safe")[0])
+    if report.read_only:  # nothing can be written: dead recorders' entries stay as they are
+        return report
     orphans.remove_unpublished(kb)
-    if orphans.settle_running(kb, running_paths(kb)):
+    if settle is not None and orphans.settle_running(kb, running_paths(kb), settle):
         sync(kb)
     return report
 

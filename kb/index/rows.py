@@ -1,5 +1,5 @@
-"""An entry as index rows: one for `entries`, its words for the full-text table, and its rows for the normalised
-tables.
+"""An entry as index rows: one for `entries`, its words for the full-text table, its rows for the normalised
+tables, and the rows derived from it for the answers (the board's row with its facts, a release's row).
 
 They are made where the entry is parsed (a sync's worker process, kb.index.parse), so that the sync only writes
 them: plain tuples cross between the processes in a third of the time an Entry (with its line numbers) took to
@@ -8,13 +8,17 @@ unpickle, and making them was a fifth of the writing process's time.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from kb.entry import Entry
+from kb.index import stored_json
 from kb.index.fulltext import document
 
+# What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
+# rebuilds every index made before.
+ROWS_VERSION = 1
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
@@ -32,6 +36,27 @@ CHILD_COLUMNS = {
     "accelerators": ("entry_id", "vendor", "name", "count", "memory_gb"),
 }
 CHILD_TABLES = tuple(CHILD_COLUMNS)
+BOARD_COLUMNS = ("entry_id", "recorded", "workload", "backend", "mode", "kind", "status", "category", "class", "facts")
+RELEASE_COLUMNS = ("entry_id", "recorded", "package", "version", "date")
+# The rows derived for the answers, by table: each goes with its entry as the child rows do.
+DERIVED_COLUMNS = {"board_rows": BOARD_COLUMNS, "release_rows": RELEASE_COLUMNS}
+
+# What the board reads of a run, report or coverage entry (kb/answers/board.py, figures.py), declared here once and
+# kept in its board row's facts, in the front matter's shape, so that judging a cell parses a few hundred bytes per
+# candidate instead of the entry's front matter: these fields whole, ...
+BOARD_WHOLE = ("id", "title", "recorded", "tags", "settings", "versions")
+# ... of these sections only these members (a section only when one of them holds a value), ...
+BOARD_MEMBERS = {
+    "coverage": ("passed", "skipped", "total"),
+    "provenance": ("publisher", "date"),
+    "precision": ("dtype",),
+    "compile": ("cache",),
+    "numerics": ("verdict",),
+}
+# ... of the metrics only the headline rates (value and unit), of the timings the one-off ones and the steps' median,
+# the count of adaptations, of the accelerators only their counts, and the placement verdict.
+BOARD_RATES = ("tokens_per_s", "samples_per_s")
+_SPAN = ("started", "ended", "wall_s")  # the timings the board does without
 
 
 @dataclass(frozen=True)
@@ -42,12 +67,91 @@ class Rows:
     id_line: int  # the line of the front matter's id, for a problem naming it
     entry: tuple  # ENTRY_COLUMNS
     words: tuple  # kb.index.fulltext.DEFAULT_FIELDS
-    children: dict[str, list[tuple]]  # CHILD_COLUMNS, only the tables the entry has rows in
+    children: dict[str, list[tuple]]  # CHILD_COLUMNS and DERIVED_COLUMNS, only the tables the entry has rows in
 
 
 def rows_of(entry: Entry) -> Rows:
+    row = entry_row(entry)
     children = {table: found for table, found in child_rows(entry).items() if found}
-    return Rows(entry.id, entry.lines.get(("id",), 1), entry_row(entry), tuple(document(entry).values()), children)
+    derived = {"board_rows": board_row(entry, row), "release_rows": release_row(entry)}
+    children.update({table: [found] for table, found in derived.items() if found is not None})
+    return Rows(entry.id, entry.lines.get(("id",), 1), row, tuple(document(entry).values()), children)
+
+
+def board_row(entry: Entry, row: tuple) -> tuple | None:
+    """The board's row of a run, report or coverage entry of a workload (BOARD_COLUMNS), made from its entries row:
+    its category as the board counts it, and for a run that did not complete its failure class (else its status)
+    instead of facts (failed runs are counted and listed, never judged)."""
+    kind, status, recorded, workload, backend, mode, source, failure_class = (
+        row[_AT[name]] for name in ("kind", "status", "recorded", "workload", "backend", "mode", "source",
+                                    "failure_class")
+    )  # fmt: skip
+    if workload is None or kind not in ("run", "report", "coverage"):
+        return None
+    if kind == "coverage":
+        category = "coverage"
+    elif kind == "report" or source == "reported":
+        category = "report"
+    else:
+        category = "completed" if status == "completed" else "other"
+    other = category == "other"
+    failure = (failure_class or status or "unknown") if other else None
+    facts = None if other else stored_json.dumps(board_facts(entry.data))
+    return (entry.id, recorded, workload, backend, mode, kind, status, category, failure, facts)
+
+
+def board_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """What the board reads of an entry (BOARD_WHOLE, BOARD_MEMBERS, BOARD_RATES...); None where it has none."""
+    facts: dict[str, Any] = {name: data.get(name) for name in BOARD_WHOLE}
+    timings = data.get("timings")
+    if isinstance(timings, dict):
+        timings = {name: value for name, value in timings.items() if name not in _SPAN}
+        step = timings.get("step_s")
+        if isinstance(step, dict):
+            timings["step_s"] = {"median": step.get("median")}
+        facts["timings"] = timings
+    else:
+        facts["timings"] = None
+    metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+    rates = {name: _rate(metrics.get(name)) for name in BOARD_RATES}
+    facts["metrics"] = {name: rate for name, rate in rates.items() if rate is not None} or None
+    for section, members in BOARD_MEMBERS.items():
+        found = data.get(section) if isinstance(data.get(section), dict) else {}
+        kept = {member: found[member] for member in members if found.get(member) is not None}
+        facts[section] = kept or None
+    adaptations = data.get("adaptations")
+    facts["adaptations"] = len(adaptations) if isinstance(adaptations, list) else None
+    hardware = data.get("hardware")
+    accelerators = hardware.get("accelerators") if isinstance(hardware, dict) else None
+    facts["hardware"] = (
+        {"accelerators": [{"count": one.get("count")} for one in accelerators if isinstance(one, dict)]}
+        if isinstance(accelerators, list)
+        else None
+    )
+    fallbacks = data.get("fallbacks")
+    stayed = fallbacks.get("stayed_on_device") if isinstance(fallbacks, dict) else None
+    facts["fallbacks"] = {"stayed_on_device": stayed} if isinstance(stayed, bool) else None
+    return facts
+
+
+def _rate(metric: Any) -> Any:
+    """A headline rate as the board reads it: its value and unit (those given), or the bare figure."""
+    if isinstance(metric, dict):
+        return {name: metric[name] for name in ("value", "unit") if metric.get(name) is not None}
+    return metric
+
+
+def release_row(entry: Entry) -> tuple | None:
+    """A release entry's row (RELEASE_COLUMNS): what the board's checklist and the decisions compare with."""
+    if entry.kind != "release":
+        return None
+    fields = (entry.get(f"release.{name}") for name in ("package", "version", "date"))
+    return (entry.id, entry.recorded, *(_scalar(value) for value in fields))
+
+
+def _scalar(value: Any) -> Any:
+    """A value for an SQL column: a section or list as its JSON text."""
+    return stored_json.dumps(value) if isinstance(value, (dict, list)) else value
 
 
 def entry_row(entry: Entry) -> tuple:
@@ -72,8 +176,11 @@ def entry_row(entry: Entry) -> tuple:
         _number(get("timings.first_step_s")),
         _number(get("timings.step_s.median")),
         get("git.commit"),
-        json.dumps(entry.data, ensure_ascii=False, default=str),
+        stored_json.dumps(entry.data),
     )
+
+
+_AT = {name: place for place, name in enumerate(ENTRY_COLUMNS)}
 
 
 def child_rows(entry: Entry) -> dict[str, list[tuple]]:
@@ -136,6 +243,8 @@ def normalise_package(name: str) -> str:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A number SQL may compare, sum and sort: NaN and the infinities (a diverged run) are kept in the front matter
+    only, where the entry shows them, never taken for a figure."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)

@@ -1,20 +1,21 @@
 """Bring the index up to date with the entries folder, cheaply and safely.
 
-A manifest (the `files` table: path, size, mtime, sha256) says what was indexed. A file whose size and mtime
-match is not read at all; one whose size or mtime changed is hashed, and re-parsed only when its content
-changed (a git checkout resets mtimes without changing content). A sync that looks at every file compares
-the sizes and times with those the last such look stored (kb.index.look), so the manifest is read back only
-for what changed. Added, edited, deleted and renamed files are all picked up, so an entry edited by hand or
-pulled from git is searchable at once. One writer at a time (a lock file in the cache); readers never wait for it,
-but for a build from nothing, written without a journal. The entries' rows, their words (the full-text table) and
-the manifest change in one transaction, written in batches as the files are parsed, so that memory does not grow
-with the knowledge base; a sync that finds nothing changed writes nothing (but the looks, when they were not as
-stored).
+A manifest (the `files` table: each file's signature, kb.index.signature, and sha256) says what was indexed. A file
+whose signature matches is not read at all; one whose signature moved is hashed, and re-parsed only when its content
+changed (a git checkout resets mtimes without changing content). `changes` finds which files to read: those kb
+watch's journal names, else every file, compared with the signatures the last full look stored (kb.index.look), so
+that the manifest is read back only for what changed. Added, edited, deleted and renamed files are all picked up, so
+an entry edited by hand or pulled from git is searchable at once. One writer at a time (a lock file in the cache);
+readers never wait for it, but for a build from nothing, written without a journal. The entries' rows, the rows
+derived from them, their words (the full-text table) and the manifest change in one transaction, written in batches
+as the files are parsed, so that memory does not grow with the knowledge base; a sync that finds nothing changed
+writes nothing (but the looks, when they were not as stored).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sqlite3
@@ -27,12 +28,24 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from kb.errors import KbError, Problem
-from kb.index import fulltext, look, watch
-from kb.index.db import connect, index_path, is_damage, loading_in_bulk, remove, storage_error
-from kb.index.rows import CHILD_COLUMNS, CHILD_TABLES, ENTRY_COLUMNS, Rows
+from kb.index import fulltext, look, schema, signature, watch
+from kb.index.db import (
+    connect,
+    connect_read_only,
+    count_cells,
+    finished,
+    index_path,
+    is_damage,
+    loading_in_bulk,
+    remove,
+    storage_error,
+    store_format,
+    stored_format,
+)
+from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, Rows
+from kb.index.signature import Signature, as_stored
 from kb.progress import counted
 from kb.reading import leads_nowhere
-from kb.schema import SCHEMA_VERSION
 from kb.store import KnowledgeBase, is_text_name
 
 LOCK_NAME = "index.lock"
@@ -45,8 +58,7 @@ WRITE_BATCH = 500
 POSITION_SLACK = 16 * 1024  # journal bytes a sync may leave to read again (about 500 commands' cookies)
 LOCK_NOTICE_S = 10.0
 LOCK_POLL_S = 0.05
-_Signature = tuple[int, int]  # a file's (size, mtime_ns): unchanged when both are
-_MANIFEST = "path, size, mtime_ns, sha256, entry_id"  # the columns of _Indexed, after the path
+_MANIFEST = "path, size, mtime_ns, ctime_ns, inode, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
 @dataclass
@@ -59,6 +71,7 @@ class SyncReport:
     seconds: float = 0.0
     repaired: str | None = None  # the damage that made this sync rebuild the indexes from nothing
     stale: str | None = None  # why the index could not be updated, when it is read as it was (kb.index.prepare)
+    read_only: bool = False  # the cache could not be written, and the index was found current without writing
 
     def summary(self) -> str:
         broken = f", {len(self.problems)} problems" if self.problems else ""
@@ -73,6 +86,8 @@ class SyncReport:
 class _Indexed:
     size: int
     mtime_ns: int
+    ctime_ns: int
+    inode: int
     sha256: str
     entry_id: str | None
 
@@ -86,7 +101,11 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False
     """
     started = time.perf_counter()
     cache = kb.ensure_cache()
-    with _exclusive(cache / LOCK_NAME), _storage_errors(index_path(cache)):
+    if not rebuild and not os.access(cache, os.W_OK):  # a read-only mount: no lock to take, nothing to write
+        report = _verified(kb, index_path(cache))
+        report.seconds = time.perf_counter() - started
+        return report
+    with _storage_errors(index_path(cache)), _exclusive(cache / LOCK_NAME):
         try:
             report = _update(kb, rebuild=rebuild, every_folder=every_folder)
         except Exception as exc:
@@ -109,8 +128,10 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
         remove(index_path(cache))
     db = connect(index_path(cache))
     try:
-        fresh = db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION
-        if fresh and not rebuild:  # new, or made by a kb that read entries of another schema: index them all again
+        fresh = stored_format(db) != schema.FORMAT
+        # New, or of another format (another kb's schema, rows or entry schema; a build not finished): never migrated,
+        # built again from the entries, with the build's progress.
+        if fresh and not rebuild:
             db.close()
             return _update(kb, rebuild=True, every_folder=every_folder)
         unjournaled = fresh and _without_journal(db)
@@ -127,10 +148,30 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
             with contextlib.suppress(sqlite3.OperationalError):  # a reader has it open: the next connect() does it
                 db.execute("PRAGMA journal_mode = WAL")
         if fresh:  # last: a build that does not get here (killed) is started over by the next sync
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            store_format(db)
     finally:
         db.close()
     return report
+
+
+def _verified(kb: KnowledgeBase, database: Path) -> SyncReport:
+    """Without writing anything: whether every entry file is as the index holds it (a read-only knowledge base, a
+    colleague's clone mounted so). If not, or the index is not one this kb can read, the IndexUnwritable error that
+    kb.index.prepare may read the index as it was after."""
+    unwritable = OSError(errno.EROFS, os.strerror(errno.EROFS))
+    if not finished(database):
+        raise storage_error(database, unwritable)
+    db = connect_read_only(database)
+    try:
+        with _storage_errors(database):
+            found = changes(kb, db, None)
+    finally:
+        db.close()
+    if found.candidates or found.gone:
+        changed = len(found.candidates) + len(found.gone)
+        files = "1 entry file" if changed == 1 else f"{changed} entry files"
+        raise storage_error(database, OSError(errno.EROFS, f"{unwritable.strerror}, and {files} changed since"))
+    return SyncReport(unchanged=found.unchanged, read_only=True)
 
 
 def _without_journal(db: sqlite3.Connection) -> bool:
@@ -169,40 +210,42 @@ def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
     return (row[0], row[1]) if row else None
 
 
-def _sync(
-    kb: KnowledgeBase,
-    db: sqlite3.Connection,
-    report: SyncReport,
-    position: tuple[str, int] | None,
-    watched: watch.Changes | None,
-    every_folder: bool,
-    fresh: bool,
-    unjournaled: bool,
-) -> None:
-    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
-    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
-    cannot be rolled back (the caller removes the file)."""
-    changed = watched.paths if watched else None
+@dataclass
+class Changes:
+    """Which entry files a sync reads, and which went."""
+
+    candidates: list[tuple[str, Path]]  # (relative, path) of each file to read, in scan order
+    gone: list[str]  # indexed, and no longer there
+    again: set[str]  # of the candidates, those refused for their id before, read again as if new
+    unchanged: int  # files as indexed, not read
+    full: look.Look | None  # the full look, when every file was looked at (no journal to vouch)
+
+
+def changes(
+    kb: KnowledgeBase, db: sqlite3.Connection, watched: watch.Changes | None, *, every_folder: bool = False
+) -> Changes:
+    """The entry files that changed since the index was brought up to date: those `kb watch`'s journal names
+    (`watched`), else every file's signature compared with the stored ones (kb.index.look)."""
     candidates: list[tuple[str, Path]] = []
     full: look.Look | None = None
-    if changed is None:  # every file
+    if watched is None or watched.paths is None:  # every file
         full = look.look(kb, db, every_folder=every_folder)
         candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
         gone = full.gone
-        report.unchanged = full.unchanged
+        unchanged = full.unchanged
     else:
         # A journal from an older kb watch may hold names that are not UTF-8 text, which no index row can hold.
-        ordered = sorted((relative for relative in changed if is_text_name(relative)), key=kb.scan_order)
-        signatures = {row[0]: (row[1], row[2]) for row in _manifest(db, ordered)}
-        report.unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
+        ordered = sorted((relative for relative in watched.paths if is_text_name(relative)), key=kb.scan_order)
+        signatures = {row[0]: row[1:5] for row in _manifest(db, ordered)}
+        unchanged = db.execute("SELECT count(*) FROM files").fetchone()[0] - len(signatures)
         seen: set[str] = set()
         for relative in ordered:
             path = str(kb.entries_path / relative)
             if not kb.is_entry_path(relative) or (signature := _signature(path)) is None:
                 continue
             seen.add(relative)
-            if signatures.get(relative) == signature:  # as git's index: same size and time
-                report.unchanged += 1
+            if signatures.get(relative) == signature:  # as git's index: same size, times and inode
+                unchanged += 1
             else:
                 candidates.append((relative, Path(path)))
         gone = [relative for relative in signatures if relative not in seen]
@@ -220,7 +263,27 @@ def _sync(
                 continue
             candidates.append((relative, Path(path)))
             again.add(relative)
-            report.unchanged -= 1  # counted above: its size and time are as indexed
+            unchanged -= 1  # counted above: its size and time are as indexed
+    return Changes(candidates, gone, again, unchanged, full)
+
+
+def _sync(
+    kb: KnowledgeBase,
+    db: sqlite3.Connection,
+    report: SyncReport,
+    position: tuple[str, int] | None,
+    watched: watch.Changes | None,
+    every_folder: bool,
+    fresh: bool,
+    unjournaled: bool,
+) -> None:
+    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
+    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
+    cannot be rolled back (the caller removes the file)."""
+    began = time.time_ns()  # what a file's status-change time is told against (kb.index.signature.as_stored)
+    found = changes(kb, db, watched, every_folder=every_folder)
+    candidates, gone, again, full = found.candidates, found.gone, found.again, found.full
+    report.unchanged = found.unchanged
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
     # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
@@ -231,10 +294,10 @@ def _sync(
     now = (watched.token, watched.offset) if watched else None
     # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
     # is stored, or every command would look at every file again.
-    kept = now == position or (changed is not None and _close_enough(now, position))
+    kept = now == position or (full is None and _close_enough(now, position))
     if not candidates and not gone and kept and (full is None or not full.stale):
         return
-    files: list[tuple[str, int, int, str, str | None]] = []  # manifest rows to write
+    files: list[tuple[str, int, int, int, int, str, str | None]] = []  # manifest rows to write
     vanished: list[str] = []  # gone between the look and the read
     upserts: dict[str, str] = {}  # entry id -> path
     problems: dict[str, list[Problem]] = {}
@@ -246,9 +309,10 @@ def _sync(
         for relative, path in candidates
     ]
     db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
+    cells: set[tuple] = set()  # (workload, backend, mode) of the board rows written or deleted
     db.execute("BEGIN IMMEDIATE")
     try:
-        # An empty index has its derived rows and growing tables' indexes made at the end (db.loading_in_bulk).
+        # An empty index has its growing tables' indexes and the board's cells made at the end (db.loading_in_bulk).
         with loading_in_bulk(db) if fresh else contextlib.nullcontext():
             # A first build of thousands takes a while: say so.
             for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
@@ -260,7 +324,7 @@ def _sync(
                     continue
                 if not read.digest:  # refused unread
                     problems[relative] = read.problems
-                    files.append((relative, read.size, read.mtime_ns, "", None))
+                    files.append((relative, *as_stored(read.signature, began), "", None))
                     continue
                 indexed = known.get(relative) if relative not in again else None
                 # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id
@@ -268,12 +332,12 @@ def _sync(
                 if indexed is not None and indexed.sha256 == read.digest:
                     taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
                     if taker is None:
-                        files.append((relative, read.size, read.mtime_ns, read.digest, indexed.entry_id))
+                        files.append((relative, *as_stored(read.signature, began), read.digest, indexed.entry_id))
                         moving.discard(relative)
                         report.unchanged += 1
                     else:
                         problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
-                        files.append((relative, read.size, read.mtime_ns, read.digest, None))
+                        files.append((relative, *as_stored(read.signature, began), read.digest, None))
                     continue
                 rows, found = read.rows, read.problems
                 if rows is not None:
@@ -288,14 +352,14 @@ def _sync(
                         rows = None
                 if found:
                     problems[relative] = found
-                files.append((relative, read.size, read.mtime_ns, read.digest, rows.id if rows else None))
+                files.append((relative, *as_stored(read.signature, began), read.digest, rows.id if rows else None))
                 if rows is not None:
                     upserts[rows.id] = relative
                     batch.append((relative, rows))
                     if len(batch) >= WRITE_BATCH:
-                        _write(db, batch)
+                        _write(db, batch, cells)
                         batch = []
-            _write(db, batch)
+            _write(db, batch, cells)
 
         before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
         deletes = before - set(upserts)
@@ -304,18 +368,20 @@ def _sync(
         report.removed = len(deletes)
         report.problems = [p for found in problems.values() for p in found]
 
-        _delete(db, list(deletes))
+        _delete(db, list(deletes), cells)
+        if cells and not fresh:  # (a build counts every cell at its end)
+            count_cells(db, cells)
         db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
         db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
-        db.executemany(
-            "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, entry_id) VALUES (?, ?, ?, ?, ?)", files
-        )
+        db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", files)
         db.executemany(
             "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
             [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
         )
-        if full is not None:  # the folders as they are now, every file looked at: last, as the triggers drop them
-            full.store(db, {row[0]: (row[1], row[2]) for row in files} | dict.fromkeys(vanished))
+        if full is not None:  # the folders as they are now, every file looked at
+            full.store(db, {row[0]: row[1:5] for row in files} | dict.fromkeys(vanished))
+        elif files or gone:  # the manifest changed without a full look: the looks no longer stand for it
+            db.execute("DELETE FROM folder_looks")
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
@@ -335,8 +401,8 @@ def _id_taken(kb: KnowledgeBase, path: Path, line: int | None, entry_id: str, ho
     return Problem(path, line, "id", message)
 
 
-def _signature(path: str) -> _Signature | None:
-    """A file's (size, mtime_ns); None when it is gone (deleted or renamed since it was listed: not damage), a link
+def _signature(path: str) -> Signature | None:
+    """A file's signature; None when it is gone (deleted or renamed since it was listed: not damage), a link
     leading nowhere, or a folder now (a journaled name)."""
     try:
         found = os.stat(path)
@@ -344,7 +410,7 @@ def _signature(path: str) -> _Signature | None:
         if not leads_nowhere(exc):
             raise
         return None
-    return None if S_ISDIR(found.st_mode) else (found.st_size, found.st_mtime_ns)
+    return None if S_ISDIR(found.st_mode) else signature.of(found)
 
 
 def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None) -> bool:
@@ -358,25 +424,34 @@ def _close_enough(now: tuple[str, int] | None, position: tuple[str, int] | None)
     return now is not None and position is not None and 0 <= now[1] - position[1] < POSITION_SLACK
 
 
-def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]]) -> None:
-    """The rows of these parsed entries, in place of the ones their ids had (the triggers drop those's words)."""
+def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tuple]) -> None:
+    """The rows of these parsed entries, with the rows derived from them, in one batch, in place of the ones their ids
+    had (a trigger drops those's words); adds the board cells they are counted in to `cells`."""
     # Only the ids indexed already: a build deletes nothing, where each of eight tables was asked for each entry.
-    _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])])
+    _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])], cells)
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
     fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
-    for table, columns in CHILD_COLUMNS.items():
+    for table, columns in _ROW_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
+    cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
 
 
-def _delete(db: sqlite3.Connection, ids: list[str]) -> None:
-    """These entries with their rows in the normalised tables. A sync writes with the foreign keys off (looking up
-    the entry of each of an entry's thirty-odd rows was a tenth of a build's writing), so it deletes those rows
-    itself, as the schema's ON DELETE CASCADE would; the triggers drop the entries' words, board and release rows."""
+def _delete(db: sqlite3.Connection, ids: list[str], cells: set[tuple]) -> None:
+    """These entries with their rows in the normalised and derived tables, adding the board cells they were counted
+    in to `cells`. A sync writes with the foreign keys off (looking up the entry of each of an entry's thirty-odd
+    rows was a tenth of a build's writing), so it deletes those rows itself, as the schema's ON DELETE CASCADE
+    would; a trigger drops the entries' words."""
+    for chunk in _chunks(ids):
+        marks = ", ".join("?" * len(chunk))
+        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry_id IN ({marks})", chunk))
     marks = [(entry_id,) for entry_id in ids]
-    for table in CHILD_TABLES:
+    for table in _ROW_COLUMNS:
         db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
     db.executemany("DELETE FROM entries WHERE id = ?", marks)
+
+
+_ROW_COLUMNS = CHILD_COLUMNS | DERIVED_COLUMNS  # the tables of an entry's rows, by entry_id
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:

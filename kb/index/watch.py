@@ -42,8 +42,8 @@ COOKIE_POLL_S = 0.0005
 # A journal this large starts again under a new token (the next sync then looks at everything once).
 JOURNAL_LIMIT = 16 * 1024 * 1024
 # The watcher wakes this often without events: Ctrl-C taken by another thread (a library's, such as the one
-# pyarrow starts when sqlite-utils loads pandas to make a new index) leaves the main thread's wait uninterrupted,
-# and Python acts on a signal only in the main thread, once it runs again.
+# pyarrow starts where pandas is loaded) leaves the main thread's wait uninterrupted, and Python acts on a signal
+# only in the main thread, once it runs again.
 WAKE_MS = 500
 
 

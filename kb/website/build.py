@@ -23,6 +23,7 @@ from typing import Any
 
 from kb import __version__
 from kb.errors import KbError, Problem
+from kb.orphans import Settle
 from kb.store import KnowledgeBase
 from kb.website import search_index
 from kb.website.pages import Build, Page, Site, publish, search_page
@@ -76,6 +77,7 @@ def build_site(
     base_url: str = "/",
     today: date | None = None,
     progress: Progress | None = None,
+    settle: Settle | None = None,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
     from kb.entry import Entry
@@ -89,7 +91,7 @@ def build_site(
     _check_out(kb, out)
     base_url = normal_base_url(base_url)
     report = BuildReport(out)
-    prepare(kb)  # dead recorders' entries are published as killed, as kb ls shows them
+    prepare(kb, settle=settle)  # dead recorders' entries are published as killed, as kb ls shows them
     report.problems = stored_problems(kb)
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out / LOCK):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kb.errors import KbError
+from kb.orphans import Settle
 from kb.store import KnowledgeBase
 from kb.website import changes
 from kb.website.build import build_site, default_out
@@ -153,6 +154,7 @@ def serve(
     watch: bool = True,
     echo: Callable[[str], None] = print,
     stop: threading.Event | None = None,
+    settle: Settle | None = None,
 ) -> None:
     out = (out or default_out(kb)).resolve()
     loopback(host)
@@ -162,7 +164,7 @@ def serve(
         watcher = changes.watch(kb.entries_path, lambda why: echo(f"kb: {why}")) if watch else None
         if watcher:
             cleanup.callback(watcher.close)
-        echo(f"Site: {build_site(kb, out).summary()}")
+        echo(f"Site: {build_site(kb, out, settle=settle).summary()}")
         server = make_server(out, host, port)
         cleanup.callback(server.server_close)
         shown = f"[{host}]" if ":" in host else host
@@ -178,6 +180,6 @@ def serve(
                     while time.monotonic() < settled_by and not stop.is_set() and watcher.changed(SETTLE_S):
                         pass
                     try:
-                        echo(f"Rebuilt: {build_site(kb, out).summary()}")
+                        echo(f"Rebuilt: {build_site(kb, out, settle=settle).summary()}")
                     except KbError as exc:
                         echo(f"kb: rebuild failed: {exc}")

@@ -21,6 +21,7 @@ from kb import frontmatter
 from kb.entry import Entry
 from kb.errors import Problem
 from kb.index import site as index_site
+from kb.index import stored_json
 from kb.index.query import COLUMNS, version_key
 from kb.schema import clipped
 from kb.store import KnowledgeBase
@@ -111,7 +112,7 @@ class Site:
         path, front_matter = index_site.front_matter(self.db, entry_id)
         file = self.kb.entries_path / path
         _, body, _ = frontmatter.split(file.read_text("utf-8"), file)
-        return Entry(data=json.loads(front_matter), body=body, path=file)
+        return Entry(data=stored_json.loads(front_matter), body=body, path=file)
 
     @cached_property
     def facets(self) -> list[tuple[str, str, list[tuple[str, int]]]]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from kb.index import site as index_site
+from kb.index import stored_json
 from kb.website import answers as site_answers
 from kb.website.pages.base import Build, Page, Publisher, digest, href
 
@@ -15,7 +15,7 @@ class DecisionsPage(Publisher):
         db, paths = self.site.db, self.site.paths
         decisions = []
         for entry_id, title, recorded, front_matter in index_site.decisions(db):
-            section = json.loads(front_matter).get("decision") or {}
+            section = stored_json.loads(front_matter).get("decision") or {}
             state = build.due.get(entry_id)
             decisions.append(
                 {
@@ -29,7 +29,7 @@ class DecisionsPage(Publisher):
                     "triggers": section.get("triggers") or [],
                     "reasons": state.reasons if state else [],
                     "evidence": site_answers.decision_evidence(
-                        db, site_answers.evidence_ids(json.loads(front_matter)), paths
+                        db, site_answers.evidence_ids(stored_json.loads(front_matter)), paths
                     ),
                     "fired_by": site_answers.fired_by(db, state.entries, paths) if state else [],
                 }

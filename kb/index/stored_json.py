@@ -1,0 +1,65 @@
+"""Front matter as the index stores it: JSON that every SQLite accepts, read back exactly as it was written.
+
+An entry may hold NaN or infinity (a diverged loss, a `run.json` from `json.dump`, `.nan` in YAML); Python writes
+them as `NaN` and `Infinity`, which are not JSON, and SQLite's JSON functions refuse the whole document (newer
+SQLite reads them as JSON5 but turns NaN into null, and older SQLite writes an infinity it extracted as `Inf`, which
+it then refuses too). So each is written as a marked string ("\ufdd0NaN", "\ufdd0Infinity", "\ufdd0-Infinity")
+that `loads` turns back into the float, and that no SQL comparison or sum takes for a figure. A string that happens
+to begin with the mark keeps it doubled, so every string reads back as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+_MARK = "\ufdd0"  # a Unicode noncharacter: no text a person wrote starts with it
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}  # as json writes them
+
+
+def dumps(data: Any) -> str:
+    """`data` as JSON text that SQLite's JSON functions accept, whatever numbers it holds."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if _MARK in text:  # rarely: only then is every string looked at
+        text = json.dumps(_doubled(data), ensure_ascii=False, default=str)
+    if "NaN" in text or "Infinity" in text:  # json wrote a number as one of these, or a string holds the word
+        text = _TOKENS.sub(_written, text)
+    return text
+
+
+def loads(text: str) -> Any:
+    """What `dumps` wrote, NaN and the infinities as floats again."""
+    data = json.loads(text)
+    return _unmarked(data) if _MARK in text else data
+
+
+# A string (left as it is) or a number json wrote for NaN or an infinity, outside any string.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN', re.DOTALL)
+_MARKED = {token: json.dumps(_MARK + token, ensure_ascii=False) for token in _NON_FINITE}
+
+
+def _written(found: re.Match[str]) -> str:
+    token = found.group()
+    return _MARKED.get(token, token)
+
+
+def _doubled(value: Any) -> Any:
+    if isinstance(value, str):
+        return _MARK + value if value.startswith(_MARK) else value
+    if isinstance(value, dict):
+        return {key: _doubled(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_doubled(item) for item in value]
+    return value
+
+
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_MARK):
+        return _NON_FINITE.get(value[1:], value[1:])
+    if isinstance(value, dict):
+        return {key: _unmarked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unmarked(item) for item in value]
+    return value
