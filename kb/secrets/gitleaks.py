@@ -121,7 +121,7 @@ def translate(pattern: str) -> str:
 
 def _class_start(pattern: str, at: int) -> bool:
     """Whether the `]` at `at` is a class's first character (`[]a]`, `[^]a]`), so a literal."""
-    return pattern[at - 1] == "[" and pattern[at - 2 : at] != "\\[" or pattern[at - 2 : at] == "[^"
+    return (pattern[at - 1] == "[" and pattern[at - 2 : at] != "\\[") or pattern[at - 2 : at] == "[^"
 
 
 @functools.cache
