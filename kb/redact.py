@@ -21,8 +21,10 @@ assignment where a secret word is): 4 to 5 MB of log a second, 0.5 MB where ever
 from __future__ import annotations
 
 import functools
+import math
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import cycle
 from typing import Any, TextIO
@@ -43,11 +45,16 @@ _SECRET_WORDS = frozenset(
         "CREDENTIAL", "CREDENTIALS", "CREDS",
         "AUTH", "AUTHORIZATION", "AUTHENTICATION",
         "COOKIE", "COOKIES", "SESSION", "SESSIONID",
-        "SIGNATURE", "SIG", "PAT", "SSHPASS",
+        "SIGNATURE", "SIG", "PAT", "SSHPASS", "DSN", "WEBHOOK", "WEBHOOKS", "PRIVATE", "BEARER",
     }
 )  # fmt: skip
-# A word part that ends in one of these holds a secret too: `PGPASSWORD`, `csrftoken`, `MYSQLPASSWD`.
-_SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN")
+# A word part that ends in one of these holds a secret too: `PGPASSWORD`, `csrftoken`, `MYSQLPASSWD`, `WRITEKEY`,
+# `authkey`; but not the words that merely end in KEY.
+_SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY")
+_NOT_KEYS = frozenset(
+    {"MONKEY", "DONKEY", "TURKEY", "HOCKEY", "JOCKEY", "WHISKEY", "LACKEY", "HOTKEY", "SORTKEY", "DISPATCHKEY",
+     "PRIMARYKEY", "FOREIGNKEY", "HASHKEY", "CACHEKEY", "PARTITIONKEY", "TURNKEY"}
+)  # fmt: skip
 # A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
 # `token_type`, `HF_TOKEN_PATH`, `KeyError`.
 _DESCRIPTIVE_WORDS = frozenset(
@@ -70,14 +77,14 @@ _TEXT_TOKENS = frozenset(
         "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "FIRST", "LAST", "PER", "NEXT", "EACH", "OUTPUT", "INPUT",
         "PROMPT", "GENERATED", "START", "END", "SPECIAL", "IMAGE", "VISION", "AUDIO", "VIDEO", "ADDITIONAL",
         "IMPLICIT", "DECODER", "ENCODER", "EOT", "FIM", "MIDDLE", "PREFIX", "SUFFIX", "THINK", "TOOL", "CHAT",
-        "SENTINEL", "MAX", "MIN", "NUM", "TOTAL", "BOI", "EOI", "BOA", "EOA", "UNUSED", "NEWLINE", "SPACE",
+        "SENTINEL", "MAX", "MIN", "NUM", "TOTAL", "BOI", "EOI", "BOA", "EOA", "UNUSED", "NEWLINE", "SPACE", "STOP",
     }
 )  # fmt: skip
 # Names whose secret word ends in ID yet hold (or point at) a secret: masking costs nothing.
-_SECRET_PAIRS = frozenset({("SESSION", "ID"), ("ACCESS", "KEY", "ID")})
+_SECRET_PAIRS = frozenset({("SESSION", "ID"), ("ACCESS", "KEY", "ID"), ("PRIVATE", "KEY", "ID")})
 # Words that are weak alone (`sort_key=step`, `key=len`, `sig=11`, `auth: disabled`) and strong with one of
 # these in front (`api_key`, `signing_key`, `client_session`).
-_WEAK_WORDS = frozenset({"KEY", "KEYS", "SIG", "SIGNATURE", "SESSION", "AUTH"})
+_WEAK_WORDS = frozenset({"KEY", "KEYS", "SIG", "SIGNATURE", "SESSION", "AUTH", "PRIVATE"})
 _STRONG_PREFIXES = frozenset(
     {
         "API", "ACCESS", "SECRET", "PRIVATE", "CLIENT", "APP", "MASTER", "SERVICE", "ACCOUNT", "SHARED",
@@ -91,7 +98,8 @@ _STRONG_PREFIXES = frozenset(
 _HARMLESS_NAMES = frozenset({"DISPATCH_KEY"})
 # Substrings of every secret word, so that a look-ahead skips most names before any Python runs; trying
 # the stems only where one can start halves the time spent on a log.
-_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig", "pat")
+_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig", "pat", "dsn", "webhook",
+          "private", "bearer")  # fmt: skip
 _STEM_STARTS = "".join(sorted({stem[0] for stem in _STEMS} | {stem[0].upper() for stem in _STEMS}))
 # Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`, `auth: disabled`.
 _NOT_SECRET_VALUES = frozenset(
@@ -105,8 +113,9 @@ _HARMLESS_VALUE = re.compile(
     r"|</?\|?[A-Za-z_][A-Za-z0-9_.:-]{0,30}\|?>|\[[A-Z]{2,10}\]"
 )
 # What a weak name (`sort_key`, `key`) may hold and still be code: a plain word (`len`, `step`, `x.size`),
-# numbered only after a separator (`triton_mm_4`).
-_IDENTIFIER = re.compile(r"[a-z_]+(?:[_.][a-z0-9]+)*")
+# numbered only after a separator (`triton_mm_4`), or a dotted path of two dots or more (a state-dict key
+# `model.layers.0.lora_B.weight`, a module `torch.nn.Linear`).
+_IDENTIFIER = re.compile(r"[a-z_]+(?:[_.][a-z0-9]+)*|[A-Za-z_][A-Za-z0-9_]{0,40}(?:\.[A-Za-z0-9_]{1,40}){2,}")
 # Inductor names its caches' entries by a SHA-256 in lower-case base32, with a letter for the cache in
 # front (`"key": "fvyrmq..."` in compile traces): a digest, not a secret, when the name is a bare `key`.
 _CACHE_KEY = re.compile(r"[a-z]?[a-z2-7]{51}")
@@ -137,6 +146,8 @@ _PEM = re.compile(
 _PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
 _ARGUMENT = r"[^\s'\"]+"
+# A shell word: unquoted characters and quoted parts (`-p"X"`, `-p='X'`), so that a mask never stops at a quote.
+_SHELL_WORD = r"(?:[^\s'\"]|\"[^\"\r\n]*\"|'[^'\r\n]*')+"
 
 # Credentials recognisable by their shape. Each starts where no word goes on before it, so every
 # start is tried once. The groups named in _KEPT are context, kept in front of the mask.
@@ -146,8 +157,16 @@ _SHAPES = (
     # scheme://token@host: a user name of 20 letters and digits, with both in it, is a token
     r"|(?P<userinfo>://)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}(?=@)"
     # a password given on a command line: mysql -pX, docker login -p X, sshpass -p X, curl -u user:X
-    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=[^\s'\"])(?!assword)"
-    r"[^\s'\"]+"
+    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=\S)(?!assword)"
+    rf"{_SHELL_WORD}"
+    # positional passwords: Oracle's `user/PASSWORD@db`; the secret after an account or key id (`b2 authorize-account
+    # ID KEY`, `mc alias set NAME URL ACCESS SECRET`, `htpasswd -b FILE USER PASSWORD`); a token as a command's argument
+    rf"|(?P<oracle>{_PROGRAM}(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-\S+)*[ \t]+['\"]?[A-Za-z0-9_$#.]+/)"
+    r"[^\s@'\"/]+"
+    rf"|(?P<after_id>{_PROGRAM}(?:b2[ \t]+authorize[-_]account|twilio[ \t]+login|htpasswd[ \t]+-\S*b\S*[ \t]+\S+"
+    rf"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)[ \t]+\S+[ \t]+){_SHELL_WORD}"
+    rf"|(?P<token_arg>{_PROGRAM}(?:ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken|vault[ \t]+login(?:[ \t]+-\S+)*"
+    rf"|(?:aws|gcloud|az)[ \t]+configure?[ \t]+set[ \t]+\S*(?i:secret|token|key|password)\S*)[ \t]+)(?!-){_SHELL_WORD}"
     rf"|(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
     rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}"
     rf"|(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"
@@ -174,7 +193,7 @@ _SHAPES = (
     r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
     r"|xox[abeoprs]-[0-9][A-Za-z0-9-]{8,}"  # Slack tokens
     r"|(?P<hook>hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"  # Slack webhooks
-    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"  # JWT
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){0,2}"  # JWT, JWE (five parts)
     r"|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"  # Google API key
     r"|npm_[A-Za-z0-9]{36,}"  # npm
     r"|gl(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}"  # GitLab's token prefixes
@@ -251,7 +270,8 @@ _HINTS = (
     "nrii-", "secret_", "ntn_", "pmak-", "pul-", "r8_", "sntrys_", "sntryu_", "shpat_", "shpca_", "shppa_", "shpss_",
     "sq0atp-", "sq0csp-", "eaaa", "sk", ":aa", "gsk_", "xai-", "pplx-", "fw_", "api_org_", "age-secret-key-1", "hrku-",
     "fo1_", "fm1_", "fm2_", "nfp_", "nfc_", "rubygems_", "oy2", "cio", "dckr_", "atbb", "q~", "ewojimf1dghzijog",
-    "ewogicjhdxrocyi6",
+    "ewogicjhdxrocyi6", "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "authorize", "twilio", "htpasswd",
+    "alias", "config", "authtoken", "vault",
 )  # fmt: skip
 _SHAPELESS = re.compile(r"\.[A-Za-z0-9_-]{6}\.")
 # The letters that a case-insensitive pattern matches and lower() does not make: the long s is s, the dotless i
@@ -270,7 +290,8 @@ _ASSIGNMENT = re.compile(
     (?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
     (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?=[{_STEM_STARTS}])(?i:{"|".join(_STEMS)}))
     (?:
-        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)
+        (?P<authz>(?i:(?:proxy-)?authorization)\\?["']?[ \t]*:[ \t]*)(?P<authz_value>[^\r\n]+)
+      | (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)
         (?P<cookie_value>(?:[^"\\\s]|\\.)(?:(?:[^"\\\r\n]|\\.)*(?:[^"\\\s]|\\.))?)
       | (?:
             --?(?P<listed>{_NAME})["'][ \t]*,[ \t]*(?=["'])  # a flag and its value listed: ["--token", "..."]
@@ -313,7 +334,9 @@ def is_secret_name(name: str) -> bool:
 
 
 def _is_secret_word(part: str) -> bool:
-    return part in _SECRET_WORDS or (part.endswith(_SECRET_ENDINGS) and part not in ("TOKEN", "SECRET"))
+    return part in _SECRET_WORDS or (
+        part.endswith(_SECRET_ENDINGS) and part not in ("TOKEN", "SECRET", "KEY") and part not in _NOT_KEYS
+    )
 
 
 def _weak_name(name: str) -> bool:
@@ -393,8 +416,104 @@ def redact_text(text: str) -> str:
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
         pieces = _LONG_BLANK.split(text)  # the runs are captured: odd pieces
-        return "".join(piece if odd else _mask_shapes(piece) for odd, piece in zip(cycle((0, 1)), pieces))
-    return _mask_shapes(text)
+        return "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
+    return _mask_found(_mask_shapes(text))
+
+
+# Every credential that no context names is a run of 16 token characters or more. Such runs are found by a
+# translation and a plain search (a few nanoseconds a character), and only their lines are searched for the rules'
+# keywords and for tokens: most lines of a log hold none.
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=-"
+_RUN_MAP = str.maketrans({chr(c): "a" if chr(c) in _RUN_CHARS else " " for c in range(128)})
+_RUN_NEEDLE = "a" * 16
+# Shapes that are long runs themselves: PASETO tokens; the private members of a JSON Web Key (`"d"` of RSA and EC
+# keys, `"k"` of a symmetric one).
+_LONG_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<secret>v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)?)"
+    r'|"(?:d|p|q|dp|dq|qi|k)"[ \t]*:[ \t]*"(?P<jwk>[A-Za-z0-9_-]{40,})"'
+)
+
+
+def _mask_found(text: str) -> str:
+    """What no context names: the vendored rules' shapes and prefixed high-entropy tokens."""
+    mapped = text.translate(_RUN_MAP)
+    lines: dict[int, int] = {}
+    at = mapped.find(_RUN_NEEDLE)
+    while at >= 0:
+        start, end = _line_around(text, at, at + len(_RUN_NEEDLE))
+        lines[start] = end
+        at = mapped.find(_RUN_NEEDLE, end)
+    spans: list[tuple[int, int]] = []
+    for start, end in _line_runs(lines):
+        piece = text[start:end]
+        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece)
+        found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
+        spans += [(start + a, start + b) for a, b in found]
+    if not spans:
+        return text
+    out: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if end <= done:
+            continue
+        out += (text[done : max(start, done)], MASK)
+        done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _gitleaks():
+    from kb.secrets import gitleaks
+
+    return gitleaks
+
+
+# A run of token characters long enough to be a prefixed token (`<word>_` or `<word>-` and 20 more) or a URL's
+# secret path part.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{20,}")
+# The names of digests in front of their value (`sha256-...`, `md5_...`): what follows is a hash.
+_DIGEST_NAMES = frozenset({"sha", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake2s",
+                           "blake3", "xxh64", "xxh3", "crc32", "git"})  # fmt: skip
+_HEX_OR_UUID = re.compile(r"[0-9a-fA-F_-]+")
+
+
+def tokens(text: str) -> list[tuple[int, int]]:
+    """Spans of machine-made tokens that no rule knows: a word and `-` or `_` in front of 20 or more characters of
+    high entropy (`napi_...`, `tskey-auth-...`), and a long random part of a URL's path (`/bot/<token>/send`).
+    Kept as evidence: hashes and UUIDs (hex whatever their prefix), parts made of words and numbers
+    (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such (`sha256-...`)."""
+    found = []
+    for match in _TOKEN_RUN.finditer(text):
+        word = match[0]
+        prefix, _, rest = word.replace("-", "_").partition("_")
+        prefixed = len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha()
+        if prefixed and prefix.lower() not in _DIGEST_NAMES and _random_part(rest, 16, 3.5):
+            found.append(match.span())
+            continue
+        start = match.start()
+        if start and text[start - 1] == "/" and _in_url(text, start) and _random_part(word, 24, 4.0, mixed_case=True):
+            found.append(match.span())
+    return found
+
+
+def _random_part(text: str, length: int, entropy: float, mixed_case: bool = False) -> bool:
+    """Whether `text` has a part (between `-` and `_`) of `length` or more letters and digits, not hex, as varied
+    as random text of that length is."""
+    if _HEX_OR_UUID.fullmatch(text):
+        return False
+    longest = max(re.split(r"[-_]", text), key=len)
+    if len(longest) < length or longest.isalpha() or longest.isdigit():
+        return False
+    if mixed_case and (longest.islower() or longest.isupper()):
+        return False
+    return shannon(longest) >= entropy
+
+
+def _in_url(text: str, at: int) -> bool:
+    """Whether `at` is in a URL's path: `://` before it on its line, with no blank between."""
+    line_start = text.rfind("\n", 0, at) + 1
+    scheme = text.rfind("://", line_start, at)
+    return scheme >= 0 and not any(char.isspace() for char in text[scheme:at])
 
 
 def _mask_shapes(text: str) -> str:
@@ -455,21 +574,42 @@ def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
     return text.rfind("\n", 0, start) + 1, len(text) if after < 0 else after + 1
 
 
-def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
-    """`mask` applied to each run of these lines (one call for lines that follow each other), the rest as it is."""
-    out: list[str] = []
-    done = 0
+def _line_runs(lines: dict[int, int]) -> list[list[int]]:
+    """[start, end] of each run of lines that follow each other."""
     runs: list[list[int]] = []
     for start in sorted(lines):
         if runs and runs[-1][1] == start:
             runs[-1][1] = lines[start]
         else:
             runs.append([start, lines[start]])
-    for start, end in runs:
+    return runs
+
+
+def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
+    """`mask` applied to each run of these lines (one call for lines that follow each other), the rest as it is."""
+    out: list[str] = []
+    done = 0
+    for start, end in _line_runs(lines):
         out += (text[done:start], mask(text[start:end]))
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+def token_like(text: str) -> bool:
+    """Whether a user name or a word looks made by a machine: 16 characters or more, letters and digits, not only
+    words and numbers joined by punctuation (`svc_perf_bot_20260101`), and as varied as random text is."""
+    if len(text) < 16 or not any(c.isdigit() for c in text) or not any(c.isalpha() for c in text):
+        return False
+    if all(part.isalpha() or part.isdigit() or len(part) <= 8 for part in re.split(r"[-_.]", text)):
+        return False
+    return shannon(text) >= 3.0
+
+
+def shannon(text: str) -> float:
+    """Bits a character of the text's own alphabet: about 4 to 6 for a random token, less for words and numbers."""
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
 _BLANK_RUN = 4096
@@ -478,12 +618,16 @@ _LONG_BLANK = re.compile(rf"(\s{{{_BLANK_RUN},}})")
 
 # The groups of _SHAPES that are context, kept in front of the mask.
 _KEPT = ("hook", "bearer", "userinfo", "cli", "cli_login", "cli_upper", "cli_w", "cli_a", "cli_smb", "cli_user",
-         "cli_pass", "wandb", "netrc", "netrc_line", "path_hook", "mattermost")  # fmt: skip
+         "cli_pass", "wandb", "netrc", "netrc_line", "path_hook", "mattermost", "oracle", "after_id",
+         "token_arg")  # fmt: skip
 
 
 def _mask_shape(match: re.Match[str]) -> str:
     if match["url"]:  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
-        return _shapes().sub(_mask_shape, match["url"]) + MASK
+        user = match["url"][3:-1]
+        return f"://{MASK}:{MASK}" if token_like(user) else _shapes().sub(_mask_shape, match["url"]) + MASK
+    if match["userinfo"] and not token_like(match[0][3:]):
+        return match[0]  # a long user name of words and numbers: `jenkins_build_agent_2026`
     kept = next((group for group in _KEPT if match[group]), None)
     return (match[kept] if kept else "") + MASK
 
@@ -500,11 +644,11 @@ def _mask_assignments(text: str, starts: Iterable[int]) -> str:
         start = at + 1
         if match is None:
             continue
-        masked = _mask_assignment(match)
+        masked = _mask_authorization(match) if match["authz"] else _mask_assignment(match)
         if masked is None:  # not a secret after all; a secret may still start inside the candidate
             continue
-        out += (text[done : match.start()], masked)
-        done = start = match.end()
+        out += (text[done : match.start()], masked[0])
+        done = start = masked[1]
     out.append(text[done:])
     return "".join(out)
 
@@ -535,7 +679,33 @@ def _occurrences(text: str, part: str) -> Iterator[int]:
         at = text.find(part, at + 1)
 
 
-def _mask_assignment(match: re.Match[str]) -> str | None:
+def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
+    """An `Authorization:` header of any scheme (`SSWS`, `Splunk`, `Token token="..."`, `AWS4-HMAC-SHA256 ...`): all
+    its credentials masked, the scheme kept. They end with the line, with the quoted string they are in, or with the
+    string that holds the whole header (`-H 'Authorization: ...'`, `"Authorization: ..."` in JSON)."""
+    text, begin = match.string, match.start("authz_value")
+    line_end = match.end("authz_value")
+    quote = text[match.start() - 1] if match.start() and text[match.start() - 1] in "\"'" else ""
+    end = line_end
+    opening = re.match(r'\\"|"|\'', text[begin:line_end])
+    if opening:  # a quoted value: to its closing quote
+        closing = re.compile(r'\\"' if opening[0] == '\\"' else r"(?<!\\)" + opening[0])
+        found = closing.search(text, begin + len(opening[0]), line_end)
+        begin += len(opening[0])
+        end = found.start() if found else line_end
+    elif quote:  # the header is inside a quoted string: to where that string closes
+        found = re.compile(r"(?<!\\)" + quote).search(text, begin, line_end)
+        end = found.start() if found else line_end
+    value = text[begin:end].rstrip()
+    end = begin + len(value)
+    if not value or value.lower() in _NOT_SECRET_VALUES:
+        return None
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=\S)", value)
+    kept = scheme[0] if scheme and scheme[0].strip().lower() != MASK.lower() else ""
+    return text[match.start() : begin] + kept + MASK, end
+
+
+def _mask_assignment(match: re.Match[str]) -> tuple[str, int] | None:
     value = match.lastgroup  # the value's group: it is the last one to close
     assert value is not None
     name = match["listed"] or match["flag"] or match["name"]
@@ -546,7 +716,7 @@ def _mask_assignment(match: re.Match[str]) -> str | None:
     ):
         return None
     text = match.string
-    return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]
+    return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()], match.end()
 
 
 _PEM_OPEN = re.compile(rf"{_PEM_BEGIN}|Private-Lines: ")
