@@ -416,8 +416,20 @@ def redact_text(text: str) -> str:
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
         pieces = _LONG_BLANK.split(text)  # the runs are captured: odd pieces
-        return "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
-    return _mask_found(_mask_shapes(text))
+        text = "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
+    else:
+        text = _mask_found(_mask_shapes(text))
+    return _mask_known(text)
+
+
+def _mask_known(text: str) -> str:
+    """This machine's own credentials (kb.secrets.known), masked wherever they are, whatever their shape."""
+    from kb.secrets.known import values
+
+    for value in values():
+        if value in text and value.lower() not in _NOT_SECRET_VALUES:
+            text = text.replace(value, MASK)
+    return text
 
 
 # Every credential that no context names is a run of 16 token characters or more. Such runs are found by a
