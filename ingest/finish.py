@@ -64,7 +64,8 @@ def finish(
     if not timings:
         del data["timings"]
     folder = kb.attachments_path(entry)
-    kb.mask_files(folder / RUN_FOLDER)  # the run wrote these itself; they are published with the entry
+    # the run wrote these itself; they are published with the entry
+    masking = [f"{RUN_FOLDER}/{said}" for said in kb.mask_files(folder / RUN_FOLDER)]
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
     _figures_from_stream(entry, folder / RUN_FOLDER, folded)
     _ranks_from_files(entry, folder / RUN_FOLDER)
@@ -78,9 +79,10 @@ def finish(
     entry.data["attachments"] = list_attachments(kb, entry, unnamed)
     if not entry.data["attachments"]:
         del entry.data["attachments"]
-    if unnamed:
+    if unnamed or masking:
         problems = data.setdefault("provenance", {}).setdefault("capture_problems", [])
         problems += [f"{path}: not listed as an attachment, its name is not UTF-8 text" for path in unnamed]
+        problems += masking
     kb.save(entry)
     return entry
 

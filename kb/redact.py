@@ -53,7 +53,7 @@ _SECRET_WORDS = frozenset(
 _SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY")
 _NOT_KEYS = frozenset(
     {"MONKEY", "DONKEY", "TURKEY", "HOCKEY", "JOCKEY", "WHISKEY", "LACKEY", "HOTKEY", "SORTKEY", "DISPATCHKEY",
-     "PRIMARYKEY", "FOREIGNKEY", "HASHKEY", "CACHEKEY", "PARTITIONKEY", "TURNKEY"}
+     "PRIMARYKEY", "FOREIGNKEY", "HASHKEY", "CACHEKEY", "PARTITIONKEY", "TURNKEY", "PUBKEY", "PUBLICKEY"}
 )  # fmt: skip
 # A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
 # `token_type`, `HF_TOKEN_PATH`, `KeyError`.
@@ -401,7 +401,26 @@ def redact_fields(value: Any, name: str | None = None) -> Any:
 
 def _masked_key(key: Any) -> Any:
     """A field name with a credential in it (a metric named by a token): masked in a form names may take."""
-    return redact_text(key).replace(MASK, NAME_MASK) if isinstance(key, str) else key
+    return redact_name(key) if isinstance(key, str) else key
+
+
+def redact_name(name: str) -> str:
+    """A name (a title an id is made from, a file, a tag, a key) with every credential masked as `redacted`: names
+    allow no brackets. A token glued to a word in front of it (`metric-<token>.txt`, `ckpt_<token>`) is looked for
+    after each separator too, where the name holds a run long enough to be one."""
+    masked = redact_text(name)
+    if _RUN_NEEDLE in masked.translate(_RUN_MAP):
+        for separator in _NAME_SEPARATOR.finditer(masked):
+            rest = masked[separator.end() :]
+            if _RUN_NEEDLE not in rest.translate(_RUN_MAP):
+                break
+            rest_masked = redact_text(rest)
+            if rest_masked != rest:
+                masked = masked[: separator.end()] + rest_masked
+    return masked.replace(MASK, NAME_MASK)
+
+
+_NAME_SEPARATOR = re.compile(r"[-_.]")
 
 
 def redact_text(text: str) -> str:
@@ -714,7 +733,17 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
         return None
     scheme = re.match(r"[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=\S)", value)
     kept = scheme[0] if scheme and scheme[0].strip().lower() != MASK.lower() else ""
+    credentials = _AUTH_CREDENTIALS.match(value, len(kept))
+    if not opening and not quote and credentials and credentials.end() > len(kept):
+        after = value[credentials.end() : credentials.end() + 1]
+        if not after or after.isspace():  # a line of several headers (`... | Accept: ...`): this one's end
+            end = begin + credentials.end()
     return text[match.start() : begin] + kept + MASK, end
+
+
+# What follows an HTTP auth scheme: a list of parameters (`username="u", response="..."`) or one token (RFC 9110).
+_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|[^\s,"]*)'
+_AUTH_CREDENTIALS = re.compile(rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*")
 
 
 def _mask_assignment(match: re.Match[str]) -> tuple[str, int] | None:
