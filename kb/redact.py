@@ -20,6 +20,7 @@ assignment where a secret word is): 4 to 5 MB of log a second, 0.5 MB where ever
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import re
@@ -438,7 +439,11 @@ def redact_text(text: str) -> str:
         text = "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
     else:
         text = _mask_found(_mask_shapes(text))
-    return _mask_known(text)
+    return _mask_known(text) if MASK_KNOWN.get() else text
+
+
+# Whether this machine's own credentials are masked too (kb.secrets.known): not where a finding is remembered.
+MASK_KNOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("MASK_KNOWN", default=True)
 
 
 def _mask_known(text: str) -> str:
@@ -736,7 +741,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
     credentials = _AUTH_CREDENTIALS.match(value, len(kept))
     if not opening and not quote and credentials and credentials.end() > len(kept):
         after = value[credentials.end() : credentials.end() + 1]
-        if not after or after.isspace():  # a line of several headers (`... | Accept: ...`): this one's end
+        if not after or after.isspace() or after in "'\"`)]}>,;|":  # a line of several headers: this one's end
             end = begin + credentials.end()
     return text[match.start() : begin] + kept + MASK, end
 

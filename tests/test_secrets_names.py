@@ -98,9 +98,5 @@ def test_check_reports_an_attachment_the_entry_lists_that_is_not_there(kb: Knowl
     (path.parent / path.stem / "train.log").unlink()
     done = run_kb("check", "--json")
     assert done.returncode == 1
-    (problem,) = (
-        json.loads(done.stdout)["data"]["problems"]
-        if "data" in json.loads(done.stdout)
-        else json.loads(done.stdout)["problems"]
-    )
+    (problem,) = json.loads(done.stdout)["data"]["problems"]
     assert problem["field"] == "attachments" and "train.log" in problem["message"]
