@@ -152,7 +152,7 @@ _SHELL_WORD = r"(?:[^\s'\"]|\"[^\"\r\n]*\"|'[^'\r\n]*')+"
 
 # Credentials recognisable by their shape. Each starts where no word goes on before it, so every
 # start is tried once. The groups named in _KEPT are context, kept in front of the mask.
-_SHAPES = (
+_CONTEXT_SHAPES = (
     # scheme://user:password@host, the password up to the host's @ (it may hold @ itself)
     r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#\"'<>\[\]]*[^\s/?#@\"'<>\[\]](?=@[^\s/?#@\"'<>\[\]]*(?:[/?#\s\"'<>]|$))"
     # scheme://token@host: a user name of 20 letters and digits, with both in it, is a token
@@ -185,7 +185,11 @@ _SHAPES = (
     r"|(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
     r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
     r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
-    r"|(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
+)
+# Tokens recognisable by their shape alone. Each starts where no word goes on before it; every one is a run of
+# 16 token characters or more, or holds a fixed text of _HINTS.
+_TOKEN_SHAPES = (
+    r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -248,6 +252,7 @@ _SHAPES = (
     r"|ewoJImF1dGhzIjog[A-Za-z0-9+/=]{16,}|ewogICJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # the same, indented
     r")"
 )
+_SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
 @functools.cache
@@ -256,23 +261,18 @@ def _shapes() -> re.Pattern[str]:
     return re.compile(_SHAPES)
 
 
-# What every match of _SHAPES holds, compared in lower case: a line holding none of them is not searched, since
-# the shapes cost 1 to 10 microseconds a character and most lines of a log hold none. A shape added above needs its
-# text here (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot tokens have no
-# fixed text: _SHAPELESS finds their middle part.
+# What every match of _CONTEXT_SHAPES holds, and every match of _TOKEN_SHAPES that is not a run of 16 token
+# characters or more (_run_lines finds the lines of those), compared in lower case: a line holding neither is not
+# searched, since the shapes cost 1 to 10 microseconds a character and most lines of a log hold neither; a line
+# holding only a run is searched for tokens where one can start. A shape added above needs its text here
+# (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot tokens have no fixed text:
+# _SHAPELESS finds their middle part.
 _HINTS = (
     "://", "mysql", "mariadb", "login", "sshpass", "twine", "sqlcmd", "bcp", "osql", "ldap", "redis-cli", "smbclient",
     "curl", "wget", "http", "-pass", "wandb", "password", "discord", "hooks.zapier.com", "webhook.office.com",
-    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "akia", "asia", "abia", "acca", "hf_", "ghp_", "gho_", "ghu_",
-    "ghs_", "ghr_", "github_pat_", "sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "xox", "hooks.slack.com/",
-    "eyj", "aiza", "npm_", "glpat-", "gloas-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-",
-    "glsoat-", "pypi-ag", "sg.", "gocspx-", "ya29.", "bearer", "xapp-", "whsec_", "atatt3", "dapi", "_v1_", "dp.",
-    "sl.", "figd_", "glc_", "glsa_", "hvs.", "hvb.", ".atlasv1.", "lin_api_", "lin_oauth_", "-us", "key-", "nrak-",
-    "nrii-", "secret_", "ntn_", "pmak-", "pul-", "r8_", "sntrys_", "sntryu_", "shpat_", "shpca_", "shppa_", "shpss_",
-    "sq0atp-", "sq0csp-", "eaaa", "sk", ":aa", "gsk_", "xai-", "pplx-", "fw_", "api_org_", "age-secret-key-1", "hrku-",
-    "fo1_", "fm1_", "fm2_", "nfp_", "nfc_", "rubygems_", "oy2", "cio", "dckr_", "atbb", "q~", "ewojimf1dghzijog",
-    "ewogicjhdxrocyi6", "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "authorize", "twilio", "htpasswd",
-    "alias", "config", "authtoken", "vault",
+    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "hooks.slack.com/", "eyj", "xox", "xapp-", "q~", "sk", "-us",
+    "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "authorize", "twilio", "htpasswd", "alias", "config",
+    "authtoken", "vault",
 )  # fmt: skip
 _SHAPELESS = re.compile(r"\.[A-Za-z0-9_-]{6}\.")
 # The letters that a case-insensitive pattern matches and lower() does not make: the long s is s, the dotless i
@@ -472,15 +472,8 @@ _LONG_SHAPES = re.compile(
 
 def _mask_found(text: str) -> str:
     """What no context names: the vendored rules' shapes and prefixed high-entropy tokens."""
-    mapped = text.translate(_RUN_MAP)
-    lines: dict[int, int] = {}
-    at = mapped.find(_RUN_NEEDLE)
-    while at >= 0:
-        start, end = _line_around(text, at, at + len(_RUN_NEEDLE))
-        lines[start] = end
-        at = mapped.find(_RUN_NEEDLE, end)
     spans: list[tuple[int, int]] = []
-    for start, end in _line_runs(lines):
+    for start, end in _line_runs(_run_lines(text)):
         piece = text[start:end]
         found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece)
         found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
@@ -558,7 +551,10 @@ def _mask_shapes(text: str) -> str:
     lowered = _lowered(text)
     if lowered is None:
         return _mask_everywhere(text)
-    masked = _on_lines(text, _hinted_lines(text, lowered), _mask_shapes_on_line)
+    hinted = _hinted_lines(text, lowered)
+    runs = {start: end for start, end in _run_lines(text).items() if start not in hinted}
+    marked = {start: (end, _mask_tokens_on_line) for start, end in runs.items()}
+    masked = _on_lines(text, marked | {start: (end, _mask_shapes_on_line) for start, end in hinted.items()})
     # The masks are ASCII and each character lowers to one: the masked text's lower case lines up with it too.
     return _mask_assignments(masked, _starts(masked, masked.translate(_FOLDS).lower()))
 
@@ -588,6 +584,32 @@ def _mask_shapes_on_line(line: str) -> str:
     return _shapes().sub(_mask_shape, line)
 
 
+@functools.cache
+def _token_shapes() -> re.Pattern[str]:
+    return re.compile(_TOKEN_SHAPES)
+
+
+# Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it.
+_TOKEN_START = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))[A-Za-z0-9]")
+
+
+def _mask_tokens_on_line(line: str) -> str:
+    """What _mask_shapes_on_line gives on a line holding no hint (only the token shapes can match there), trying
+    them only where a token can start: a line of one long run is tried once, not at each of its characters."""
+    out: list[str] = []
+    done = 0
+    for start in _TOKEN_START.finditer(line):
+        if start.start() < done:
+            continue
+        match = _token_shapes().match(line, start.start())
+        if match:
+            kept = match["hook"] or match["bearer"] or ""
+            out += (line[done : match.start()], kept + MASK)
+            done = match.end()
+    out.append(line[done:])
+    return "".join(out)
+
+
 def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
     """start -> end (after its newline) of each line holding one of _HINTS or what _SHAPELESS finds."""
     lines: dict[int, int] = {}
@@ -602,6 +624,19 @@ def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
         start, end = _line_around(text, found.start(), found.end())
         lines[start] = end
         found = _SHAPELESS.search(text, end)
+    return lines | _run_lines(text)
+
+
+def _run_lines(text: str) -> dict[int, int]:
+    """start -> end of each line holding a run of 16 token characters or more: every token a vendor issues is
+    one, so a shape with no fixed text of its own to hint at is still searched for there."""
+    mapped = text.translate(_RUN_MAP)
+    lines: dict[int, int] = {}
+    at = mapped.find(_RUN_NEEDLE)
+    while at >= 0:
+        start, end = _line_around(text, at, at + len(_RUN_NEEDLE))
+        lines[start] = end
+        at = mapped.find(_RUN_NEEDLE, end)
     return lines
 
 
@@ -621,11 +656,19 @@ def _line_runs(lines: dict[int, int]) -> list[list[int]]:
     return runs
 
 
-def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
-    """`mask` applied to each run of these lines (one call for lines that follow each other), the rest as it is."""
+def _on_lines(text: str, lines: dict[int, tuple[int, Callable[[str], str]]]) -> str:
+    """Each line's mask applied to it (one call for lines that follow each other and share a mask), the rest of
+    the text as it is. `lines`: start -> (end after the newline, mask)."""
+    runs: list[list] = []
+    for start in sorted(lines):
+        end, mask = lines[start]
+        if runs and runs[-1][1] == start and runs[-1][2] is mask:
+            runs[-1][1] = end
+        else:
+            runs.append([start, end, mask])
     out: list[str] = []
     done = 0
-    for start, end in _line_runs(lines):
+    for start, end, mask in runs:
         out += (text[done:start], mask(text[start:end]))
         done = end
     out.append(text[done:])
