@@ -624,7 +624,7 @@ def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
         start, end = _line_around(text, found.start(), found.end())
         lines[start] = end
         found = _SHAPELESS.search(text, end)
-    return lines | _run_lines(text)
+    return lines
 
 
 def _run_lines(text: str) -> dict[int, int]:
