@@ -4,18 +4,20 @@ Entries, their logs and the sites built from them are shared through git and sta
 leaked token stays in history for good. So every log line, command line, environment and note is passed
 through here first, and what looks like a credential is replaced by `MASK`, keeping the text around it:
 
-- values of a known shape anywhere: AWS access key ids, Hugging Face, GitHub, OpenAI, Anthropic, Slack,
-  Google (API keys, OAuth client secrets and access tokens), Stripe, npm, PyPI, SendGrid and GitLab
-  tokens, Slack webhook paths, JWTs, bearer tokens, URL passwords and PEM private key blocks;
-- values assigned to a secret-looking name (see `is_secret_name`): `HF_TOKEN=...`, `password: ...`,
-  `--api-key ...`, `"api_key": "..."`, `Authorization: Bearer ...`, `AccountKey=...` in Azure connection
-  strings, `sig=...` in Azure SAS URLs, whole `Cookie:` headers.
+- by context, whatever the value's shape: values assigned to a secret-looking name (see `is_secret_name`):
+  `HF_TOKEN=...`, `password: ...`, `--api-key ...`, `"api_key": "..."`, `AccountKey=...`, `?sig=...`; every
+  `Authorization:` scheme; a machine-made URL user name; passwords in their place on database and cloud command
+  lines (`mysql -pX`, `sqlplus user/X@db`); whole `Cookie:` headers;
+- by shape: private key blocks, kb's own token shapes (`_TOKEN_SHAPES`), gitleaks' maintained rules
+  (kb.secrets.gitleaks) and prefixed high-entropy tokens (`tokens`);
+- by value: this machine's own credentials (kb.secrets.known).
 
 Masking errs towards hiding: a harmless value next to a secret-looking name is masked too. Harmless
-look-alikes that evidence needs (commit hashes, digests, versions, `TOKENIZERS_PARALLELISM=false`,
-`num_tokens: 4096`, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in the
-text's length, and each is tried only where it can match (a shape on a line holding its fixed text, an
-assignment where a secret word is): 4 to 5 MB of log a second, 0.5 MB where every line holds a URL.
+look-alikes that evidence needs (commit hashes, digests, UUIDs, versions, `TOKENIZERS_PARALLELISM=false`,
+`num_tokens: 4096`, state-dict keys, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in
+the text's length, and each is tried only where it can match (a context shape on a line holding its fixed text, a
+token where a run of 16 token characters is, an assignment where a secret word is): 3 to 7 MB of log a second,
+0.3 MB where every line holds a URL.
 """
 
 from __future__ import annotations
