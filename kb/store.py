@@ -357,7 +357,7 @@ _BINARY = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"PK\x03\x04", b"\x7fE
            b"\xfd7zXZ", b"(\xb5/\xfd", b"SQLite format 3\x00", b"\x93NUMPY", b"\x80\x02", b"\x80\x04")  # fmt: skip
 
 
-def _text_codec(head: bytes) -> str | None:
+def text_codec(head: bytes) -> str | None:
     """How a file's text is encoded (UTF-8 standing for any ASCII-based one: other bytes pass through as they
     are), or None for a binary file. A NUL or two among text (a log that caught one) is still text."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -373,7 +373,7 @@ def _text_codec(head: bytes) -> str | None:
 
 def _copy_masked(source: Path, target: Path) -> None:
     with open(source, "rb") as handle:
-        codec = _text_codec(handle.read(TEXT_SNIFF))
+        codec = text_codec(handle.read(TEXT_SNIFF))
     if codec is None and source == target:
         return
     # As every atomic write: never half a file, and a killed writer's leftover is known by its name. Without

@@ -15,6 +15,7 @@ def test_every_rule_of_the_vendored_file_compiles_without_warnings() -> None:
         warnings.simplefilter("error")  # a nested set or a bad escape read differently from Go
         gitleaks._all_rules.cache_clear()
         compiled = gitleaks._all_rules()
+        assert all(rule.regex.pattern and all(allow.regexes is not None for allow in rule.allows) for rule in compiled)
     text = gitleaks.RULES_FILE.read_text()
     assert len(compiled) == text.count("[[rules]]") - text.count("\npath = ") > 200
     assert "version: v8." in text.splitlines()[1]

@@ -29,8 +29,12 @@ _POSIX = {
 @dataclass(frozen=True)
 class Allow:
     target: str  # "secret", "match" or "line"
-    regexes: tuple[re.Pattern[str], ...]
+    patterns: tuple[str, ...]  # Go syntax, translated and compiled when first needed
     stopwords: tuple[str, ...]
+
+    @functools.cached_property
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(translate(pattern)) for pattern in self.patterns)
 
     def allows(self, secret: str, match: str, line: str) -> bool:
         text = {"secret": secret, "match": match, "line": line}[self.target]
@@ -43,11 +47,15 @@ class Allow:
 @dataclass(frozen=True)
 class Rule:
     id: str
-    regex: re.Pattern[str]
+    go_pattern: str  # translated and compiled when a text first holds one of the keywords
     keywords: tuple[str, ...]
     entropy: float = 0.0
     group: int | None = None
     allows: tuple[Allow, ...] = field(default=())
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(translate(self.go_pattern))
 
     def secrets(self, text: str) -> Iterator[tuple[int, int]]:
         """The spans of the secrets this rule finds in `text` (a few whole lines)."""
@@ -139,9 +147,7 @@ def _all_rules() -> tuple[Rule, ...]:
 
     config = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
     top = config.get("allowlist", {})
-    common = Allow(
-        "secret", tuple(re.compile(translate(r)) for r in top.get("regexes", ())), tuple(top.get("stopwords", ()))
-    )
+    common = Allow("secret", tuple(top.get("regexes", ())), tuple(top.get("stopwords", ())))
     out = []
     for rule in config["rules"]:
         if "regex" not in rule or "path" in rule:
@@ -149,7 +155,7 @@ def _all_rules() -> tuple[Rule, ...]:
         allows = [common] + [
             Allow(
                 allow.get("regexTarget", "secret"),
-                tuple(re.compile(translate(r)) for r in allow.get("regexes", ())),
+                tuple(allow.get("regexes", ())),
                 tuple(word.lower() for word in allow.get("stopwords", ())),
             )
             for allow in rule.get("allowlists", ())
@@ -158,7 +164,7 @@ def _all_rules() -> tuple[Rule, ...]:
         out.append(
             Rule(
                 rule["id"],
-                re.compile(translate(rule["regex"])),
+                rule["regex"],
                 tuple(word.lower() for word in rule.get("keywords", ())),
                 float(rule.get("entropy", 0.0)),
                 rule.get("secretGroup"),

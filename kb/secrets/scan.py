@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import atomic
-from kb.store import TEXT_SNIFF, KnowledgeBase, _text_codec
+from kb.store import TEXT_SNIFF, KnowledgeBase, text_codec
 
 CACHE = "secrets-scan.json"
 LINES = 2000  # lines masked together: a block masking leaves unchanged has no finding, and most have none
@@ -133,7 +133,7 @@ _ALNUM = re.compile(r"[^A-Za-z0-9]+")
 def _lines(path: Path) -> Iterator[str]:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rb") as handle:
-        codec = _text_codec(handle.read(TEXT_SNIFF))
+        codec = text_codec(handle.read(TEXT_SNIFF))
     if codec is None:
         return
     with opener(path, "rt", encoding=codec, errors="replace", newline="") as handle:
