@@ -149,8 +149,10 @@ _PEM = re.compile(
 _PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
 _ARGUMENT = r"[^\s'\"]+"
-# A shell word: unquoted characters and quoted parts (`-p"X"`, `-p='X'`), so that a mask never stops at a quote.
-_SHELL_WORD = r"(?:[^\s'\"]|\"[^\"\r\n]*\"|'[^'\r\n]*')+"
+# An argument: a quoted string (its quotes escaped too, as in JSON) or a run without quotes, after an `=`
+# (`-p"X"`, `-p='X'`, `-p\"X\"`, `-pX`): a mask never stops at a quote, nor runs past the string the argument is
+# in (`name="... -pX"`).
+_SHELL_WORD = r"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\"]+)"
 
 # Credentials recognisable by their shape. Each starts where no word goes on before it, so every
 # start is tried once. The groups named in _KEPT are context, kept in front of the mask.
@@ -290,7 +292,7 @@ _FOLDS = str.maketrans({"\u017f": "s", "\u0131": "i", "\u0130": "i"})
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
 _ASSIGNMENT = re.compile(
     rf"""
-    (?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
+    (?:(?<![A-Za-z0-9_.\\-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
     (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?=[{_STEM_STARTS}])(?i:{"|".join(_STEMS)}))
     (?:
         (?P<authz>(?i:(?:proxy-)?authorization)\\?["']?[ \t]*:[ \t]*)(?P<authz_value>[^\r\n]+)
@@ -786,7 +788,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
     credentials = _AUTH_CREDENTIALS.match(value, len(kept))
     if not opening and not quote and credentials and credentials.end() > len(kept):
         after = value[credentials.end() : credentials.end() + 1]
-        if not after or after.isspace() or after in "'\"`)]}>,;|":  # a line of several headers: this one's end
+        if not after or after.isspace() or after in "'\"`)]}>,;|\\":  # several headers on a line: this one's end
             end = begin + credentials.end()
     return text[match.start() : begin] + kept + MASK, end
 

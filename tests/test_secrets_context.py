@@ -70,6 +70,12 @@ def test_the_two_masks_that_kept_their_value_now_hide_it() -> None:
     assert redact_text(f'mysql -p"{SECRET}" db') == f"mysql -p{MASK} db"
 
 
+def test_inside_json_escapes_the_masks_hide_the_value_and_keep_the_rest() -> None:
+    text = json.dumps({"note": f'mysql -p"{SECRET}" db\nAuthorization: SSWS {SECRET}\nnext line'})
+    masked = redact_text(text)
+    assert json.loads(masked)["note"] == f"mysql -p{MASK} db\nAuthorization: SSWS {MASK}\nnext line"
+
+
 def test_a_private_key_passed_as_one_argument_is_masked_whole() -> None:
     key = "\n".join(["-----BEGIN EC PRIVATE KEY-----", SECRET * 4, SECRET * 2, "-----END EC PRIVATE KEY-----"])
     assert SECRET not in " ".join(redact_args(["serve", "--tls-key", key, "--port", "8443"]))

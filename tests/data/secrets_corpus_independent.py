@@ -24,6 +24,7 @@ import json
 import random
 import struct
 from collections import defaultdict
+from dataclasses import replace
 from typing import TypeVar
 
 from data.secrets_corpus import LookAlike, Secret
@@ -429,6 +430,9 @@ _LOOK_ALIKES: list[tuple[str, LookAlike]] = [
     ("config", LookAlike("dispatch-key", "DispatchKey.PrivateUse1 dispatch_key=AutogradPrivateUse1", "CF5")),
     ("config", LookAlike("bearer-word", "the bearer of this report", "CF6")),
 ]
+
+# Where a run keeps a credential: a variable (and a flag) named for it. The names written above are placeholders.
+_SECRETS = [(kind, replace(s, variable=f"{s.id.upper().replace('-', '_')}_SECRET")) for kind, s in _SECRETS]
 
 T = TypeVar("T")
 
