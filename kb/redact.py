@@ -776,8 +776,10 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
         found = closing.search(text, begin + len(opening[0]), line_end)
         begin += len(opening[0])
         end = found.start() if found else line_end
-    elif quote:  # the header is inside a quoted string: to where that string closes
-        found = re.compile(r"(?<!\\)" + quote).search(text, begin, line_end)
+    elif quote:  # the header is inside a quoted string: to where that string closes (`\"` inside JSON: to `\"`)
+        escaped = text[match.start() - 2 : match.start()] == "\\" + quote
+        closing = re.compile(re.escape("\\" + quote) if escaped else r"(?<!\\)" + quote)
+        found = closing.search(text, begin, line_end)
         end = found.start() if found else line_end
     value = text[begin:end].rstrip()
     end = begin + len(value)
