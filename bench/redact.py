@@ -4,7 +4,8 @@ Two figures, each against a baseline measured in the same run:
 - `redact_text` on four generated logs (numbers only; `tokens/s=` on every line, as language-model training
   prints; a URL on every line, so that every line is searched for the shapes; one endless line), against
   searching every character for every pattern (`kb.redact._mask_everywhere`, how masking worked before it searched
-  only where a credential can be), in MB a second;
+  only where a credential can be), in MB a second; with `--before REV`, kb/redact.py of that git revision too, and
+  the seconds one pass over 16 MB of the log takes now;
 - a program that prints `lines` log lines as fast as it can, its own time under `kb record` against bare: the
   recorder masks the output as it passes it on, so slow masking makes the program wait on its pipe.
 """
@@ -72,20 +73,27 @@ def _program_seconds(command: list[str], env: dict[str, str], cwd: Path) -> tupl
     return float(found[-1][0]), int(found[-1][1])
 
 
-def run(quick: bool) -> None:
+def run(quick: bool, before: str | None = None) -> None:
     """A few MB of each log and a 16 MB program, medians of 5; `quick`: half a MB and 1.3 MB, once."""
-    measure(megabytes=0.5 if quick else 4, lines=20_000 if quick else 250_000, repeats=1 if quick else 5)
+    measure(megabytes=0.5 if quick else 4, lines=20_000 if quick else 250_000, repeats=1 if quick else 5, rev=before)
 
 
-def measure(megabytes: float, lines: int, repeats: int) -> None:
+def measure(megabytes: float, lines: int, repeats: int, rev: str | None = None) -> None:
+    from bench.secrets_detectors import kb_masker
     from kb.redact import _mask_everywhere, redact_text
 
     slow = min(repeats, 3)
     print(f"masking credentials, medians of {repeats} (searching everywhere: of {slow}); {machine()}")
-    print(f"{'log':<26}{'MB':>6}{'kb MB/s':>10}{'everywhere MB/s':>17}{'ratio':>8}")
+    older = kb_masker(rev) if rev else None
+    then = f"{rev:>12} MB/s" if rev else ""
+    print(f"{'log':<26}{'MB':>6}{'kb MB/s':>10}{'everywhere MB/s':>17}{'ratio':>8}{then}")
     for name, text in logs(megabytes).items():
         now, before = _rate(redact_text, text, repeats), _rate(_mask_everywhere, text, slow)
-        print(f"{name:<26}{len(text) / 1e6:>6.1f}{now:>10.2f}{before:>17.2f}{now / before:>7.1f}x")
+        then = f"{_rate(older, text, repeats):>17.2f}" if older else ""
+        print(f"{name:<26}{len(text) / 1e6:>6.1f}{now:>10.2f}{before:>17.2f}{now / before:>7.1f}x{then}")
+    if rev:
+        for name, text in logs(16).items():
+            print(f"one pass over 16 MB of {name}: {16 / _rate(redact_text, text, 1):.1f} s")
 
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
         root = Path(folder) / "kb"
@@ -107,4 +115,5 @@ def measure(megabytes: float, lines: int, repeats: int) -> None:
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv)
+    revision = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
+    run(quick="--quick" in sys.argv, before=revision)

@@ -1,10 +1,14 @@
-"""kb's masking against detect-secrets' plugins on the secrets corpus: what each leaks and what each mangles.
+"""kb's masking against detect-secrets' plugins and gitleaks' rule set: what each leaks and what each mangles.
 
-`python -m bench.secrets_detectors` (needs the `secrets-bench` extra: detect-secrets). For every credential
-shape in tests/data/secrets_corpus.py, a detector leaks it when the text it is shown in keeps the secret's
-middle (kb) or when no finding covers the secret (detect-secrets reports values and does not mask: masking what
-it reports is what a masker built on it could do); detect-secrets is also counted by line, a secret leaked only
-when nothing at all is reported on its text (what a masker hiding whole flagged lines would do). For every
+`python -m bench.secrets_detectors` (needs the `secrets-bench` extra: detect-secrets). Three corpora: the
+in-sample one (tests/data/secrets_corpus.py, which grew with kb's patterns), and the two halves of the independent
+one (tests/data/secrets_corpus_independent.py): kb is tuned on the first half; the held-out half is the figure
+docs/reliability.md states. For every credential in a corpus, a detector leaks it when the text
+it is shown in keeps the secret's middle (kb), when no finding covers the secret's middle (gitleaks' rules, all
+of them, as kb vendors them: kb.secrets.gitleaks), or when no finding covers the secret (detect-secrets reports
+values and does not mask: masking what it reports is what a masker built on it could do); detect-secrets is also
+counted by line, a secret leaked only when nothing at all is reported on its text (what a masker hiding whole
+flagged lines would do). For every
 look-alike, a detector mangles it when kb changes the text or detect-secrets reports anything on it.
 detect-secrets runs with all its plugins and default filters, as `detect-secrets scan` does, each text in a
 file of its own. kb's patterns are measured as they are now and, given `--before REV`, as they were at a git
@@ -24,7 +28,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from data.secrets_corpus import LOOK_ALIKES, SECRETS  # noqa: E402
+from data import secrets_corpus, secrets_corpus_independent  # noqa: E402
+from data.secrets_corpus import LookAlike, Secret  # noqa: E402
+
+CORPORA: dict[str, tuple[list[Secret], list[LookAlike]]] = {
+    "in-sample corpus": (secrets_corpus.SECRETS, secrets_corpus.LOOK_ALIKES),
+    "independent corpus, tuning half": (
+        secrets_corpus_independent.TUNE_SECRETS,
+        secrets_corpus_independent.TUNE_LOOK_ALIKES,
+    ),
+    "independent corpus, held-out half": (
+        secrets_corpus_independent.HELD_OUT_SECRETS,
+        secrets_corpus_independent.HELD_OUT_LOOK_ALIKES,
+    ),
+}
 
 
 def kb_masker(rev: str | None) -> Callable[[str], str]:
@@ -68,23 +85,37 @@ def main() -> None:
 
 
 def run(before: str | None = None) -> None:
-    """Leaks and mangled look-alikes of kb's masking (and of it at git revision `before`) and detect-secrets'."""
-    secrets = [secret.text for secret in SECRETS]
-    alikes = [alike.text for alike in LOOK_ALIKES]
+    """Leaks and mangled look-alikes of each detector on each corpus."""
+    for name, (secrets, alikes) in CORPORA.items():
+        measure(name, secrets, alikes, before)
+
+
+def gitleaks_covers(text: str, probe: str) -> bool:
+    from kb.secrets.gitleaks import find
+
+    at = text.find(probe)
+    return any(start <= at < end for start, end, _ in find(text, every_rule=True))
+
+
+def measure(name: str, secrets: list[Secret], alikes: list[LookAlike], before: str | None) -> None:
     rows = []
     for label, rev in [("kb now", None)] + ([(f"kb at {before}", before)] if before else []):
         mask = kb_masker(rev)
-        leaked = [s.id for s in SECRETS if s.probe in mask(s.text)]
-        mangled = [a.id for a in LOOK_ALIKES if mask(a.text) != a.text]
+        leaked = [s.id for s in secrets if s.probe in mask(s.text)]
+        mangled = [a.id for a in alikes if mask(a.text) != a.text]
         rows.append((label, leaked, mangled))
-    secret_findings = detect_secrets_findings(secrets)
-    alike_findings = detect_secrets_findings(alikes)
-    pairs = list(zip(SECRETS, secret_findings, strict=True))
-    mangled = [a.id for a, found in zip(LOOK_ALIKES, alike_findings, strict=True) if found]
+    from kb.secrets.gitleaks import find
+
+    leaked = [s.id for s in secrets if not gitleaks_covers(s.text, s.probe)]
+    rows.append(("gitleaks rules (vendored)", leaked, [a.id for a in alikes if find(a.text, every_rule=True)]))
+    secret_findings = detect_secrets_findings([s.text for s in secrets])
+    alike_findings = detect_secrets_findings([a.text for a in alikes])
+    pairs = list(zip(secrets, secret_findings, strict=True))
+    mangled = [a.id for a, found in zip(alikes, alike_findings, strict=True) if found]
     leaked = [s.id for s, found in pairs if not any(s.probe in f for f in found)]
     rows.append(("detect-secrets 1.5, values reported", leaked, mangled))
     rows.append(("detect-secrets 1.5, lines flagged", [s.id for s, found in pairs if not found], mangled))
-    print(f"{len(SECRETS)} credential shapes, {len(LOOK_ALIKES)} look-alikes\n")
+    print(f"\n== {name}: {len(secrets)} credentials, {len(alikes)} look-alikes\n")
     print(f"{'detector':36} {'leaked':>7} {'mangled':>8}")
     for label, leaked, mangled in rows:
         print(f"{label:36} {len(leaked):>7} {len(mangled):>8}")

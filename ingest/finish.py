@@ -66,7 +66,8 @@ def finish(
     if not timings:
         del data["timings"]
     folder = kb.attachments_path(entry)
-    kb.mask_files(folder / RUN_FOLDER)  # the run wrote these itself; they are published with the entry
+    # the run wrote these itself; they are published with the entry
+    masking = [f"{RUN_FOLDER}/{said}" for said in kb.mask_files(folder / RUN_FOLDER)]
     folded = fold_events(entry, folder / RUN_FOLDER) if (folder / RUN_FOLDER).is_dir() else Folded()
     _figures_from_stream(entry, folder / RUN_FOLDER, folded)
     _ranks_from_files(entry, folder / RUN_FOLDER)
@@ -81,14 +82,16 @@ def finish(
     entry.data["attachments"] = list_attachments(kb, entry, unnamed, unlisted)
     if not entry.data["attachments"]:
         del entry.data["attachments"]
-    if unnamed or unlisted:
+    if unnamed or unlisted or masking:
         problems = data.setdefault("provenance", {}).setdefault("capture_problems", [])
         problems += [f"{path}: not listed as an attachment, its name is not UTF-8 text" for path in unnamed]
-    if unlisted:
-        problems.append(
-            f"too many files: {len(unlisted):,} files past the first {ATTACHMENTS_LISTED:,} in path order are not "
-            f"listed as attachments (they stay in {kb.relative(entry, kb.attachments_path(entry))}), from {unlisted[0]}"
-        )
+        problems += masking
+        if unlisted:
+            problems.append(
+                f"too many files: {len(unlisted):,} files past the first {ATTACHMENTS_LISTED:,} in path order are "
+                f"not listed as attachments (they stay in {kb.relative(entry, kb.attachments_path(entry))}), from "
+                f"{unlisted[0]}"
+            )
     kb.save(entry)
     return entry
 

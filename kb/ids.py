@@ -24,8 +24,11 @@ def slugify(text: str, max_length: int = SLUG_MAX) -> str:
 
 def new_id(title: str, when: datetime) -> str:
     """`2026-11-30-tiny-lm-eager-3f9a2c`: 24 random bits make a clash between two writers the same second rare,
-    and the store's exclusive create turns the rare clash into a retry rather than an overwrite."""
-    return f"{when:%Y-%m-%d}-{slugify(title)}-{_suffix()}"
+    and the store's exclusive create turns the rare clash into a retry rather than an overwrite. A credential in
+    the title is masked before it is lower-cased into the id (and so into file names, links and the site)."""
+    from kb.redact import redact_name
+
+    return f"{when:%Y-%m-%d}-{slugify(redact_name(title))}-{_suffix()}"
 
 
 def reroll(entry_id: str) -> str:

@@ -4,25 +4,30 @@ Entries, their logs and the sites built from them are shared through git and sta
 leaked token stays in history for good. So every log line, command line, environment and note is passed
 through here first, and what looks like a credential is replaced by `MASK`, keeping the text around it:
 
-- values of a known shape anywhere: AWS access key ids, Hugging Face, GitHub, OpenAI, Anthropic, Slack,
-  Google (API keys, OAuth client secrets and access tokens), Stripe, npm, PyPI, SendGrid and GitLab
-  tokens, Slack webhook paths, JWTs, bearer tokens, URL passwords and PEM private key blocks;
-- values assigned to a secret-looking name (see `is_secret_name`): `HF_TOKEN=...`, `password: ...`,
-  `--api-key ...`, `"api_key": "..."`, `Authorization: Bearer ...`, `AccountKey=...` in Azure connection
-  strings, `sig=...` in Azure SAS URLs, whole `Cookie:` headers.
+- by context, whatever the value's shape: values assigned to a secret-looking name (see `is_secret_name`):
+  `HF_TOKEN=...`, `password: ...`, `--api-key ...`, `"api_key": "..."`, `AccountKey=...`, `?sig=...`; every
+  `Authorization:` scheme; a machine-made URL user name; passwords in their place on database and cloud command
+  lines (`mysql -pX`, `sqlplus user/X@db`); whole `Cookie:` headers;
+- by shape: private key blocks, kb's own token shapes (`_TOKEN_SHAPES`), gitleaks' maintained rules
+  (kb.secrets.gitleaks) and prefixed high-entropy tokens (`tokens`);
+- by value: this machine's own credentials (kb.secrets.known).
 
 Masking errs towards hiding: a harmless value next to a secret-looking name is masked too. Harmless
-look-alikes that evidence needs (commit hashes, digests, versions, `TOKENIZERS_PARALLELISM=false`,
-`num_tokens: 4096`, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in the
-text's length, and each is tried only where it can match (a shape on a line holding its fixed text, an
-assignment where a secret word is): 4 to 5 MB of log a second, 0.5 MB where every line holds a URL.
+look-alikes that evidence needs (commit hashes, digests, UUIDs, versions, `TOKENIZERS_PARALLELISM=false`,
+`num_tokens: 4096`, state-dict keys, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in
+the text's length, and each is tried only where it can match (a context shape on a line holding its fixed text, a
+token where a run of 16 token characters is, an assignment where a secret word is): 3 to 7 MB of log a second,
+0.3 MB where every line holds a URL.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import math
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import cycle
 from typing import Any, TextIO
@@ -43,11 +48,16 @@ _SECRET_WORDS = frozenset(
         "CREDENTIAL", "CREDENTIALS", "CREDS",
         "AUTH", "AUTHORIZATION", "AUTHENTICATION",
         "COOKIE", "COOKIES", "SESSION", "SESSIONID",
-        "SIGNATURE", "SIG", "PAT", "SSHPASS",
+        "SIGNATURE", "SIG", "PAT", "SSHPASS", "DSN", "WEBHOOK", "WEBHOOKS", "PRIVATE", "BEARER",
     }
 )  # fmt: skip
-# A word part that ends in one of these holds a secret too: `PGPASSWORD`, `csrftoken`, `MYSQLPASSWD`.
-_SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN")
+# A word part that ends in one of these holds a secret too: `PGPASSWORD`, `csrftoken`, `MYSQLPASSWD`, `WRITEKEY`,
+# `authkey`; but not the words that merely end in KEY.
+_SECRET_ENDINGS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY")
+_NOT_KEYS = frozenset(
+    {"MONKEY", "DONKEY", "TURKEY", "HOCKEY", "JOCKEY", "WHISKEY", "LACKEY", "HOTKEY", "SORTKEY", "DISPATCHKEY",
+     "PRIMARYKEY", "FOREIGNKEY", "HASHKEY", "CACHEKEY", "PARTITIONKEY", "TURNKEY", "PUBKEY", "PUBLICKEY"}
+)  # fmt: skip
 # A last word part that describes a secret rather than holding it: `key_size`, `max_session_len`,
 # `token_type`, `HF_TOKEN_PATH`, `KeyError`.
 _DESCRIPTIVE_WORDS = frozenset(
@@ -70,14 +80,14 @@ _TEXT_TOKENS = frozenset(
         "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "FIRST", "LAST", "PER", "NEXT", "EACH", "OUTPUT", "INPUT",
         "PROMPT", "GENERATED", "START", "END", "SPECIAL", "IMAGE", "VISION", "AUDIO", "VIDEO", "ADDITIONAL",
         "IMPLICIT", "DECODER", "ENCODER", "EOT", "FIM", "MIDDLE", "PREFIX", "SUFFIX", "THINK", "TOOL", "CHAT",
-        "SENTINEL", "MAX", "MIN", "NUM", "TOTAL", "BOI", "EOI", "BOA", "EOA", "UNUSED", "NEWLINE", "SPACE",
+        "SENTINEL", "MAX", "MIN", "NUM", "TOTAL", "BOI", "EOI", "BOA", "EOA", "UNUSED", "NEWLINE", "SPACE", "STOP",
     }
 )  # fmt: skip
 # Names whose secret word ends in ID yet hold (or point at) a secret: masking costs nothing.
-_SECRET_PAIRS = frozenset({("SESSION", "ID"), ("ACCESS", "KEY", "ID")})
+_SECRET_PAIRS = frozenset({("SESSION", "ID"), ("ACCESS", "KEY", "ID"), ("PRIVATE", "KEY", "ID")})
 # Words that are weak alone (`sort_key=step`, `key=len`, `sig=11`, `auth: disabled`) and strong with one of
 # these in front (`api_key`, `signing_key`, `client_session`).
-_WEAK_WORDS = frozenset({"KEY", "KEYS", "SIG", "SIGNATURE", "SESSION", "AUTH"})
+_WEAK_WORDS = frozenset({"KEY", "KEYS", "SIG", "SIGNATURE", "SESSION", "AUTH", "PRIVATE"})
 _STRONG_PREFIXES = frozenset(
     {
         "API", "ACCESS", "SECRET", "PRIVATE", "CLIENT", "APP", "MASTER", "SERVICE", "ACCOUNT", "SHARED",
@@ -91,7 +101,8 @@ _STRONG_PREFIXES = frozenset(
 _HARMLESS_NAMES = frozenset({"DISPATCH_KEY"})
 # Substrings of every secret word, so that a look-ahead skips most names before any Python runs; trying
 # the stems only where one can start halves the time spent on a log.
-_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig", "pat")
+_STEMS = ("token", "secret", "pass", "pwd", "key", "cred", "auth", "cookie", "session", "sig", "pat", "dsn", "webhook",
+          "private", "bearer")  # fmt: skip
 _STEM_STARTS = "".join(sorted({stem[0] for stem in _STEMS} | {stem[0].upper() for stem in _STEMS}))
 # Values that configure rather than authenticate: `use_auth_token=True`, `"api_key": null`, `auth: disabled`.
 _NOT_SECRET_VALUES = frozenset(
@@ -105,8 +116,9 @@ _HARMLESS_VALUE = re.compile(
     r"|</?\|?[A-Za-z_][A-Za-z0-9_.:-]{0,30}\|?>|\[[A-Z]{2,10}\]"
 )
 # What a weak name (`sort_key`, `key`) may hold and still be code: a plain word (`len`, `step`, `x.size`),
-# numbered only after a separator (`triton_mm_4`).
-_IDENTIFIER = re.compile(r"[a-z_]+(?:[_.][a-z0-9]+)*")
+# numbered only after a separator (`triton_mm_4`), or a dotted path of two dots or more (a state-dict key
+# `model.layers.0.lora_B.weight`, a module `torch.nn.Linear`).
+_IDENTIFIER = re.compile(r"[a-z_]+(?:[_.][a-z0-9]+)*|[A-Za-z_][A-Za-z0-9_]{0,40}(?:\.[A-Za-z0-9_]{1,40}){2,}")
 # Inductor names its caches' entries by a SHA-256 in lower-case base32, with a letter for the cache in
 # front (`"key": "fvyrmq..."` in compile traces): a digest, not a secret, when the name is a bare `key`.
 _CACHE_KEY = re.compile(r"[a-z]?[a-z2-7]{51}")
@@ -137,17 +149,29 @@ _PEM = re.compile(
 _PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
 _ARGUMENT = r"[^\s'\"]+"
+# An argument: a quoted string (its quotes escaped too, as in JSON) or a run without quotes, after an `=`
+# (`-p"X"`, `-p='X'`, `-p\"X\"`, `-pX`): a mask never stops at a quote, nor runs past the string the argument is
+# in (`name="... -pX"`).
+_SHELL_WORD = r"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\"]+)"
 
 # Credentials recognisable by their shape. Each starts where no word goes on before it, so every
 # start is tried once. The groups named in _KEPT are context, kept in front of the mask.
-_SHAPES = (
+_CONTEXT_SHAPES = (
     # scheme://user:password@host, the password up to the host's @ (it may hold @ itself)
     r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#\"'<>\[\]]*[^\s/?#@\"'<>\[\]](?=@[^\s/?#@\"'<>\[\]]*(?:[/?#\s\"'<>]|$))"
     # scheme://token@host: a user name of 20 letters and digits, with both in it, is a token
     r"|(?P<userinfo>://)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}(?=@)"
     # a password given on a command line: mysql -pX, docker login -p X, sshpass -p X, curl -u user:X
-    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=[^\s'\"])(?!assword)"
-    r"[^\s'\"]+"
+    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=\S)(?!assword)"
+    rf"{_SHELL_WORD}"
+    # positional passwords: Oracle's `user/PASSWORD@db`; the secret after an account or key id (`b2 authorize-account
+    # ID KEY`, `mc alias set NAME URL ACCESS SECRET`, `htpasswd -b FILE USER PASSWORD`); a token as a command's argument
+    rf"|(?P<oracle>{_PROGRAM}(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-\S+)*[ \t]+['\"]?[A-Za-z0-9_$#.]+/)"
+    r"[^\s@'\"/]+"
+    rf"|(?P<after_id>{_PROGRAM}(?:b2[ \t]+authorize[-_]account|twilio[ \t]+login|htpasswd[ \t]+-\S*b\S*[ \t]+\S+"
+    rf"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)[ \t]+\S+[ \t]+){_SHELL_WORD}"
+    rf"|(?P<token_arg>{_PROGRAM}(?:ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken|vault[ \t]+login(?:[ \t]+-\S+)*"
+    rf"|(?:aws|gcloud|az)[ \t]+configure?[ \t]+set[ \t]+\S*(?i:secret|token|key|password)\S*)[ \t]+)(?!-){_SHELL_WORD}"
     rf"|(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
     rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}"
     rf"|(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"
@@ -165,7 +189,11 @@ _SHAPES = (
     r"|(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
     r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
     r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
-    r"|(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
+)
+# Tokens recognisable by their shape alone. Each starts where no word goes on before it; every one is a run of
+# 16 token characters or more, or holds a fixed text of _HINTS.
+_TOKEN_SHAPES = (
+    r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -174,7 +202,7 @@ _SHAPES = (
     r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
     r"|xox[abeoprs]-[0-9][A-Za-z0-9-]{8,}"  # Slack tokens
     r"|(?P<hook>hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"  # Slack webhooks
-    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"  # JWT
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){0,2}"  # JWT, JWE (five parts)
     r"|AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"  # Google API key
     r"|npm_[A-Za-z0-9]{36,}"  # npm
     r"|gl(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}"  # GitLab's token prefixes
@@ -228,6 +256,7 @@ _SHAPES = (
     r"|ewoJImF1dGhzIjog[A-Za-z0-9+/=]{16,}|ewogICJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # the same, indented
     r")"
 )
+_SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
 @functools.cache
@@ -236,22 +265,18 @@ def _shapes() -> re.Pattern[str]:
     return re.compile(_SHAPES)
 
 
-# What every match of _SHAPES holds, compared in lower case: a line holding none of them is not searched, since
-# the shapes cost 1 to 10 microseconds a character and most lines of a log hold none. A shape added above needs its
-# text here (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot tokens have no
-# fixed text: _SHAPELESS finds their middle part.
+# What every match of _CONTEXT_SHAPES holds, and every match of _TOKEN_SHAPES that is not a run of 16 token
+# characters or more (_run_lines finds the lines of those), compared in lower case: a line holding neither is not
+# searched, since the shapes cost 1 to 10 microseconds a character and most lines of a log hold neither; a line
+# holding only a run is searched for tokens where one can start. A shape added above needs its text here
+# (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot tokens have no fixed text:
+# _SHAPELESS finds their middle part.
 _HINTS = (
     "://", "mysql", "mariadb", "login", "sshpass", "twine", "sqlcmd", "bcp", "osql", "ldap", "redis-cli", "smbclient",
     "curl", "wget", "http", "-pass", "wandb", "password", "discord", "hooks.zapier.com", "webhook.office.com",
-    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "akia", "asia", "abia", "acca", "hf_", "ghp_", "gho_", "ghu_",
-    "ghs_", "ghr_", "github_pat_", "sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "xox", "hooks.slack.com/",
-    "eyj", "aiza", "npm_", "glpat-", "gloas-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-",
-    "glsoat-", "pypi-ag", "sg.", "gocspx-", "ya29.", "bearer", "xapp-", "whsec_", "atatt3", "dapi", "_v1_", "dp.",
-    "sl.", "figd_", "glc_", "glsa_", "hvs.", "hvb.", ".atlasv1.", "lin_api_", "lin_oauth_", "-us", "key-", "nrak-",
-    "nrii-", "secret_", "ntn_", "pmak-", "pul-", "r8_", "sntrys_", "sntryu_", "shpat_", "shpca_", "shppa_", "shpss_",
-    "sq0atp-", "sq0csp-", "eaaa", "sk", ":aa", "gsk_", "xai-", "pplx-", "fw_", "api_org_", "age-secret-key-1", "hrku-",
-    "fo1_", "fm1_", "fm2_", "nfp_", "nfc_", "rubygems_", "oy2", "cio", "dckr_", "atbb", "q~", "ewojimf1dghzijog",
-    "ewogicjhdxrocyi6",
+    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "hooks.slack.com/", "eyj", "xox", "xapp-", "q~", "sk", "-us",
+    "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "authorize", "twilio", "htpasswd", "alias", "config",
+    "authtoken", "vault",
 )  # fmt: skip
 _SHAPELESS = re.compile(r"\.[A-Za-z0-9_-]{6}\.")
 # The letters that a case-insensitive pattern matches and lower() does not make: the long s is s, the dotless i
@@ -267,10 +292,11 @@ _FOLDS = str.maketrans({"\u017f": "s", "\u0131": "i", "\u0130": "i"})
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
 _ASSIGNMENT = re.compile(
     rf"""
-    (?:(?<![A-Za-z0-9_.-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
+    (?:(?<![A-Za-z0-9_.\\-])|(?<=\\[nrt]))(?=[A-Za-z_-])  # a word's start, also after an escaped line break
     (?=-{{0,2}}[A-Za-z0-9_.-]{{0,64}}?(?=[{_STEM_STARTS}])(?i:{"|".join(_STEMS)}))
     (?:
-        (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)
+        (?P<authz>(?i:(?:proxy-)?authorization)\\?["']?[ \t]*:[ \t]*)(?P<authz_value>[^\r\n]+)
+      | (?P<cookie>(?i:(?:set-)?cookie)["']?[ \t]*:[ \t]*)
         (?P<cookie_value>(?:[^"\\\s]|\\.)(?:(?:[^"\\\r\n]|\\.)*(?:[^"\\\s]|\\.))?)
       | (?:
             --?(?P<listed>{_NAME})["'][ \t]*,[ \t]*(?=["'])  # a flag and its value listed: ["--token", "..."]
@@ -313,7 +339,9 @@ def is_secret_name(name: str) -> bool:
 
 
 def _is_secret_word(part: str) -> bool:
-    return part in _SECRET_WORDS or (part.endswith(_SECRET_ENDINGS) and part not in ("TOKEN", "SECRET"))
+    return part in _SECRET_WORDS or (
+        part.endswith(_SECRET_ENDINGS) and part not in ("TOKEN", "SECRET", "KEY") and part not in _NOT_KEYS
+    )
 
 
 def _weak_name(name: str) -> bool:
@@ -378,7 +406,26 @@ def redact_fields(value: Any, name: str | None = None) -> Any:
 
 def _masked_key(key: Any) -> Any:
     """A field name with a credential in it (a metric named by a token): masked in a form names may take."""
-    return redact_text(key).replace(MASK, NAME_MASK) if isinstance(key, str) else key
+    return redact_name(key) if isinstance(key, str) else key
+
+
+def redact_name(name: str) -> str:
+    """A name (a title an id is made from, a file, a tag, a key) with every credential masked as `redacted`: names
+    allow no brackets. A token glued to a word in front of it (`metric-<token>.txt`, `ckpt_<token>`) is looked for
+    after each separator too, where the name holds a run long enough to be one."""
+    masked = redact_text(name)
+    if _RUN_NEEDLE in masked.translate(_RUN_MAP):
+        for separator in _NAME_SEPARATOR.finditer(masked):
+            rest = masked[separator.end() :]
+            if _RUN_NEEDLE not in rest.translate(_RUN_MAP):
+                break
+            rest_masked = redact_text(rest)
+            if rest_masked != rest:
+                masked = masked[: separator.end()] + rest_masked
+    return masked.replace(MASK, NAME_MASK)
+
+
+_NAME_SEPARATOR = re.compile(r"[-_.]")
 
 
 def redact_text(text: str) -> str:
@@ -393,8 +440,113 @@ def redact_text(text: str) -> str:
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
         pieces = _LONG_BLANK.split(text)  # the runs are captured: odd pieces
-        return "".join(piece if odd else _mask_shapes(piece) for odd, piece in zip(cycle((0, 1)), pieces))
-    return _mask_shapes(text)
+        text = "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
+    else:
+        text = _mask_found(_mask_shapes(text))
+    return _mask_known(text) if MASK_KNOWN.get() else text
+
+
+# Whether this machine's own credentials are masked too (kb.secrets.known): not where a finding is remembered.
+MASK_KNOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("MASK_KNOWN", default=True)
+
+
+def _mask_known(text: str) -> str:
+    """This machine's own credentials (kb.secrets.known), masked wherever they are, whatever their shape."""
+    from kb.secrets.known import values
+
+    for value in values():
+        if value in text and value.lower() not in _NOT_SECRET_VALUES:
+            text = text.replace(value, MASK)
+    return text
+
+
+# Every credential that no context names is a run of 16 token characters or more. Such runs are found by a
+# translation and a plain search (a few nanoseconds a character), and only their lines are searched for the rules'
+# keywords and for tokens: most lines of a log hold none.
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=-"
+_RUN_MAP = str.maketrans({chr(c): "a" if chr(c) in _RUN_CHARS else " " for c in range(128)})
+_RUN_NEEDLE = "a" * 16
+# Shapes that are long runs themselves: PASETO tokens; the private members of a JSON Web Key (`"d"` of RSA and EC
+# keys, `"k"` of a symmetric one).
+_LONG_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<secret>v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)?)"
+    r'|"(?:d|p|q|dp|dq|qi|k)"[ \t]*:[ \t]*"(?P<jwk>[A-Za-z0-9_-]{40,})"'
+)
+
+
+def _mask_found(text: str) -> str:
+    """What no context names: the vendored rules' shapes and prefixed high-entropy tokens."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _line_runs(_run_lines(text)):
+        piece = text[start:end]
+        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece)
+        found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
+        spans += [(start + a, start + b) for a, b in found]
+    if not spans:
+        return text
+    out: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if end <= done:
+            continue
+        out += (text[done : max(start, done)], MASK)
+        done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _gitleaks():
+    from kb.secrets import gitleaks
+
+    return gitleaks
+
+
+# A run of token characters long enough to be a prefixed token (`<word>_` or `<word>-` and 20 more) or a URL's
+# secret path part.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{20,}")
+# The names of digests in front of their value (`sha256-...`, `md5_...`): what follows is a hash.
+_DIGEST_NAMES = frozenset({"sha", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake2s",
+                           "blake3", "xxh64", "xxh3", "crc32", "git"})  # fmt: skip
+_HEX_OR_UUID = re.compile(r"[0-9a-fA-F_-]+")
+
+
+def tokens(text: str) -> list[tuple[int, int]]:
+    """Spans of machine-made tokens that no rule knows: a word and `-` or `_` in front of 20 or more characters of
+    high entropy (`napi_...`, `tskey-auth-...`), and a long random part of a URL's path (`/bot/<token>/send`).
+    Kept as evidence: hashes and UUIDs (hex whatever their prefix), parts made of words and numbers
+    (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such (`sha256-...`)."""
+    found = []
+    for match in _TOKEN_RUN.finditer(text):
+        word = match[0]
+        prefix, _, rest = word.replace("-", "_").partition("_")
+        prefixed = len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha()
+        if prefixed and prefix.lower() not in _DIGEST_NAMES and _random_part(rest, 16, 3.5):
+            found.append(match.span())
+            continue
+        start = match.start()
+        if start and text[start - 1] == "/" and _in_url(text, start) and _random_part(word, 24, 4.0, mixed_case=True):
+            found.append(match.span())
+    return found
+
+
+def _random_part(text: str, length: int, entropy: float, mixed_case: bool = False) -> bool:
+    """Whether `text` has a part (between `-` and `_`) of `length` or more letters and digits, not hex, as varied
+    as random text of that length is."""
+    if _HEX_OR_UUID.fullmatch(text):
+        return False
+    longest = max(re.split(r"[-_]", text), key=len)
+    if len(longest) < length or longest.isalpha() or longest.isdigit():
+        return False
+    if mixed_case and (longest.islower() or longest.isupper()):
+        return False
+    return shannon(longest) >= entropy
+
+
+def _in_url(text: str, at: int) -> bool:
+    """Whether `at` is in a URL's path: `://` before it on its line, with no blank between."""
+    line_start = text.rfind("\n", 0, at) + 1
+    scheme = text.rfind("://", line_start, at)
+    return scheme >= 0 and not any(char.isspace() for char in text[scheme:at])
 
 
 def _mask_shapes(text: str) -> str:
@@ -403,7 +555,10 @@ def _mask_shapes(text: str) -> str:
     lowered = _lowered(text)
     if lowered is None:
         return _mask_everywhere(text)
-    masked = _on_lines(text, _hinted_lines(text, lowered), _mask_shapes_on_line)
+    hinted = _hinted_lines(text, lowered)
+    runs = {start: end for start, end in _run_lines(text).items() if start not in hinted}
+    marked = {start: (end, _mask_tokens_on_line) for start, end in runs.items()}
+    masked = _on_lines(text, marked | {start: (end, _mask_shapes_on_line) for start, end in hinted.items()})
     # The masks are ASCII and each character lowers to one: the masked text's lower case lines up with it too.
     return _mask_assignments(masked, _starts(masked, masked.translate(_FOLDS).lower()))
 
@@ -433,6 +588,32 @@ def _mask_shapes_on_line(line: str) -> str:
     return _shapes().sub(_mask_shape, line)
 
 
+@functools.cache
+def _token_shapes() -> re.Pattern[str]:
+    return re.compile(_TOKEN_SHAPES)
+
+
+# Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it.
+_TOKEN_START = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))[A-Za-z0-9]")
+
+
+def _mask_tokens_on_line(line: str) -> str:
+    """What _mask_shapes_on_line gives on a line holding no hint (only the token shapes can match there), trying
+    them only where a token can start: a line of one long run is tried once, not at each of its characters."""
+    out: list[str] = []
+    done = 0
+    for start in _TOKEN_START.finditer(line):
+        if start.start() < done:
+            continue
+        match = _token_shapes().match(line, start.start())
+        if match:
+            kept = match["hook"] or match["bearer"] or ""
+            out += (line[done : match.start()], kept + MASK)
+            done = match.end()
+    out.append(line[done:])
+    return "".join(out)
+
+
 def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
     """start -> end (after its newline) of each line holding one of _HINTS or what _SHAPELESS finds."""
     lines: dict[int, int] = {}
@@ -450,26 +631,68 @@ def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
     return lines
 
 
+def _run_lines(text: str) -> dict[int, int]:
+    """start -> end of each line holding a run of 16 token characters or more: every token a vendor issues is
+    one, so a shape with no fixed text of its own to hint at is still searched for there."""
+    mapped = text.translate(_RUN_MAP)
+    lines: dict[int, int] = {}
+    at = mapped.find(_RUN_NEEDLE)
+    while at >= 0:
+        start, end = _line_around(text, at, at + len(_RUN_NEEDLE))
+        lines[start] = end
+        at = mapped.find(_RUN_NEEDLE, end)
+    return lines
+
+
 def _line_around(text: str, start: int, end: int) -> tuple[int, int]:
     after = text.find("\n", end)
     return text.rfind("\n", 0, start) + 1, len(text) if after < 0 else after + 1
 
 
-def _on_lines(text: str, lines: dict[int, int], mask: Callable[[str], str]) -> str:
-    """`mask` applied to each run of these lines (one call for lines that follow each other), the rest as it is."""
-    out: list[str] = []
-    done = 0
+def _line_runs(lines: dict[int, int]) -> list[list[int]]:
+    """[start, end] of each run of lines that follow each other."""
     runs: list[list[int]] = []
     for start in sorted(lines):
         if runs and runs[-1][1] == start:
             runs[-1][1] = lines[start]
         else:
             runs.append([start, lines[start]])
-    for start, end in runs:
+    return runs
+
+
+def _on_lines(text: str, lines: dict[int, tuple[int, Callable[[str], str]]]) -> str:
+    """Each line's mask applied to it (one call for lines that follow each other and share a mask), the rest of
+    the text as it is. `lines`: start -> (end after the newline, mask)."""
+    runs: list[list] = []
+    for start in sorted(lines):
+        end, mask = lines[start]
+        if runs and runs[-1][1] == start and runs[-1][2] is mask:
+            runs[-1][1] = end
+        else:
+            runs.append([start, end, mask])
+    out: list[str] = []
+    done = 0
+    for start, end, mask in runs:
         out += (text[done:start], mask(text[start:end]))
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+def token_like(text: str) -> bool:
+    """Whether a user name or a word looks made by a machine: 16 characters or more, letters and digits, not only
+    words and numbers joined by punctuation (`svc_perf_bot_20260101`), and as varied as random text is."""
+    if len(text) < 16 or not any(c.isdigit() for c in text) or not any(c.isalpha() for c in text):
+        return False
+    if all(part.isalpha() or part.isdigit() or len(part) <= 8 for part in re.split(r"[-_.]", text)):
+        return False
+    return shannon(text) >= 3.0
+
+
+def shannon(text: str) -> float:
+    """Bits a character of the text's own alphabet: about 4 to 6 for a random token, less for words and numbers."""
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
 _BLANK_RUN = 4096
@@ -478,12 +701,16 @@ _LONG_BLANK = re.compile(rf"(\s{{{_BLANK_RUN},}})")
 
 # The groups of _SHAPES that are context, kept in front of the mask.
 _KEPT = ("hook", "bearer", "userinfo", "cli", "cli_login", "cli_upper", "cli_w", "cli_a", "cli_smb", "cli_user",
-         "cli_pass", "wandb", "netrc", "netrc_line", "path_hook", "mattermost")  # fmt: skip
+         "cli_pass", "wandb", "netrc", "netrc_line", "path_hook", "mattermost", "oracle", "after_id",
+         "token_arg")  # fmt: skip
 
 
 def _mask_shape(match: re.Match[str]) -> str:
     if match["url"]:  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
-        return _shapes().sub(_mask_shape, match["url"]) + MASK
+        user = match["url"][3:-1]
+        return f"://{MASK}:{MASK}" if token_like(user) else _shapes().sub(_mask_shape, match["url"]) + MASK
+    if match["userinfo"] and not token_like(match[0][3:]):
+        return match[0]  # a long user name of words and numbers: `jenkins_build_agent_2026`
     kept = next((group for group in _KEPT if match[group]), None)
     return (match[kept] if kept else "") + MASK
 
@@ -500,11 +727,11 @@ def _mask_assignments(text: str, starts: Iterable[int]) -> str:
         start = at + 1
         if match is None:
             continue
-        masked = _mask_assignment(match)
+        masked = _mask_authorization(match) if match["authz"] else _mask_assignment(match)
         if masked is None:  # not a secret after all; a secret may still start inside the candidate
             continue
-        out += (text[done : match.start()], masked)
-        done = start = match.end()
+        out += (text[done : match.start()], masked[0])
+        done = start = masked[1]
     out.append(text[done:])
     return "".join(out)
 
@@ -535,7 +762,45 @@ def _occurrences(text: str, part: str) -> Iterator[int]:
         at = text.find(part, at + 1)
 
 
-def _mask_assignment(match: re.Match[str]) -> str | None:
+def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
+    """An `Authorization:` header of any scheme (`SSWS`, `Splunk`, `Token token="..."`, `AWS4-HMAC-SHA256 ...`): all
+    its credentials masked, the scheme kept. They end with the line, with the quoted string they are in, or with the
+    string that holds the whole header (`-H 'Authorization: ...'`, `"Authorization: ..."` in JSON)."""
+    text, begin = match.string, match.start("authz_value")
+    line_end = match.end("authz_value")
+    quote = text[match.start() - 1] if match.start() and text[match.start() - 1] in "\"'" else ""
+    end = line_end
+    opening = re.match(r'\\"|"|\'', text[begin:line_end])
+    if opening:  # a quoted value: to its closing quote
+        closing = re.compile(r'\\"' if opening[0] == '\\"' else r"(?<!\\)" + opening[0])
+        found = closing.search(text, begin + len(opening[0]), line_end)
+        begin += len(opening[0])
+        end = found.start() if found else line_end
+    elif quote:  # the header is inside a quoted string: to where that string closes (`\"` inside JSON: to `\"`)
+        escaped = text[match.start() - 2 : match.start()] == "\\" + quote
+        closing = re.compile(re.escape("\\" + quote) if escaped else r"(?<!\\)" + quote)
+        found = closing.search(text, begin, line_end)
+        end = found.start() if found else line_end
+    value = text[begin:end].rstrip()
+    end = begin + len(value)
+    if not value or value.lower() in _NOT_SECRET_VALUES:
+        return None
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=\S)", value)
+    kept = scheme[0] if scheme and scheme[0].strip().lower() != MASK.lower() else ""
+    credentials = _AUTH_CREDENTIALS.match(value, len(kept))
+    if not opening and not quote and credentials and credentials.end() > len(kept):
+        after = value[credentials.end() : credentials.end() + 1]
+        if not after or after.isspace() or after in "'\"`)]}>,;|\\":  # several headers on a line: this one's end
+            end = begin + credentials.end()
+    return text[match.start() : begin] + kept + MASK, end
+
+
+# What follows an HTTP auth scheme: a list of parameters (`username="u", response="..."`) or one token (RFC 9110).
+_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|[^\s,"]*)'
+_AUTH_CREDENTIALS = re.compile(rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*")
+
+
+def _mask_assignment(match: re.Match[str]) -> tuple[str, int] | None:
     value = match.lastgroup  # the value's group: it is the last one to close
     assert value is not None
     name = match["listed"] or match["flag"] or match["name"]
@@ -546,7 +811,7 @@ def _mask_assignment(match: re.Match[str]) -> str | None:
     ):
         return None
     text = match.string
-    return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()]
+    return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()], match.end()
 
 
 _PEM_OPEN = re.compile(rf"{_PEM_BEGIN}|Private-Lines: ")

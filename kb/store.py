@@ -27,6 +27,7 @@ from kb.home import CACHE, CONFIG_NAME, find_root
 ENTRIES = "entries"
 CREATE_ATTEMPTS = 8
 ATTACHMENT_NAME_MAX = 128
+NAME_MAX = 200  # bytes: the temporary file written beside a file adds about 30 to its name, and 255 is the limit
 TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
 
@@ -295,15 +296,25 @@ class KnowledgeBase:
             raise KbError(f"cannot attach {source}: {exc.strerror}") from None
         return target
 
-    def mask_files(self, folder: Path) -> None:
-        """Mask the text files a run wrote into its folder itself (the run folder), in place: they are published
-        with the entry. Links are left alone (kb reads and publishes only files inside the knowledge base)."""
-        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
-            if path.is_file() and not path.is_symlink() and not path.name.startswith("."):
-                try:
-                    _copy_masked(path, path)
-                except OSError as exc:
-                    raise KbError(f"cannot mask secrets in {path}: {exc.strerror}") from None
+    def mask_files(self, folder: Path) -> list[str]:
+        """Mask the text files a run wrote into its folder itself (the run folder), and the names of its files and
+        folders: they are published with the entry. Links are left alone (kb reads and publishes only files inside
+        the knowledge base). Masking never fails open: a file that cannot be masked where it is (a name too long
+        for the temporary beside it, an I/O error) is kept masked under a short name, or else removed. Returns
+        what was renamed or removed, for the entry to say (the run's own outcome is not touched)."""
+        said: list[str] = []
+        for root, dirs, files in os.walk(folder, topdown=False) if folder.is_dir() else ():
+            for name in files:
+                path = Path(root, name)
+                if not path.is_symlink() and not name.startswith(".") and path.is_file():
+                    said += _mask_file(path, folder)
+            for name in dirs:
+                masked = masked_name(name)
+                if masked != name and not Path(root, name).is_symlink():
+                    target = _free(Path(root, masked))
+                    os.rename(Path(root, name), target)
+                    said.append(f"{target.relative_to(folder).as_posix()}: folder renamed, its name held a credential")
+        return said
 
     def attachment_target(self, entry: Entry, name: str) -> Path:
         """A path inside the entry's attachment folder for `name`, never outside it, never over an existing file."""
@@ -346,7 +357,7 @@ _BINARY = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"PK\x03\x04", b"\x7fE
            b"\xfd7zXZ", b"(\xb5/\xfd", b"SQLite format 3\x00", b"\x93NUMPY", b"\x80\x02", b"\x80\x04")  # fmt: skip
 
 
-def _text_codec(head: bytes) -> str | None:
+def text_codec(head: bytes) -> str | None:
     """How a file's text is encoded (UTF-8 standing for any ASCII-based one: other bytes pass through as they
     are), or None for a binary file. A NUL or two among text (a log that caught one) is still text."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -362,7 +373,7 @@ def _text_codec(head: bytes) -> str | None:
 
 def _copy_masked(source: Path, target: Path) -> None:
     with open(source, "rb") as handle:
-        codec = _text_codec(handle.read(TEXT_SNIFF))
+        codec = text_codec(handle.read(TEXT_SNIFF))
     if codec is None and source == target:
         return
     # As every atomic write: never half a file, and a killed writer's leftover is known by its name. Without
@@ -383,9 +394,70 @@ def _copy_masked(source: Path, target: Path) -> None:
         dst.writelines(redact_pieces(src, REDACT_BLOCK))
 
 
+def masked_name(name: str) -> str:
+    """A file or folder name with any credential in it masked (`redacted`), bounded to NAME_MAX bytes with a digest
+    of the whole in place of the middle, so that kb can always write the temporary file beside it."""
+    from kb.redact import redact_name
+
+    masked = redact_name(name)
+    if len(masked.encode("utf-8", "surrogateescape")) <= NAME_MAX:
+        return masked
+    import hashlib
+
+    _stem, dot, suffix = masked.rpartition(".")
+    keep = "." + suffix[:16] if dot and suffix.isascii() else ""
+    digest = hashlib.sha256(masked.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    head = masked.encode("utf-8", "surrogateescape")[: NAME_MAX // 2].decode("utf-8", "ignore")
+    return f"{head}-{digest}{keep}"
+
+
+def _free(target: Path) -> Path:
+    """`target`, or the same name numbered, whichever does not exist yet."""
+    stem, dot, suffix = target.name.partition(".")
+    counter = 2
+    while target.exists():
+        target = target.with_name(f"{stem}-{counter}{dot}{suffix}")
+        counter += 1
+    return target
+
+
+def _mask_file(path: Path, folder: Path) -> list[str]:
+    """Mask one file of a run folder in place, or under a masked or shorter name; remove it if neither works."""
+    masked = masked_name(path.name)
+    shown = path.with_name(masked).relative_to(folder).as_posix()
+    try:
+        if masked == path.name:
+            _copy_masked(path, path)
+            return []
+        target = _free(path.with_name(masked))
+        _copy_masked(path, target)
+        path.unlink()
+        return [f"{target.relative_to(folder).as_posix()}: renamed, its name was too long or held a credential"]
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    try:
+        import hashlib
+
+        fallback = _free(path.with_name(f"kb-masked-{hashlib.sha256(masked.encode()).hexdigest()[:12]}.txt"))
+        _copy_masked(path, fallback)
+        path.unlink()
+        return [f"{fallback.relative_to(folder).as_posix()}: kept under this name; {shown} could not be masked "
+                f"where it was ({problem})"]  # fmt: skip
+    except OSError:
+        pass
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise KbError(f"cannot mask secrets in {path}, nor remove it: {exc.strerror}") from None
+    return [f"{shown}: removed, it could not be masked ({problem})"]
+
+
 def safe_name(name: str) -> str:
-    """A file name that stays inside its folder: no separators, no '..', no NUL, no leading dot, bounded length."""
-    base = re.split(r"[\\/]", name.replace("\x00", ""))[-1]
+    """A file name that stays inside its folder: no separators, no '..', no NUL, no leading dot, bounded length,
+    no credential (masked as in the entry that lists it, so that the two agree)."""
+    from kb.redact import redact_name
+
+    base = redact_name(re.split(r"[\\/]", name.replace("\x00", ""))[-1])
     base = re.sub(r"[^A-Za-z0-9._+-]+", "_", base).lstrip(".") or "attachment"
     if len(base) > ATTACHMENT_NAME_MAX:
         _stem, dot, suffix = base.rpartition(".")

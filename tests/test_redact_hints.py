@@ -1,7 +1,8 @@
 """Masking searches only where a credential can be, and finds exactly what a search everywhere finds.
 
 The shapes cost 1 to 10 microseconds a character: `kb record` of a program printing 10 MB a second slowed it
-25 times. So only lines holding a hint are searched for shapes, and assignments only where a stem is. These
+25 times. So only lines holding a hint or a run of 16 token characters are searched for shapes, and assignments
+only where a stem is. These
 tests hold the hints to the patterns: every shape's samples hold one, and on mixed texts the answer is the same.
 """
 
@@ -96,16 +97,20 @@ def _expansions(pattern: str) -> list[str]:
 
 
 SHAPES = _alternatives(redact._SHAPES)
+CONTEXT = _alternatives(redact._CONTEXT_SHAPES)
 CHOICES = sorted({choice for alternative in SHAPES for choice in _expansions(alternative)})
+CONTEXT_CHOICES = {choice for alternative in CONTEXT for choice in _expansions(alternative)}
 
 
-def _hinted(text: str) -> bool:
+def _hinted(text: str, runs: bool = True) -> bool:
+    """Whether masking searches the text's line: a hint, a Discord-like middle or (for tokens) a long run."""
     lowered = text.translate(redact._FOLDS).lower()
-    return any(hint in lowered for hint in redact._HINTS) or redact._SHAPELESS.search(text) is not None
+    hinted = any(hint in lowered for hint in redact._HINTS) or redact._SHAPELESS.search(text) is not None
+    return hinted or (runs and bool(redact._run_lines(text)))
 
 
 def test_the_shapes_are_split_into_their_alternatives() -> None:
-    assert len(SHAPES) >= 80
+    assert len(SHAPES) >= 80 and 15 <= len(CONTEXT) < len(SHAPES) / 2
     for alternative in SHAPES:
         re.compile(alternative)  # each is a pattern of its own
     assert any(alternative.startswith("hf_") for alternative in SHAPES)
@@ -118,7 +123,8 @@ def test_the_shapes_are_split_into_their_alternatives() -> None:
 @given(st.data())
 def test_every_match_of_every_shape_holds_a_hint(choice: str, data: st.DataObject) -> None:
     sample = data.draw(st.from_regex(choice, fullmatch=True))
-    assert _hinted(sample), f"no hint in {sample!r}, a match of {choice}: add its fixed text to _HINTS"
+    runs = choice not in CONTEXT_CHOICES  # a context shape is searched only on a line with a hint
+    assert _hinted(sample, runs), f"no hint in {sample!r}, a match of {choice}: add its fixed text to _HINTS"
 
 
 def test_every_credential_of_the_corpus_is_masked_as_a_search_everywhere_masks_it() -> None:
@@ -169,3 +175,8 @@ def test_a_secret_word_as_far_into_its_name_as_an_assignment_looks_is_masked(bef
     for dashes, length in itertools.product(("", "-", "--"), range(55, 70)):
         text = f"{before}{dashes}{'a' * length}_key=abcdefgh1234 and {dashes}{'b' * length}-token: zyxwvu9876"
         assert redact._mask_shapes(text) == redact._mask_everywhere(text), text
+
+
+def test_a_line_of_one_long_run_is_masked_as_a_search_everywhere_masks_it() -> None:
+    for text in ("x" * 5000, "ab" * 3000 + " ghp_" + "Aa1" * 13, "/" + "x" * 100 + "=ya29." + "b" * 30):
+        assert redact._mask_shapes(text) == redact._mask_everywhere(text)

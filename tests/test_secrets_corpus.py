@@ -58,10 +58,10 @@ for number, line in enumerate(lines):
 """
 
 
-def planted() -> list[str]:
+def planted(secrets: list[Secret] = SECRETS, look_alikes: list[LookAlike] = LOOK_ALIKES) -> list[str]:
     """Every secret's line with a look-alike after it, so that masking one cannot eat the next."""
-    texts = [s.text for s in SECRETS]
-    alikes = [a.text for a in LOOK_ALIKES]
+    texts = [s.text for s in secrets]
+    alikes = [a.text for a in look_alikes]
     return [text for pair in zip(texts, alikes + [""] * len(texts), strict=False) for text in pair if text] + alikes[
         len(texts) :
     ]
@@ -162,18 +162,23 @@ def compile_log(lines: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Planted:
-    top = tmp_path_factory.mktemp("corpus")
+    password = next(s for s in SECRETS if s.id == "https-url-password").value
+    return plant(tmp_path_factory.mktemp("corpus"), SECRETS, LOOK_ALIKES, password)
+
+
+def plant(top: Path, secrets: list[Secret], look_alikes: list[LookAlike], password: str) -> Planted:
+    """Every secret and look-alike of a corpus planted in every channel of a new knowledge base under `top`."""
     kb, _ = KnowledgeBase.init(top / "knowledge-base")
-    names = sorted({s.variable for s in SECRETS} | {a.variable for a in LOOK_ALIKES})
+    names = sorted({s.variable for s in secrets} | {a.variable for a in look_alikes})
     kb.config_path.write_text(kb.config_path.read_text().replace("env_prefixes = []", f"env_prefixes = {names}"))
-    lines = planted()
+    lines = planted(secrets, look_alikes)
     work = top / "work"
     work.mkdir()
     (work / "planted.txt").write_text("\n\n".join(lines))
-    env = {s.variable: s.env_value for s in SECRETS} | {a.variable: a.text for a in LOOK_ALIKES}
+    env = {s.variable: s.env_value for s in secrets} | {a.variable: a.text for a in look_alikes}
     note = "\n\n".join(lines)
 
-    flags = [part for s in SECRETS for part in (f"--{s.variable.lower().replace('_', '-')}", s.env_value)]
+    flags = [part for s in secrets for part in (f"--{s.variable.lower().replace('_', '-')}", s.env_value)]
     kb_ok(kb.root, "record", "--title", "corpus: record", "--note", note, "--", sys.executable, "-c", PRINTER,
           str(work / "planted.txt"), *lines, *flags, env=env)  # fmt: skip
     log = work / "remote.log"
@@ -194,7 +199,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Planted:
     one_line = [text for text in lines if "\n" not in text]
     # A tag holds a bare value: only what is recognisable without the words around it can be planted there.
     tags = [
-        part for s in SECRETS if TAG.fullmatch(s.value) and MASK in redact_text(s.value) for part in ("--tag", s.value)
+        part for s in secrets if TAG.fullmatch(s.value) and MASK in redact_text(s.value) for part in ("--tag", s.value)
     ]
     units = [part for number, text in enumerate(one_line) for part in ("--metric", f"m{number}=1 {text}")]
     kb_ok(kb.root, "record", "--title", "corpus: options", "--no-edit", "--status", "completed", "--backend",
@@ -205,7 +210,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Planted:
     imported.mkdir()
     manifest = {"command": {"argv": [*lines, *flags], "line": "python train.py", "cwd": "/srv"},
                 "environment": env, "settings": {f"s{n}": line for n, line in enumerate(lines)}
-                | {s.variable.lower(): s.env_value for s in SECRETS},
+                | {s.variable.lower(): s.env_value for s in secrets},
                 "failure": {"class": "crash", "message": note}, "status": "failed"}  # fmt: skip
     (imported / "run.json").write_text(json.dumps(manifest))
     (imported / "events.jsonl").write_text("".join(json.dumps({"event": "note", "text": t}) + "\n" for t in lines))
@@ -217,7 +222,6 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Planted:
     (work / "nul.log").write_bytes(text[: len(text) // 2].encode() + b"\x00" + text[len(text) // 2 :].encode())
     kb_ok(kb.root, "record", "--title", "corpus: encodings", "--no-edit", "--status", "failed", "--log",
           str(work / "latin1.log"), "--attach", str(work / "utf16.txt"), "--attach", str(work / "nul.log"))  # fmt: skip
-    password = next(s for s in SECRETS if s.id == "https-url-password").value
     kb_ok(kb.root, "decide", "--title", "corpus: decide", "--question", note, "--choice", note, "--rationale", note,
           "--owner", " | ".join(one_line), *[part for line in lines for part in ("--alternative", line)])  # fmt: skip
     release = kb_ok(kb.root, "release", "torch-neuronx", "2.27.1", "--url",

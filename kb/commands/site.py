@@ -26,13 +26,20 @@ def register(app: typer.Typer) -> None:
             None, "--out", help="The site folder (default: site/ in the knowledge base)."
         ),
         base_url: str = typer.Option("/", "--base-url", help="The path the site is served under, e.g. /kb/."),
+        allow_secrets: bool = typer.Option(
+            False,
+            "--allow-secrets",
+            help="Publish even entries that `kb check --secrets` finds a credential in (for a private site).",
+        ),
     ) -> None:
         from kb.commands.common import knowledge_base, report_problems, settle_orphan
         from kb.website.build import build_site
 
         kb = knowledge_base(ctx)
         with _progress() as progress:
-            report = build_site(kb, out, base_url=base_url, progress=progress, settle=settle_orphan)
+            report = build_site(
+                kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets
+            )
         report_problems(report.problems)
         typer.echo(f"Site: {report.summary()}")
         typer.echo(f"Open {report.out / 'index.html'}; for search, run `kb site serve`.")

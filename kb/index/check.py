@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import timedelta
+from pathlib import Path
 
 from kb.entry import Entry, iso, utc_now
 from kb.errors import EntryError, Problem
@@ -23,24 +24,35 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
     ).fetchall()
     for relative, role, target in dangling:
         path = kb.entries_path / relative
-        try:
-            line = Entry.read(path).lines.get(("links", role))
-        except (EntryError, OSError):
-            line = None
+        line = _line(path, ("links", role))
         found.append(Problem(path, line, f"links.{role}", f"no entry '{target}' in this knowledge base"))
     latest = iso(utc_now() + FUTURE_SLACK)
     future = db.execute("SELECT path, recorded FROM entries WHERE recorded > ? ORDER BY path", (latest,)).fetchall()
     for relative, recorded in future:
         path = kb.entries_path / relative
-        try:
-            line = Entry.read(path).lines.get(("recorded",))
-        except (EntryError, OSError):
-            line = None
+        line = _line(path, ("recorded",))
         message = f"dated in the future ({recorded}): was the recording machine's clock wrong? correct the date"
         found.append(Problem(path, line, "recorded", message))
+    listed = db.execute(
+        "SELECT e.path, json_extract(a.value, '$.path') FROM entries e, json_each(e.front_matter, '$.attachments') a "
+        "WHERE json_type(e.front_matter, '$.attachments') = 'array' AND json_type(a.value, '$.path') = 'text' "
+        "ORDER BY e.path"
+    ).fetchall()
+    for relative, attachment in listed:
+        path = kb.entries_path / relative
+        if not (path.parent / attachment).is_file():
+            message = f"lists '{attachment}', which is not there: restore the file or remove it from the list"
+            found.append(Problem(path, _line(path, ("attachments",)), "attachments", message))
     for path, folder in kb.names_not_text():
         left_out = "the folder and all in it" if folder else "the file"
         message = f"the name is not UTF-8 text: kb leaves {left_out} out until it is renamed"
         found.append(Problem(path, None, None, message))
     checked = db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
     return sorted(found, key=lambda p: (str(p.path), p.line or 0)), checked
+
+
+def _line(path: Path, field: tuple[str, ...]) -> int | None:
+    try:
+        return Entry.read(path).lines.get(field)
+    except (EntryError, OSError):
+        return None

@@ -78,6 +78,7 @@ def build_site(
     today: date | None = None,
     progress: Progress | None = None,
     settle: Settle | None = None,
+    allow_secrets: bool = False,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
     from kb.entry import Entry
@@ -92,6 +93,8 @@ def build_site(
     base_url = normal_base_url(base_url)
     report = BuildReport(out)
     prepare(kb, settle=settle)  # dead recorders' entries are published as killed, as kb ls shows them
+    if not allow_secrets:
+        refuse_secrets(kb)
     report.problems = stored_problems(kb)
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out / LOCK):
@@ -108,6 +111,20 @@ def build_site(
             db.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def refuse_secrets(kb: KnowledgeBase) -> None:
+    """A site is published: an entry or attachment holding what looks like a credential stops the build, named."""
+    from kb.secrets.scan import entry_of, scan_base
+
+    found = scan_base(kb)
+    if found:
+        named = sorted({entry_of(kb, finding.path) for finding in found})
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        raise KbError(
+            f"not published: {len(named)} entr{'ies' if len(named) != 1 else 'y'} hold what looks like a credential "
+            f"({shown}); `kb check --secrets` shows where. Mask or remove it, or build with --allow-secrets"
+        )
 
 
 def normal_base_url(base_url: str) -> str:
