@@ -45,7 +45,7 @@ def gather(environ: Mapping[str, str], home: Path) -> tuple[str, ...]:
 
 
 def _from_environment(environ: Mapping[str, str]) -> Iterator[str]:
-    from kb.redact import harmless_value, is_secret_name
+    from kb.secrets.names import harmless_value, is_secret_name
 
     for name, value in environ.items():
         value = value.strip()
@@ -83,7 +83,7 @@ def _huggingface(environ: Mapping[str, str], home: Path) -> Iterator[str]:
 
 
 def _ini_secrets(text: str) -> Iterator[str]:
-    from kb.redact import is_secret_name
+    from kb.secrets.names import is_secret_name
 
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(text)
@@ -126,7 +126,7 @@ def _npm(environ: Mapping[str, str], home: Path) -> Iterator[str]:
 
 
 def _json_secrets(path: Path) -> Iterator[str]:
-    from kb.redact import is_secret_name
+    from kb.secrets.names import is_secret_name
 
     data = json.loads(_read(path))
     for name, value in data.items() if isinstance(data, dict) else ():
