@@ -18,13 +18,13 @@ from typing import Any
 from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
-from ingest.regular import bounded_name, is_regular, kind_of, refuse_irregular
+from ingest.regular import is_regular, kind_of, refuse_irregular
 from ingest.runfolder import GIVEN, MANIFEST, PROTECTED, check_folder, given_fields, read_manifest
 from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
 from kb.ids import new_id
 from kb.redact import redact_text
-from kb.store import KnowledgeBase, shown_name
+from kb.store import NAME_MAX, KnowledgeBase, masked_name, shown_name
 
 # Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles; an interrupt, which is
 # its own status) do not fail a run by themselves.
@@ -180,8 +180,8 @@ def _copy_run_folder(kb: KnowledgeBase, entry: Entry, source: Path) -> list[str]
             if copied == RUN_FILES_KEPT:
                 left += 1
                 continue
-            kept = bounded_name(name)
-            if kept != name:
+            kept = masked_name(name)  # masked before it is cut, so no part of a credential outlives the cut
+            if len(os.fsencode(name)) > NAME_MAX:
                 notes.append(f"{shown}: a name of {len(os.fsencode(name))} bytes, copied as {shown_name(kept)}")
             kb.copy_in(path, target_root / relative / kept)
             copied += 1

@@ -6,14 +6,11 @@ files found walking a folder, where a link is skipped, for it can point anywhere
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
 
 from kb.errors import KbError
-
-NAME_BYTES_MAX = 200  # a copy's temporary name adds about 25 bytes; file systems stop at 255
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -46,18 +43,6 @@ def refuse_irregular(path: Path, expected: str) -> None:
         return
     if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         raise KbError(f"{path}: {kind_of(mode)}, not a regular file; expected {expected}")
-
-
-def bounded_name(name: str) -> str:
-    """`name`, or when it is longer than NAME_BYTES_MAX bytes a shorter one that stays unique (a digest of the
-    whole) and keeps its suffix, so that a copy can be made of it at all."""
-    raw = os.fsencode(name)
-    if len(raw) <= NAME_BYTES_MAX:
-        return name
-    stem, dot, suffix = raw.rpartition(b".")
-    suffix = dot + suffix if dot and stem and len(suffix) <= 16 else b""
-    digest = hashlib.sha256(raw).hexdigest()[:12].encode()
-    return os.fsdecode(raw[: NAME_BYTES_MAX - len(suffix) - len(digest) - 1] + b"-" + digest + suffix)
 
 
 def is_regular(path: Path) -> bool:

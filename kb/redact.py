@@ -110,10 +110,13 @@ _CONTEXT_SHAPES = (
     r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
     r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
 )
+# A name joins words with hyphens (`run-7-ghp_...`): after one, only the prefixes whose token holds no hyphen
+# may start, so that a run of hyphenated parts is not tried at each of its hyphens.
+_AFTER_HYPHEN = r"(?<=-)(?=(?:gh[pousr]|github_pat|hf|npm|gsk|fw|glc|glsa|figd|r8)_)"
 # Tokens recognisable by their shape alone. Each starts where no word goes on before it; every one is a run of
 # 16 token characters or more, or holds a fixed text of _HINTS.
 _TOKEN_SHAPES = (
-    r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))(?:"
+    rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -469,7 +472,7 @@ def _token_shapes() -> re.Pattern[str]:
 
 
 # Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it.
-_TOKEN_START = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))[A-Za-z0-9]")
+_TOKEN_START = re.compile(rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})[A-Za-z0-9]")
 
 
 def _mask_tokens_on_line(line: str) -> str:

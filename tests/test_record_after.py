@@ -275,6 +275,20 @@ def test_only_the_run_folders_regular_files_are_copied_and_the_others_named(kb: 
     ]
 
 
+def test_a_long_name_holding_a_credential_is_masked_before_it_is_cut(kb: KnowledgeBase, tmp_path: Path) -> None:
+    folder = _run_folder(tmp_path)
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"[:36]
+    long_name = "n" * 150 + "-" + token + "-" + "m" * 40 + ".log"  # 236 bytes: a cut at 200 falls inside the token
+    (folder / long_name).write_text("kept\n")
+    result = run_kb("record", "--from", str(folder), "--no-edit", timeout=60)
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    names = [path.name for path in kb.attachments_path(entry).rglob("*")]
+    said = json.dumps(entry.data)
+    for part in (token, token[:20], token[4:24]):
+        assert not any(part in name for name in names) and part not in said, part
+
+
 def test_a_run_folder_of_too_many_files_keeps_what_fits_and_says_so(kb: KnowledgeBase, tmp_path: Path) -> None:
     folder = _run_folder(tmp_path)
     many = folder / "shards"
