@@ -81,7 +81,8 @@ class RunInfo:
     note: str | None = None
     reference: str | None = None
     rerun_of: str | None = None
-    author: str | None = None
+    author: str | None = None  # as a person gave it (--author), which what the run hands over never replaces
+    signed_by: str | None = None  # who records, when no author was given: git's identity, else the login
 
     def __post_init__(self) -> None:
         # Typed text can hold a pasted token like any log; the title also becomes the entry's file name.
@@ -93,7 +94,7 @@ class RunInfo:
     def fields(self) -> dict[str, Any]:
         """Entry fields for what was given; absent options give no field."""
         out: dict[str, Any] = {
-            "author": self.author,
+            "author": self.author or self.signed_by,
             "tags": sorted(set(self.tags)) or None,
             "links": {
                 role: target for role, target in (("reference", self.reference), ("rerun_of", self.rerun_of)) if target

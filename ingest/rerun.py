@@ -64,7 +64,7 @@ def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
         tags=list(data.get("tags") or []),
         settings=dict(data.get("settings") or {}),
         rerun_of=original.id,
-        author=current_author(kb.root),
+        signed_by=current_author(kb.root),
     )
     # Nobody stated these today: what the run says now (its settings, the threads it had) replaces them.
     return Rerun(original, record_command(kb, list(argv), info, cwd=folder, given=[]), warnings)

@@ -49,6 +49,7 @@ def export_parquet(
     out: Path,
     batch_rows: int | None = None,
     progress: Callable[[int], None] | None = None,
+    entries: Path | None = None,
 ) -> list[Exported]:
     """Write TABLES into out (made if missing) as <table>.parquet, batch_rows at a time (default: each table's
     own); progress(rows) after each batch with the rows it wrote."""
@@ -60,7 +61,7 @@ def export_parquet(
     written: list[Exported] = []
     with snapshot(db):
         for table in TABLES:
-            written.append(_write(pa, db, table, out, batch_rows, progress))
+            written.append(_write(pa, db, table, out, batch_rows, progress, entries))
     return written
 
 
@@ -71,6 +72,7 @@ def _write(
     out: Path,
     batch_rows: int | None,
     progress: Callable[[int], None] | None,
+    entries: Path | None,
 ) -> Exported:
     schema = pa.schema(
         [pa.field(c.name, arrow_type(pa, c.type), metadata={"description": c.description}) for c in table.columns],
@@ -81,7 +83,7 @@ def _write(
     rows = 0
     try:
         with pa.parquet.ParquetWriter(partial, schema, compression="zstd") as writer:
-            for batch in iter_batches(db, table, batch_rows):
+            for batch in iter_batches(db, table, batch_rows, entries):
                 columns = list(zip(*batch, strict=True))
                 writer.write_batch(pa.record_batch(columns, schema=schema))
                 rows += len(batch)

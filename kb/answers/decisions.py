@@ -23,6 +23,7 @@ from typing import Any
 from kb.entry import Entry, entry_now, iso
 from kb.errors import KbError
 from kb.index import answers
+from kb.reviews import REVIEWS, instant, reviews_of
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
 OPEN_STATUSES = ("proposed", "accepted")  # the ones worth revisiting
@@ -150,41 +151,9 @@ def evidence_of(decision: Entry) -> list[str]:
     return [evidence] if isinstance(evidence, str) else list(evidence)
 
 
-REVIEWS = "reviews"  # in the decision's attachment folder: one file per review, so two reviews merge in git
-
-
-def reviews_of(decision: Entry) -> list[dict[str, Any]]:
-    """The decision's reviews, oldest first: its own review files, and those an older kb kept in its front matter."""
-    import json
-
-    found = [r for r in (decision.data.get("decision") or {}).get("reviews") or [] if isinstance(r, dict)]
-    folder = decision.path.with_suffix("") / REVIEWS if decision.path else None
-    if folder is not None and folder.is_dir():
-        for path in sorted(folder.glob("*.json")):
-            try:
-                item = json.loads(path.read_text("utf-8"))
-            except (OSError, ValueError) as exc:
-                raise KbError(f"{path}: an unreadable review ({exc}); fix or delete the file") from None
-            if isinstance(item, dict):
-                found.append(item)
-    return sorted(found, key=lambda r: instant(str(r.get("time") or r.get("date") or "")))
-
-
 def _last_review(decision: Entry) -> dict[str, Any] | None:
     reviews = reviews_of(decision)
     return reviews[-1] if reviews else None
-
-
-def instant(text: str) -> str:
-    """An entry time (to the second, `...T10:00:00Z`) or a precise one (`...T10:00:00.123456Z`) as one sortable
-    string: time order breaks the ties of one second where both sides kept the precise time."""
-    text = text.strip()
-    if len(text) == 10:  # a day
-        return f"{text}T00:00:00.000000Z"
-    head = text.rstrip("Z")
-    if "." not in head:
-        head += ".000000"
-    return head + "Z"
 
 
 def _looked_at(decision: Entry) -> str:

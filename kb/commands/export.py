@@ -28,9 +28,9 @@ def register(app: typer.Typer) -> None:
         from kb.parquet import export_parquet
         from kb.progress import Progress
 
-        _, db = synced(ctx)
+        kb, db = synced(ctx)
         with reading(db), Progress("Exporting", total_rows(db), "rows") as step:
-            written = export_parquet(db, parquet, progress=step)
+            written = export_parquet(db, parquet, progress=step, entries=kb.entries_path)
         if json_:
             print_json([{"table": w.table, "path": str(w.path), "rows": w.rows} for w in written])
             return

@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
             author=author,
         )
         kb = knowledge_base(ctx)
-        info.author = author or current_author(kb.root)
+        info.signed_by = current_author(kb.root)
         if reference:
             info.reference = kb.load(reference).id  # it must exist (fail before running); a short id becomes whole
         if command:

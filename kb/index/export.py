@@ -12,7 +12,11 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from kb.entry import Entry
+from kb.reviews import reviews_of
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,7 @@ class Table:
     description: str
     columns: tuple[Column, ...]
     sql: str  # selects the columns in their order (or what `shape` makes them from)
-    shape: Callable[[tuple], tuple] | None = None
+    shape: Callable[[tuple, Path | None], tuple] | None = None  # a row and the entries folder
     batch_rows: int = 20_000  # rows read and written at a time: what the export holds in memory
     count_sql: str = ""  # counts the rows, where counting `sql` would cost more (a sort): for progress
 
@@ -48,15 +52,16 @@ def _ids(value: str | list[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else value  # a link's target is an id or a list of ids
 
 
-def _decision_row(row: tuple) -> tuple:
-    """The index holds only entries the schema accepts: the decision's own fields have the types it says."""
-    entry_id, title, recorded, author, front_matter = row
+def _decision_row(row: tuple, entries: Path | None) -> tuple:
+    """The index holds only entries the schema accepts: the decision's own fields have the types it says. Its
+    reviews are files beside it (kb.reviews), read from the entries folder."""
+    entry_id, title, recorded, author, front_matter, path = row
     data = json.loads(front_matter)
     decision, links = data.get("decision") or {}, data.get("links") or {}
+    found = reviews_of(Entry(data=data, path=entries / path if entries else None))
     reviews = [
         {"date": _text(review.get("date")), "by": _text(review.get("by")), "note": _text(review.get("note"))}
-        for review in decision.get("reviews") or []
-        if isinstance(review, dict)
+        for review in found
     ]
     return (
         entry_id,
@@ -188,7 +193,8 @@ TABLES: tuple[Table, ...] = (
             Column("superseded_by", "string", "the decision that replaced it"),
             Column("reviews", "reviews", "its reviews (kb revisit --ack): a list of {date, by, note}"),
         ),
-        "SELECT id, title, recorded, author, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded, id",
+        "SELECT id, title, recorded, author, front_matter, path FROM entries WHERE kind = 'decision' "
+        "ORDER BY recorded, id",
         _decision_row,
         batch_rows=2_000,
     ),
@@ -210,9 +216,12 @@ def total_rows(db: sqlite3.Connection) -> int:
     return sum(db.execute(table.counting()).fetchone()[0] for table in TABLES)
 
 
-def iter_batches(db: sqlite3.Connection, table: Table, size: int | None = None) -> Iterator[list[tuple]]:
-    """table's rows, size (else its batch_rows) at a time, in its columns' order."""
+def iter_batches(
+    db: sqlite3.Connection, table: Table, size: int | None = None, entries: Path | None = None
+) -> Iterator[list[tuple]]:
+    """table's rows, size (else its batch_rows) at a time, in its columns' order (entries: the folder the files
+    beside an entry are read from)."""
     size = size or table.batch_rows
     cursor = db.execute(table.sql)
     while batch := cursor.fetchmany(size):
-        yield [table.shape(row) for row in batch] if table.shape else batch
+        yield [table.shape(row, entries) for row in batch] if table.shape else batch
