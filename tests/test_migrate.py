@@ -148,6 +148,14 @@ def corpus(kb: KnowledgeBase, validator_cache: Path, monkeypatch: pytest.MonkeyP
             shutil.copytree(item, kb.entries_path / item.name)
         elif item.suffix == ".md":
             shutil.copyfile(item, kb.entries_path / item.name)
+    # The frozen corpus keeps its entries, not all their attachments: the others stand in empty, since kb check
+    # names an attachment that is listed and missing.
+    for path in CORPUS_ENTRIES:
+        for attachment in Entry.read(path).data.get("attachments") or []:
+            target = kb.entries_path / attachment["path"]
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
     return kb
 
 
