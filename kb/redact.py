@@ -386,6 +386,9 @@ _TOKEN_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{20,}")
 _DIGEST_NAMES = frozenset({"sha", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake2s",
                            "blake3", "xxh64", "xxh3", "crc32", "git"})  # fmt: skip
 _HEX_OR_UUID = re.compile(r"[0-9a-fA-F_-]+")
+# A name of four or more lower-case parts joined by `_` is code, not a token: a CUDA kernel
+# (`sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_...`), a Triton or Inductor kernel.
+_SNAKE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+){3,}")
 
 
 def tokens(text: str) -> list[tuple[int, int]]:
@@ -398,7 +401,12 @@ def tokens(text: str) -> list[tuple[int, int]]:
         word = match[0]
         prefix, _, rest = word.replace("-", "_").partition("_")
         prefixed = len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha()
-        if prefixed and prefix.lower() not in _DIGEST_NAMES and _random_part(rest, 16, 3.5):
+        if (
+            prefixed
+            and prefix.lower() not in _DIGEST_NAMES
+            and not _SNAKE_NAME.fullmatch(rest)
+            and _random_part(rest, 16, 3.5)
+        ):
             found.append(match.span())
             continue
         start = match.start()

@@ -330,3 +330,15 @@ def test_pieces_of_a_one_line_file_are_masked_as_the_whole() -> None:
     text = f'{{"traceEvents": [{events}]}}'
     pieces = list(redact_pieces(io.StringIO(text), block=1000, longest=3000))
     assert len(pieces) > 10 and "".join(pieces) == redact_text(text) and "ghp_" not in "".join(pieces)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off",
+        "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_tn",
+        "triton_red_fused__log_softmax_nll_loss_forward_2",
+    ],
+)
+def test_kernel_names_of_a_profile_are_kept(name: str) -> None:
+    assert redact_text(f"| `{name}` | 43.5 | 1528 |") == f"| `{name}` | 43.5 | 1528 |"
