@@ -332,7 +332,7 @@ def test_a_trend_chart_renders_its_lines_and_points(site: BuiltSite, tab: Tab) -
         "cpu · eager · torch 2.8.0: 0.91 (n=1)",
         "cpu · eager · torch 2.9.0: 0.87 (n=1)",
         "cuda · compiled · torch 2.8.0: 0.0213 (n=1)",
-        "cuda · compiled · torch 2.9.0: 0.0198 (n=1) improvement",
+        "cuda · compiled · torch 2.9.0: 0.0198 (n=1)",  # one run a side: no verdict
         "neuron · compiled · torch 2.8.0: 0.035 (n=1)",
     ]
     for circle in step.locator("circle").all():
