@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ingest.imported import Imported
-from ingest.integration import metric_name
+from ingest.integration import curve_file, metric_name, metric_names
 from ingest.regular import is_regular
 from ingest.timestamps import from_epoch
 from kb.entry import iso
@@ -205,15 +205,16 @@ def _read_run(
     keys = sorted(data.metrics)
     if len(keys) > METRICS_KEPT:
         notes.append(f"The run logged {len(keys)} metrics; the first {METRICS_KEPT} by name are imported.")
+    names = metric_names(keys[:METRICS_KEPT])  # distinct: `val.loss` and `val_loss` keep a curve each
     for key in keys[:METRICS_KEPT]:
         history = sorted(client.get_metric_history(info.run_id, key), key=lambda m: (m.step, m.timestamp))
         last = history[-1] if history else None
-        kb_name = metric_name(key)
+        kb_name = names[key]
         metrics[kb_name] = {"value": data.metrics[key], "step": last.step if last else None}
         if len(history) > 1:
-            curve = folder / f"metric-{kb_name}.txt"
+            curve = folder / curve_file(kb_name)
             curve.write_text("".join(f"{m.value!r}\n" for m in history))
-            files.append((curve, f"metric-{kb_name.replace(':', '.')}.txt"))
+            files.append((curve, curve.name))
     local = _local_folder(info.artifact_uri)
     problem = None
     if local is not None and not allowed.allows(local):

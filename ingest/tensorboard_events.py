@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.imported import Imported
-from ingest.integration import metric_name
+from ingest.integration import curve_file, metric_names
 from ingest.regular import is_regular, kind_of, refuse_irregular
 from ingest.timestamps import from_epoch
 from kb.entry import iso
@@ -118,14 +118,15 @@ def _imported(name: str, scalars: Scalars, folder: Path) -> Imported:
     files: list[tuple[Path, str]] = []
     metrics: dict[str, dict[str, Any]] = {}
     tags = sorted(scalars.series)
+    names = metric_names(tags[:METRICS_KEPT])  # distinct: `val.loss` and `val_loss` keep a curve each
     for tag in tags[:METRICS_KEPT]:
         points = sorted(scalars.series[tag], key=lambda point: point[0])
-        kb_name = metric_name(tag)
+        kb_name = names[tag]
         metrics[kb_name] = {"value": points[-1][1], "step": points[-1][0]}
         if len(points) > 1:
-            curve = folder / f"metric-{kb_name}.txt"
+            curve = folder / curve_file(kb_name)
             curve.write_text("".join(f"{value!r}\n" for _, value in points))
-            files.append((curve, f"metric-{kb_name.replace(':', '.')}.txt"))
+            files.append((curve, curve.name))
     timings = {}
     if scalars.first is not None and scalars.last is not None:
         timings = {

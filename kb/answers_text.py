@@ -338,7 +338,8 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
             speed = f"×{row.geomean:.3g}{interval} n={row.counted}"
         compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
         lines += textwrap.wrap(f"{row.label:<20} {rate:>14}  {speed:<24} {compiles}", WIDTH, subsequent_indent=" " * 4)
-        releases = f"; {len(row.releases)} releases, newest {row.releases[-1]}" if row.releases else ""
+        count = len(row.releases)
+        releases = f"; runs on {count} release{'s' if count != 1 else ''}, newest {row.releases[-1]}" if count else ""
         lines.append(f"    {row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}")
     said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
             "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "

@@ -112,7 +112,7 @@ def test_an_index_with_the_facts_of_before_gets_the_leaner_ones(varied: Knowledg
     sync(varied)
     expected = board_json(), board_rows(varied)
     conn = sqlite3.connect(db.index_path(varied.cache_path))
-    with conn:  # as m005 kept them: more of each section (here the whole front matter)
+    with conn:  # facts holding more of each section (here the whole front matter)
         conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
                      "WHERE facts IS NOT NULL")  # fmt: skip
         conn.execute("UPDATE index_format SET format = 'older'")

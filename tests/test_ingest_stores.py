@@ -135,6 +135,28 @@ def test_tensorboard_scalars_become_metrics_with_curves(kb: KnowledgeBase, event
     assert len(curve.read_text().split()) == 10
 
 
+def test_two_tags_with_one_entry_name_keep_a_metric_and_a_curve_each(kb: KnowledgeBase, tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "logs" / "run")) as writer:
+        for step in range(3):
+            writer.add_scalar("val.loss", 1.0 + step, step)
+            writer.add_scalar("val_loss", 10.0 + step, step)
+    result = run_kb("ingest", "tensorboard", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    entry = only_entry(kb)
+    assert {name: metric["value"] for name, metric in entry.data["metrics"].items()} == {
+        "val_loss": 12.0,
+        "val_loss-2": 3.0,
+    }
+    curves = sorted(path for path in kb.attachments_path(entry).glob("metric-*.txt"))
+    assert {path.name: path.read_text().split() for path in curves} == {
+        "metric-val_loss.txt": ["10.0", "11.0", "12.0"],
+        "metric-val_loss-2.txt": ["1.0", "2.0", "3.0"],
+    }
+    assert sorted(item["path"].rsplit("/", 1)[-1] for item in entry.data["attachments"]) == [p.name for p in curves]
+
+
 def test_a_damaged_event_file_keeps_what_was_read_and_names_the_file(
     kb: KnowledgeBase, event_folder: Path, tmp_path: Path
 ) -> None:

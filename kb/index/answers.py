@@ -245,7 +245,7 @@ def newest_per_cell(
 ) -> list[dict[str, Any]]:
     """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
     reports, and the one newest coverage entry), newest first, each with what the board reads of it (`facts`, in
-    the front matter's shape: kb/index/db.py m005; None for a run that did not complete)."""
+    the front matter's shape: board_facts in kb/index/rows.py; None for a run that did not complete)."""
     where, params = _workload_clause(workload)
     picks = " UNION ALL ".join(
         "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, r.facts "
