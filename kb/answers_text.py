@@ -103,7 +103,8 @@ def board_lines(result: Board) -> list[str]:
         "Figures: the median of the current release's repeated runs, per device;",
         f"verdicts from n runs each side, with a floor of {result.floor:.0%}: faster, slower,",
         "equivalent within the floor, or inconclusive. Busy-machine runs are kept out.",
-        "Reported figures are listed apart and never ranked.",
+        "Reported figures and launch times (nothing waited for the device) are never",
+        "ranked.",
     ]
     return lines
 

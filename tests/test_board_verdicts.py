@@ -298,3 +298,40 @@ def test_the_summary_gives_each_backend_on_one_line(tmp_path) -> None:
     assert rows["cuda · eager"]["geomean"] is None  # the baseline has no speed-up over itself
     text = run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda").stdout
     assert "neuron · compiled" in text and "×2.08 [" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+CUDA_SYNC = {"device_sync": "torch.cuda.synchronize"}
+LAUNCH = {"device_sync": "none: this backend offers kb no way to wait for the device: launch times"}
+
+
+def test_launch_times_are_shown_and_never_ranked_against_device_times(tmp_path) -> None:
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    xla = {"torch": "2.9.0", "torch-xla": "2.9.0"}
+    # A run that did wait, older than the cell's newest: the cell's figure is one kind of time, never a mixture.
+    run(kb, "queued", "xla", "compiled", 900.0, numerics=PASSED, versions=xla, timings={"device_sync": "xm.wait"})
+    for rate in (1000.0, 1010.0, 990.0):
+        run(kb, "queued", "cuda", "eager", rate, numerics=PASSED, versions=cuda(), timings=CUDA_SYNC)
+        run(kb, "queued", "rocm", "eager", rate * 1.5, numerics=PASSED, versions=cuda(), timings=CUDA_SYNC)
+        # Nothing waited for the XLA device: each step's time is its launch, fifty times "faster".
+        run(kb, "queued", "xla", "compiled", rate * 50, numerics=PASSED, versions=xla, timings=LAUNCH)
+    for rate in (1000.0, 1010.0, 990.0):  # alone with a launch-time cell, the baseline is not the fastest
+        run(kb, "lone", "cuda", "eager", rate, numerics=PASSED, versions=cuda(), timings=CUDA_SYNC)
+        run(kb, "lone", "xla", "compiled", rate * 50, numerics=PASSED, versions=xla, timings=LAUNCH)
+    data = board(kb, "--incumbent", "cuda")
+    lone = cells(data, "lone")[""]["best"]
+    assert lone == "nothing else timed on the device (xla · compiled: launch times: not ranked)", lone
+    queued = cells(data, "queued")
+    launched = queued["xla · compiled"]
+    assert launched["verdict"] == "launch times: not ranked" and launched["launch_times"] is True
+    assert launched["figure"]["value"] == 50000.0 and launched["n"] == 3  # shown, with its footing
+    assert launched["comparison"] is None and launched["ratio"] is None and launched["speedup"] is None
+    assert queued[""]["best"].startswith("rocm · eager: ×1.5 over cuda · eager"), queued[""]["best"]
+    # An incumbent timed at launch is no baseline either.
+    named = cells(board(kb, "--incumbent", "xla"), "queued")
+    assert named[""]["baseline"] == "cuda · eager"
+    assert named[""]["baseline_reason"].startswith("the incumbent xla: its figures are launch times")
+    summary = run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json")
+    rows = {row["label"]: row for row in json_data(summary.stdout)["rows"]}
+    assert rows["xla · compiled"]["geomean"] is None and rows["xla · compiled"]["counted"] == 0
+    text = run_kb("--kb", str(kb.root), "board", "--incumbent", "cuda").stdout
+    assert "launch times: not ranked" in text and max(len(line) for line in text.splitlines()) <= 80

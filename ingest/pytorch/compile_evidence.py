@@ -22,6 +22,12 @@ that could not be read is left out, not guessed.
 Stage times are NESTED, not additive: dynamo's time includes AOTAutograd's, which includes the backend's
 (inductor's). The section says so with `stages_nested: True`. `stages_s.backward` is outside that nest:
 AOTAutograd compiles the backward graph lazily, at the first backward() call.
+
+OpenVINO's backend (`backend="openvino"`) only partitions the graph during Dynamo's compile (its part of
+`backend_compile_time_s`, inside the frame's time); it converts and compiles each partition at that partition's
+first execution, in `openvino_compile` of its execute module, which no torch metric times. The watch times
+those calls (`backend_compile`: seconds and compiles) and adds them to `compile_s`, naming the sum's sources in
+`compile_source`.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -144,6 +151,50 @@ class _Capture(logging.Handler):
             self.recompiles.append(_recompile_reason(match.group(1), failed))
 
 
+OPENVINO_EXECUTE = "openvino.frontend.pytorch.torchdynamo.execute"  # holds `openvino_compile`, called lazily
+OPENVINO_SOURCE = "Dynamo's compilation metrics + OpenVINO's compile at first execution"
+
+
+class _OpenVinoCompiles:
+    """Times OpenVINO's compile of each partition (its execute module's `openvino_compile`, called when the
+    partition first runs) while attached: the call goes through unchanged, its result or error included."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.compiles = 0
+        self._attached: tuple[Any, Any, Any] | None = None  # (module, original, wrapper)
+
+    def attach(self, module: Any) -> None:
+        original = getattr(module, "openvino_compile", None)
+        if self._attached is not None or not callable(original):
+            return
+
+        def openvino_compile(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - began
+                self.compiles += 1
+
+        module.openvino_compile = openvino_compile
+        self._attached = (module, original, openvino_compile)
+
+    def detach(self) -> None:
+        if self._attached is None:
+            return
+        module, original, wrapper = self._attached
+        self._attached = None
+        if getattr(module, "openvino_compile", None) is wrapper:  # else another wrapper went on top: left alone
+            module.openvino_compile = original
+
+    def section(self) -> dict[str, Any] | None:
+        if not self.compiles:
+            return None
+        return {"backend": "openvino", "seconds": _round(self.seconds), "compiles": self.compiles,
+                "when": "at each partition's first execution"}  # fmt: skip
+
+
 class CompileWatch:
     """Collects compile evidence between start() and stop(); one per run.
 
@@ -180,13 +231,19 @@ class CompileWatch:
         self._compile_began = 0.0
         self._compile_wall_s = 0.0
         self._callbacks: tuple[Any, Any, Any] | None = None
+        self._openvino = _OpenVinoCompiles()
 
     def start(self) -> None:
         if self._started:  # a second start() begins again rather than stacking a second set of changes
             self._detach_loggers([])
             self._restore_metrics_limit([])
+            self._openvino.detach()
         self._reset()
         self._started = True
+        try:
+            self._watch_openvino()
+        except Exception as exc:
+            self._unreadable.append(_failed("time OpenVINO's compile", exc))
         if "torch._dynamo" not in sys.modules:
             # Nothing has compiled in this process yet, so every baseline is empty. Importing Dynamo takes
             # seconds that an eager script should not pay: the watch begins when the script imports it
@@ -219,6 +276,24 @@ class CompileWatch:
         self._attach_loggers()
         self._attach_callbacks()
 
+    def _watch_openvino(self) -> None:
+        module = sys.modules.get(OPENVINO_EXECUTE)
+        if module is not None:
+            self._openvino.attach(module)
+            return
+        from wrapt import register_post_import_hook
+
+        token = self._token
+
+        def attach(module: Any) -> None:
+            if token is self._token and self._started:
+                try:  # inside the script's import of OpenVINO: that import must go on whatever happens here
+                    self._openvino.attach(module)
+                except Exception as exc:
+                    self._unreadable.append(_failed("time OpenVINO's compile", exc))
+
+        register_post_import_hook(attach, OPENVINO_EXECUTE)
+
     def _begin_on_import(self, token: object) -> None:
         if token is not self._token or not self._started:
             return
@@ -241,6 +316,7 @@ class CompileWatch:
         except Exception as exc:  # a bug here must not cost the user's run
             unreadable.append(_failed("compile section", exc))
         finally:
+            self._openvino.detach()
             self._detach_loggers(unreadable)
             self._detach_callbacks()
             self._restore_metrics_limit(unreadable)
@@ -270,8 +346,6 @@ class CompileWatch:
         self._metrics_limit = None
 
     def _attach_callbacks(self) -> None:
-        import time
-
         def began(args: Any) -> None:
             self.compiles += 1
             self._compile_began = time.perf_counter()
@@ -352,6 +426,11 @@ class CompileWatch:
         records = self._new_records(utils, unreadable)
         if records is not None:
             section.update(_frames_section(records, unreadable))
+        backend = self._openvino.section()
+        if backend is not None:
+            section["backend_compile"] = backend
+            section["compile_s"] = _round((section.get("compile_s") or 0.0) + backend["seconds"])
+            section["compile_source"] = OPENVINO_SOURCE
         delta = self._counters_delta(utils, unreadable)
         if delta is not None:
             section["graphs"] = delta.get("stats", {}).get("unique_graphs", 0)

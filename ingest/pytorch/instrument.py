@@ -478,6 +478,8 @@ class Run:
                 compile_section["compiling_steps"] = sorted(self._compiled)[:200]
             sections["compile"] = compile_section
             timings.setdefault("compile_s", compile_section.get("compile_s"))
+            if "compile_source" in compile_section:  # the backend compiled outside Dynamo's metrics too
+                timings.setdefault("compile_source", compile_section["compile_source"])
         elif self.mode == "compiled":
             sections["compile"] = {**compile_section, "frame_count": 0, "nothing_compiled": True}
             self._notes.append("The run says mode `compiled`, but torch.compile compiled nothing while it ran.")

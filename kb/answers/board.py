@@ -7,7 +7,8 @@ verdict of kb.answers.verdict on the ratio to the baseline's runs (faster, slowe
 inconclusive). As in PyTorch's own compiler benchmark runner, a speed-up counts only where numerics passed: a
 failed check (or a figure that became NaN) makes it zero, a missing one leaves it "unchecked" and out of the
 ranking. A cell whose runs on the newest release all failed says so and is never the answer. Reported figures
-(kind `report`) sit apart and are never ranked against measured ones.
+(kind `report`) sit apart and are never ranked against measured ones, and so do launch times (a run that could not
+wait for its device): shown with their footing, never a baseline, a ratio or a winner.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ BACKEND_PACKAGES = {
     "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
     "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
 }  # fmt: skip
+# Launch times rank against nothing, each other included: how fast work is queued says nothing of how fast it runs,
+# and backends (and releases) queue to different depths before they block.
+LAUNCH_TIMES = "launch times: not ranked"
 SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
 Key = tuple[str, "str | None"]
 
@@ -76,6 +80,7 @@ class Cell:
     warm_compile: dict[str, Any] | None = None
     other_compile: dict[str, Any] | None = None  # {seconds, entry, cache}: neither cold nor warm (mixed, unknown)
     stayed: str = "unknown"  # yes, no, unknown, or n/a on the CPU
+    launch_times: bool = False  # its figure is launch times: nothing waited for the device
     entries: list[str] = field(default_factory=list)  # the runs behind the cell, newest first
     note: str = ""  # why there is no figure, where there is none
     checklist: list[Check] = field(default_factory=list)
@@ -298,6 +303,10 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
         figure_runs = [run for run in usable if figures.numerics(run.data) == "failed"]
     else:
         figure_runs = [run for run in usable if figures.numerics(run.data) != "failed"]
+    if figure_runs:
+        # Launch times and device times never make one figure: the newest run says which the cell shows.
+        cell.launch_times = figures.launch_times(figure_runs[0].data)
+        figure_runs = [run for run in figure_runs if figures.launch_times(run.data) == cell.launch_times]
     state = State(package, release, current, older, figure_runs, cell.busy_only)
     if release and package:
         cell.release = f"{package} {release}"
@@ -348,6 +357,8 @@ def _sound(cell: Cell, state: State) -> str:
         return f"its newest run on {cell.release or 'its release'} failed numerics"
     if not state.figure_runs:
         return "no completed, measured run with a figure" + (f" on {cell.release}" if cell.release else "")
+    if cell.launch_times:
+        return "its figures are launch times, not device times"
     return ""
 
 
@@ -398,10 +409,10 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
     cell.stayed = "n/a" if cell.backend == "cpu" else figures.stayed(newest)
     if cell.numerics != "failed":
         cell.numerics = figures.numerics(newest)
-    if base is None or is_base or not base.figure_runs:
+    if cell.launch_times or base is None or is_base or not base.figure_runs:
         sample = _same_setup(runs, runs[0])
         _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None)  # type: ignore[union-attr]
-        cell.verdict = "baseline" if is_base else "no baseline figure"
+        cell.verdict = LAUNCH_TIMES if cell.launch_times else "baseline" if is_base else "no baseline figure"
         return
     base_sample = _same_setup(base.figure_runs, base.figure_runs[0])
     base_shapes = figures.shapes(base_sample[0].data)
@@ -489,7 +500,7 @@ def _history(cell: Cell, state: State, base: State | None, floor: float) -> None
         if not runs:
             continue
         text = f"passed on {release}"
-        if base is not None and base.figure_runs:
+        if base is not None and base.figure_runs and not figures.launch_times(runs[0].data):
             name = next((n for n in figures.HEADLINES if figures.headline(base.figure_runs[0].data, n)
                          and figures.headline(runs[0].data, n)), None)  # fmt: skip
             if name:
@@ -531,6 +542,9 @@ def _best(cells: list[Cell], base_cell: Cell | None, base: State | None) -> str:
     backends = {c.backend for c in cells}
     only = f"; only {next(iter(backends))} so far" if len(backends) == 1 else ""
     compared = [c for c in others if c.comparison is not None]
+    if not compared and any(c.launch_times for c in others):
+        launched = ", ".join(c.label for c in others if c.launch_times)
+        return f"nothing else timed on the device ({launched}: {LAUNCH_TIMES}){only}"
     if not compared:
         setup = (
             ", ".join(f"{k} {v}" for k, v in sorted(figures.shapes(base.figure_runs[0].data).items()))

@@ -134,6 +134,13 @@ def stayed(data: dict[str, Any]) -> str:
     return "yes" if value is True else "no" if value is False else "unknown"
 
 
+def launch_times(data: dict[str, Any]) -> bool:
+    """Whether the run's times are launch times: nothing waited for the device (capture's `timings.device_sync`
+    ends in "launch times"), so a step's time is how long its work took to queue, not to run."""
+    sync = (data.get("timings") or {}).get("device_sync")
+    return isinstance(sync, str) and sync.endswith("launch times")
+
+
 def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:
     """The run's figure `name` (or the first of HEADLINES it has), throughput normalised per device."""
     for wanted in [name] if name else HEADLINES:

@@ -53,8 +53,9 @@ BOARD_MEMBERS = {
     "compile": ("cache",),
     "numerics": ("verdict",),
 }
-# ... of the metrics only the headline rates (value and unit), of the timings the one-off ones and the steps' median,
-# the count of adaptations, of the accelerators only their counts, and the placement verdict.
+# ... of the metrics only the headline rates (value and unit), of the timings all but the run's span (_SPAN: among
+# them `device_sync`, which says whether the figures are launch times) with the steps' median only, the count of
+# adaptations, of the accelerators only their counts, and the placement verdict.
 BOARD_RATES = ("tokens_per_s", "samples_per_s")
 _SPAN = ("started", "ended", "wall_s")  # the timings the board does without
 
