@@ -71,8 +71,8 @@ def _without_lookarounds(pattern: str) -> str:
     the pattern as it is. Groups left empty are dropped too."""
     while found := _LOOKAROUND.search(pattern):
         pattern = pattern[: found.start()] + pattern[_group_end(pattern, found.start()) :]
-    while "(?:|)" in pattern or "(?:)" in pattern:
-        pattern = pattern.replace("(?:|)", "").replace("(?:)", "")
+    while (emptied := re.sub(r"\(\?:\|*\)", "", pattern)) != pattern:  # `(?:)`, `(?:|)`, `(?:||)`: only lookarounds
+        pattern = emptied
     return pattern
 
 
