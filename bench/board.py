@@ -52,7 +52,7 @@ def _measure(kb, size: int, repeats: int) -> dict[str, float]:
         inside.append(time.perf_counter() - began)
         inside_cpu.append(time.process_time() - cpu)
     cells = sum(len(w.cells) for w in result.workloads)
-    with _watching(env, kb.cache_path):
+    with _watching(env):
         python = _process([sys.executable, "-c", "pass"], env, repeats)
         ls = _process([*kb_, "ls", "--backend", "cuda", "--status", "failed", "--package", "torch>=2.9"], env, repeats)
         shown = _process([*kb_, "board"], env, repeats)
