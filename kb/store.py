@@ -320,14 +320,7 @@ class KnowledgeBase:
         """A path inside the entry's attachment folder for `name`, never outside it, never over an existing file."""
         folder = self.attachments_path(entry)
         folder.mkdir(parents=True, exist_ok=True)
-        clean = safe_name(name)
-        target = folder / clean
-        stem, dot, suffix = clean.partition(".")
-        counter = 2
-        while target.exists():
-            target = folder / f"{stem}-{counter}{dot}{suffix}"
-            counter += 1
-        return target
+        return _free(folder / safe_name(name))
 
     def relative(self, entry: Entry, target: Path) -> str:
         base = (entry.path or self.entry_path(entry.id)).parent
