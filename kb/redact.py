@@ -183,7 +183,7 @@ _SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
 @functools.cache
-def _shapes() -> re.Pattern[str]:
+def shapes() -> re.Pattern[str]:
     """_SHAPES compiled, when a text first needs it: that takes 0.02 to 0.03 s, and `kb record -- true` never does."""
     return re.compile(_SHAPES)
 
@@ -318,9 +318,9 @@ def redact_text(text: str) -> str:
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
         pieces = _LONG_BLANK.split(text)  # the runs are captured: odd pieces
-        text = "".join(piece if odd else _mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
+        text = "".join(piece if odd else mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
     else:
-        text = _mask_found(_mask_shapes(text))
+        text = mask_found(_mask_shapes(text))
     return _mask_known(text) if MASK_KNOWN.get() else text
 
 
@@ -352,7 +352,7 @@ _LONG_SHAPES = re.compile(
 )
 
 
-def _mask_found(text: str) -> str:
+def mask_found(text: str) -> str:
     """What no context names: the vendored rules' shapes and prefixed high-entropy tokens."""
     spans: list[tuple[int, int]] = []
     for start, end in _line_runs(_run_lines(text)):
@@ -451,7 +451,7 @@ def _mask_shapes(text: str) -> str:
 
 def _mask_everywhere(text: str) -> str:
     """Every shape, then every assignment, searched for at every place in the text."""
-    text = _shapes().sub(_mask_shape, text)
+    text = shapes().sub(_mask_shape, text)
     return _mask_assignments(text, _search_starts(text))
 
 
@@ -471,7 +471,7 @@ def _lowered(text: str) -> str | None:
 
 
 def _mask_shapes_on_line(line: str) -> str:
-    return _shapes().sub(_mask_shape, line)
+    return shapes().sub(_mask_shape, line)
 
 
 @functools.cache
@@ -594,7 +594,7 @@ _KEPT = ("hook", "bearer", "userinfo", "cli", "cli_login", "cli_upper", "cli_w",
 def _mask_shape(match: re.Match[str]) -> str:
     if match["url"]:  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
         user = match["url"][3:-1]
-        return f"://{MASK}:{MASK}" if token_like(user) else _shapes().sub(_mask_shape, match["url"]) + MASK
+        return f"://{MASK}:{MASK}" if token_like(user) else shapes().sub(_mask_shape, match["url"]) + MASK
     if match["userinfo"] and not token_like(match[0][3:]):
         return match[0]  # a long user name of words and numbers: `jenkins_build_agent_2026`
     kept = next((group for group in _KEPT if match[group]), None)
@@ -770,7 +770,7 @@ def _last_separator(text: str, before: int) -> int | None:
 
 
 def _secret_spans(text: str, offset: int) -> Iterator[tuple[int, int]]:
-    for match in _shapes().finditer(text):
+    for match in shapes().finditer(text):
         yield offset + match.start(), offset + match.end()
     for match in _ASSIGNMENT.finditer(text):
         yield offset + match.start(), offset + match.end()

@@ -49,11 +49,11 @@ def rule_of(line: str) -> str:
     found = gitleaks.find(line)
     if found:
         return f"gitleaks:{found[0][2]}"
-    shape = redact._shapes().search(line)
+    shape = redact.shapes().search(line)
     if shape:
         group = next((name for name, value in shape.groupdict().items() if value), None)
         return f"shape:{group}" if group else "shape"
-    if redact._mask_found(line) != line:
+    if redact.mask_found(line) != line:
         return "high-entropy-token"
     return "secret-name"
 
