@@ -48,7 +48,7 @@ def decide(*triggers: str, extra: tuple[str, ...] = ()) -> str:
         args += ["--trigger", trigger]
     result = run_kb(*args, *extra)
     assert result.returncode == 0, result.stderr
-    return result.stderr.split("decision ")[1].split(" ")[0]
+    return result.stderr.split("decision ")[1].split()[0]
 
 
 def revisit() -> list[dict]:

@@ -34,7 +34,7 @@ def decide(*extra: str) -> str:
                     "--trigger", "when: compile_s < 600 for workload=gpt-oss backend=neuron", *extra)  # fmt: skip
     assert result.returncode == 0, result.stderr
     time.sleep(1.1)  # entries are timed to the second: what follows is recorded after it
-    return result.stderr.split("decision ")[1].split(" ")[0]
+    return result.stderr.split("decision ")[1].split()[0]
 
 
 def due() -> list[str]:
@@ -91,7 +91,7 @@ def test_show_gives_the_current_value_behind_a_quiet_trigger_and_marks_untrigger
     assert "Revisit: not due" in shown
     assert "compile_s = 1637 in 2026-10-02-gpt-oss-neuron-000002" in shown
     bare = run_kb("decide", "--title", "no triggers", "--question", "q", "--choice", "c")
-    bare_id = bare.stderr.split("decision ")[1].split(" ")[0]
+    bare_id = bare.stderr.split("decision ")[1].split()[0]
     assert "Revisit: no trigger; it never comes due by itself" in run_kb("show", bare_id).stdout
 
 

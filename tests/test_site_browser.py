@@ -142,7 +142,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltSite]:
                     "Where does tiny-lm train?", "--choice", "CUDA", "--alternative", "Trainium",
                     "--rationale", "neuronx-cc times out compiling 2.9.0", "--evidence", NEURON_FAILED,
                     "--evidence", CUDA_NEW, "--trigger", "release: torch-neuronx", "--date", "2025-10-21")  # fmt: skip
-    decision = re.search(r"recorded decision (\S+) ", decided).group(1)
+    decision = re.search(r"recorded decision (\S+)", decided).group(1)
     out = kb.root.parent / "out"
     kb_ok(kb, "site", "build", "--out", str(out))
     www = kb.root.parent / "www"

@@ -84,4 +84,4 @@ def register(app: typer.Typer) -> None:
             author=current_author(kb.root),
             known=known,
         )
-        written.report_written(entry, f"kb: recorded decision {entry.id} in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded decision {entry.id}", json_)

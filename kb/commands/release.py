@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         if existing is not None:
             raise KbError(f"{package} {version} is already recorded as {existing}; nothing written")
         entry = new_release(kb, package, version, when=when, url=url, notes=notes, author=current_author(kb.root))
-        written.report_written(entry, f"kb: recorded release {entry.id} in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded release {entry.id}", json_)
         # On stderr: stdout holds the new id (or its JSON), for scripts.
         made_due = due_by(ctx, entry.id)
         for item in made_due:

@@ -49,12 +49,13 @@ def register(app: typer.Typer) -> None:
             from kb.answers.decisions import review
             from kb.authors import current_author
             from kb.entry import utc_now
+            from kb.plain import with_path
 
             if not note:
                 raise KbError("--ack needs --note: say what was re-checked, e.g. --note 're-checked on 2.27.1'")
             kb = knowledge_base(ctx)
             entry = review(kb, ack, note=note, by=by or current_author(kb.root), when=utc_now())
-            typer.echo(f"kb: recorded a review of {entry.id} in {entry.path}", err=True)
+            typer.echo(with_path(f"kb: recorded a review of {entry.id}", entry.path), err=True)
             return
         if note or by:
             raise KbError("--note and --by go with --ack ID")
