@@ -259,15 +259,14 @@ def regression_lines(found: Regressions) -> list[str]:
         lines.append(f"    now {item.failed_entry}")
     if not found.breakages:
         lines.append("  none")
-    lines += ["", "Slower (each release's runs against the release before, beyond the floor):"]
+    lines += ["", "Slower (where each series changed across releases, beyond the floor):"]
     for slow in found.slowdowns:
-        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> {slow.version} "
-                f"{slow.change:+.1%}")  # fmt: skip
+        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> "
+                f"{slow.first_bad} {slow.change:+.1%}")  # fmt: skip
         lines += wrapped(said)
-        if slow.comparison:
-            from kb.answers.verdict import Verdict
+        from kb.answers.verdict import Verdict
 
-            lines += wrapped(Verdict(**slow.comparison).text(), 6)
+        lines += wrapped(f"{Verdict(**slow.comparison).text()}, t-test p={slow.pvalue:.2g}", 6)
     if not found.slowdowns:
         lines.append("  none")
     return lines

@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
             from kb.answers.regressions import regressions as across_releases
 
             with reading(db):
-                found = across_releases(db, kb.entries_path, workload)
+                found = across_releases(db, kb.entries_path, workload, kb.config.answers.floor)
             if json_:
                 print_json(found.as_dict())
                 return
