@@ -247,7 +247,8 @@ def regression_lines(found: Regressions) -> list[str]:
     """What stopped working across releases, then what got slower: two lists, never mixed; lines wrap."""
 
     def wrapped(text: str, indent: int = 2) -> list[str]:
-        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4))
+        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4),
+                             break_long_words=False, break_on_hyphens=False)  # fmt: skip
 
     lines = ["Stopped working (completed on the older release, fails on the newer):"]
     for item in found.breakages:
