@@ -81,3 +81,24 @@ def test_launch_times_busy_runs_and_other_shapes_are_never_one_series(kb: Knowle
     (slow,) = slowdowns()
     assert (slow["series"], slow["last_good"], slow["first_bad"]) == ("neuron · eager", "2.9.0", "2.11.0")
     assert slow["comparison"]["n"] == 3 and slow["comparison"]["n_base"] == 6
+
+
+def test_locate_finds_each_change_and_only_between_releases() -> None:
+    from kb.answers.changepoints import locate
+
+    wobble = (0.0, 0.05, -0.04, 0.02, -0.03)
+    values = [10 + w for w in wobble] + [13 + w for w in wobble] + [10 + w for w in wobble]
+    assert locate(values, list(range(1, len(values)))) == [5, 10]  # up, then back down
+    three = [10 + w for w in wobble[:3] * 2] + [13 + w for w in wobble[:3]] + [10 + w for w in wobble[:3] * 2]
+    assert locate(three, [3, 6, 9, 12]) == [6, 9]  # one release of three runs slower, the next one undid it
+    assert set(locate(values, [3, 6, 9, 12])) <= {3, 6, 9, 12}  # releases that mix both levels: no change inside one
+    assert locate(values, []) == []  # one release: repeats, never a change
+    assert locate([10 + w for w in wobble * 3], list(range(1, 15))) == []
+
+
+def test_a_release_the_next_one_undid_is_located_with_its_own_runs(kb: KnowledgeBase) -> None:
+    steady = (0.100, 0.1004, 0.0997)
+    runs(kb, {"2.8.0": list(steady), "2.9.0": [v * 1.5 for v in steady], "2.10.0": list(steady)})
+    (slow,) = slowdowns()
+    assert (slow["last_good"], slow["first_bad"]) == ("2.8.0", "2.9.0")
+    assert (slow["comparison"]["n_base"], slow["comparison"]["n"]) == (3, 3) and len(slow["after"]) == 3

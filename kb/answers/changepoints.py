@@ -5,10 +5,13 @@ The method (Fleming et al., "Hunter: Using Change Point Detection to Hunt for Pe
 https://doi.org/10.1145/3578244.3583719, built on Matteson and James, "A Nonparametric Approach for Multiple
 Change Point Analysis of Multivariate Data", https://doi.org/10.48550/arXiv.1306.4933):
 
-1. Split: within each stretch between the change points found so far, the candidate is the split that maximises
-   the energy statistic Q (how far apart the two sides' distributions are, against the spread within each); it is
-   kept while a two-sided t-test between the stretch's two sides is significant (p below ten times the final
-   threshold: these are the "weak" change points).
+1. Split: within each stretch between the change points found so far, the candidate is the split tau, with the
+   end kappa of its right-hand side, that maximises the energy statistic Q(tau, kappa) (how far apart the two
+   sides' distributions are, against the spread within each); it is kept while a two-sided t-test between the
+   two sides E-Divisive found (start to tau, tau to kappa) is significant (p below ten times the final threshold:
+   these are the "weak" change points). Otava tests start to tau against tau to the stretch's end and finds
+   local changes by sliding windows of 50 points over a long series of one point per commit; kb's series are
+   tens of runs, where that test would let a change the next release undid hide the change itself.
 2. Merge: the weakest change point (highest p, or below the significance threshold the smallest relative change)
    is dropped while its p is not below the threshold or its change is within the practical floor, and its
    neighbours are tested again against their new stretches.
@@ -17,8 +20,7 @@ kb's series are the runs of one program (workload, backend, mode, shapes, device
 by release and then by time, and a change can only fall between two releases: runs of one release are repeats.
 Each change point left is then judged by kb's one verdict rule (kb.answers.verdict: the bootstrap interval of the
 ratio of medians against the floor) between the runs of the stretches on either side; only a verdict of faster
-or slower is a change. A series of one program is short (tens of runs), so it is one window, not Otava's
-sliding windows of 50.
+or slower is a change.
 
 Runs left out: any that did not complete (a failed run has no figure; what stopped working is
 kb.answers.regressions' job), runs on a busy machine, reported figures, and launch times (nothing waited for the
@@ -146,12 +148,12 @@ def locate(
         best = None
         for start, stop in itertools.pairwise(edges):
             found = _candidate(prefix, start, stop, allowed)
-            if found is not None and (best is None or found[1] > best[1]):
-                best = (found[0], found[1], start, stop)
+            if found is not None and (best is None or found[2] > best[2]):
+                best = (start, *found)
         if best is None:
             break
-        point, _, start, stop = best
-        if not _test(values[start:point], values[point:stop]) < max_pvalue * FIRST_PASS:
+        start, point, end, _ = best
+        if not _test(values[start:point], values[point:end]) < max_pvalue * FIRST_PASS:
             break
         points = sorted([*points, point])
     while points:  # merge: drop the weakest until every one left is significant and beyond the floor
@@ -167,9 +169,10 @@ def locate(
     return points
 
 
-def _candidate(prefix: Any, start: int, stop: int, allowed: Any) -> tuple[int, float] | None:
-    """The split of values[start:stop] among the allowed ones that maximises Q(tau, kappa) over the ends kappa of
-    the right-hand side (Matteson and James' energy statistic, from the prefix sums of the distances)."""
+def _candidate(prefix: Any, start: int, stop: int, allowed: Any) -> tuple[int, int, float] | None:
+    """(tau, kappa, Q): the split tau of values[start:stop] among the allowed ones, and the end kappa of its
+    right-hand side, that maximise Q(tau, kappa) (Matteson and James' energy statistic, from the prefix sums of
+    the distances)."""
     import numpy as np
 
     taus = allowed[(allowed > start) & (allowed < stop)]
@@ -190,7 +193,7 @@ def _candidate(prefix: Any, start: int, stop: int, allowed: Any) -> tuple[int, f
         right = np.where(m > 1, 2 * n * within_right / ((m + n) * (m - 1)), 0.0)
         q = np.where(valid, 2 * between / (m + n) - left - right, -np.inf)
     i, j = np.unravel_index(np.argmax(q), q.shape)
-    return int(tau[i, j]), float(q[i, j])
+    return int(tau[i, j]), int(kappa[i, j]), float(q[i, j])
 
 
 def _test(left: list[float], right: list[float]) -> float:
