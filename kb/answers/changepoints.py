@@ -81,16 +81,24 @@ def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...],
         data = row["data"]
         if row["kind"] != "run" or row["status"] != "completed" or row["source"] == "reported" or figures.busy(data):
             continue
-        versions = {str(k).lower().replace("_", "-"): v for k, v in (data.get("versions") or {}).items()}
-        figure = figures.headline(data)
-        if package not in versions or figure is None:
+        release, figure = release_in(data, package), figures.headline(data)
+        if release is None or figure is None:
             continue
-        key = (_label(row, data), figure.name, figure.name != "step_s")
-        found.setdefault(key, []).append(Run(row["id"], figures.release_of(str(versions[package])), row["recorded"],
-                                             figure.value))  # fmt: skip
+        key = (_label(row, data), figure.name, figure.name in figures.THROUGHPUT)
+        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
     for runs in found.values():
         runs.sort(key=lambda run: (version_key(run.release), run.recorded, run.id))
     return found
+
+
+def release_in(data: dict[str, Any], package: str) -> str | None:
+    """The release of `package` a run used (local labels folded), None where it names none."""
+    from kb.index.rows import normalise_package
+
+    for name, version in (data.get("versions") or {}).items():
+        if normalise_package(str(name)) == package:
+            return figures.release_of(str(version))
+    return None
 
 
 def _label(row: dict[str, Any], data: dict[str, Any]) -> str:

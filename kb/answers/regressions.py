@@ -19,7 +19,7 @@ from typing import Any
 
 from kb.answers import figures
 from kb.answers.board import backend_package
-from kb.answers.changepoints import Change, changes
+from kb.answers.changepoints import Change, changes, release_in
 from kb.answers.compare import case_changes
 from kb.answers.verdict import FLOOR
 from kb.entry import Entry
@@ -71,10 +71,10 @@ def regressions(
         package = backend_package(backend, found) or "torch"
         packages.setdefault(name, set()).add((backend, package))
         for row in reversed(found):  # oldest first
-            version = {k.lower().replace("_", "-"): v for k, v in (row["data"].get("versions") or {}).items()}
-            if package not in version:
+            release = release_in(row["data"], package)
+            if release is None:
                 continue
-            row = dict(row, release=figures.release_of(str(version[package])), package=package)
+            row = dict(row, release=release, package=package)
             data = row["data"]
             setup = repr(sorted(figures.shapes(data).items())), figures.devices(data)
             cells.setdefault((name, backend, row["mode"], row["kind"], *setup), []).append(row)

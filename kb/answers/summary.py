@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb.answers import figures, verdict
-from kb.answers.board import Board, Cell, backend_package
+from kb.answers.board import NO_BACKEND, Board, Cell, backend_package
+from kb.answers.changepoints import release_in
 from kb.answers.verdict import CONFIDENCE, MIN_RUNS, RESAMPLES, SEED
 from kb.index import answers
 
@@ -72,7 +73,7 @@ def summary(board: Board, db: sqlite3.Connection) -> Summary:
     for name in sorted({workload.workload for workload in board.workloads}):
         for row in answers.workload_evidence(db, name):
             if row["kind"] == "run":
-                runs.setdefault((row["workload"], row["backend"] or "(no backend)", row["mode"]), []).append(row)
+                runs.setdefault((row["workload"], row["backend"] or NO_BACKEND, row["mode"]), []).append(row)
     rows = []
     for label, found in sorted(cells.items()):
         row = _row(label, found)
@@ -101,8 +102,9 @@ def _key(cell: Cell) -> tuple[str, str, str | None]:
 
 
 def _release(row: dict[str, Any], package: str | None) -> str | None:
-    versions = {str(k).lower().replace("_", "-"): v for k, v in (row["data"].get("versions") or {}).items()}
-    return f"{package} {figures.release_of(str(versions[package]))}" if package and package in versions else None
+    """`torch-neuronx 2.27.1`: the run's release of the package, as the board names a cell's."""
+    release = release_in(row["data"], package) if package else None
+    return f"{package} {release}" if release else None
 
 
 def device_peak_gb(data: dict[str, Any]) -> float | None:
