@@ -64,12 +64,13 @@ def register(app: typer.Typer) -> None:
             typer.echo("\n".join(regression_lines(found)))
             return
         chosen = kb.config.answers.incumbent if incumbent is None else incumbent
-        from kb.answers.summary import summary as per_backend
-
         with reading(db):
             result = board(db, incumbent=chosen, workload=workload, floor=kb.config.answers.floor)
-            summarised = per_backend(result, db) if summary else None
-        if summarised is not None:
+            if summary:  # the summary reads the cells' runs too: under the same read
+                from kb.answers.summary import summary as per_backend
+
+                summarised = per_backend(result, db)
+        if summary:
             if json_:
                 print_json(summarised.as_dict())
                 return
