@@ -72,14 +72,16 @@ def test_a_review_closes_a_due_decision_until_something_newer(evidence: Knowledg
     assert due() == [] and run_kb("revisit", "--check").returncode == 0
     time.sleep(1.1)
     # New evidence meeting a `when:` condition after the review fires it again.
-    write_entry(evidence, "2099-01-01-gpt-oss-neuron-000003", recorded="2099-01-01T00:00:00Z", status="completed",
-                backend="neuron", workload={"name": "gpt-oss"}, timings={"compile_s": 540.0})  # fmt: skip
+    for n, seconds in ((3, 540.0), (4, 545.0), (5, 535.0)):
+        write_entry(evidence, f"2099-01-01-gpt-oss-neuron-{n:06d}", recorded=f"2099-01-01T00:00:0{n}Z",
+                    status="completed", backend="neuron", workload={"name": "gpt-oss"},
+                    timings={"compile_s": seconds})  # fmt: skip
     assert due() == [decision]
     shown = run_kb("show", decision)
     assert shown.returncode == 0, shown.stderr
     words = " ".join(shown.stdout.split())  # long reasons are wrapped to the terminal's width
     for text in ("Revisit: DUE", "fired when: compile_s < 600 for workload=gpt-oss backend=neuron",
-                 "new evidence 2099-01-01-gpt-oss-neuron-000003 meets compile_s < 600 (compile_s = 540)",
+                 "new evidence meets compile_s < 600: compile_s = 540, the median of 3 runs since, 95% interval",
                  "quiet release: torch-neuronx",
                  "last reviewed", "by ana: re-checked on 2.27.1, still CUDA"):  # fmt: skip
         assert text in words, text
