@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from conftest import json_data, run_kb, write_entry
+from conftest import Clock, json_data, run_kb, write_entry
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -190,15 +188,17 @@ def test_a_superseded_decision_is_no_longer_due(evidence: KnowledgeBase) -> None
     assert run_kb("revisit").stdout == "No decision is due (1 decision checked).\n"
 
 
-def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_seen(evidence: KnowledgeBase) -> None:
+def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_seen(
+    evidence: KnowledgeBase, clock: Clock
+) -> None:
     old = decide("release: torch-neuronx")
     assert run_kb("release", "torch-neuronx", "2.27.1").returncode == 0
     assert [d["id"] for d in revisit()] == [old]
-    time.sleep(1.1)  # entries are timed to the second: the new decision is recorded after the release
+    clock.tick()  # entries are timed to the second: the new decision is recorded after the release
     again = decide("release: torch-neuronx", extra=("--supersedes", old))
     assert revisit() == []
     assert run_kb("revisit", "--check").returncode == 0
-    time.sleep(1.1)
+    clock.tick()
     assert run_kb("release", "torch-neuronx", "2.28.0").returncode == 0
     (due,) = revisit()
     assert due["id"] == again and due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.28.0 released on")
