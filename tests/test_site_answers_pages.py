@@ -32,7 +32,12 @@ def cli(base: KnowledgeBase, *args: str) -> object:
 def text(page: str) -> str:
     """A page's main text as a person reads it: tags dropped, entities read, spaces folded."""
     main = page[page.index("<main") : page.index("</main>")]
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", main)).split())
+    return fold(html.unescape(re.sub(r"<[^>]+>", " ", main)))
+
+
+def fold(words: str) -> str:
+    """Spaces folded, and none before a comma or stop or inside brackets, where a tag ended or began."""
+    return re.sub(r"\( ", "(", re.sub(r" ([,.:;)])", r"\1", " ".join(words.split())))
 
 
 def test_the_checklist_page_answers_as_kb_board_missing(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
@@ -49,7 +54,7 @@ def test_the_checklist_page_answers_as_kb_board_missing(built: tuple[KnowledgeBa
         shown = said.split(heading, 1)[1]
         for check in cell["checklist"]:  # in the command's order, each with its mark and what to do
             mark = {True: "yes", False: "no", None: "n/a"}[check["ok"]]
-            expected = " ".join(f"{mark} {check['question']} {check['detail']}".split())
+            expected = fold(f"{mark} {check['question']} {check['detail']}")
             assert expected in shown, expected
             shown = shown.split(expected, 1)[1]
             if check["evidence"]:
@@ -95,3 +100,66 @@ def test_a_broken_expectations_file_is_named_on_the_page(kb: KnowledgeBase) -> N
     named = 'expectations.toml cannot be read: expectations.toml:1: figure: expected a name, e.g. figure = "tiny-lm"'
     assert named in said
     assert str(kb.root) not in said
+
+
+def test_the_decisions_page_answers_as_kb_revisit(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+    base, out, ids = built
+    page = (out / "decisions.html").read_text()
+    said = text(page)
+    due = {item["id"]: item for item in cli(base, "revisit")}
+    assert sorted(due) == sorted([ids["released"], ids["newer"]])
+    groups = re.findall(r'<details class="answer-group decisions-(\w+)" id="\w+"( open)?>', page)
+    assert groups == [("due", " open"), ("quiet", "")]  # the due ones open, the rest folded
+    for item in due.values():
+        (reason,) = item["reasons"]
+        assert f"{reason}. Made due by" in said, reason
+        for entry_id in item["entries"]:  # each run or release behind the reason, linked
+            assert re.search(rf'<a href="entries/{entry_id}\.html">[^<]+</a>', page), entry_id
+    newer = said.split("2 newer runs of the same workload and backend. Made due by ", 1)[1]
+    assert newer.startswith(f"{ids['newer25']}, {ids['newer26']}.")
+    assert "Made due by torch-neuronx 2.27.1." in said
+    # After a review the decision is not due, and the page says when, by whom and why it was kept.
+    reviewed = said.split("lm neuron waits, reviewed", 1)[1]
+    assert reviewed.startswith(" Where? Choice: CUDA. Status: accepted · 2026-11-20 Not due: no trigger has fired "
+                               "since the last review. Last reviewed ")  # fmt: skip
+    assert "by Ana: re-checked <2.27.1>: still failing" in reviewed
+    assert "re-checked &lt;2.27.1&gt;" in page and "lm stays on CUDA &lt;until&gt; neuron compiles" in page
+    # Evidence whose numerics failed is marked, never a plain figure.
+    assert "2026-11-12-lm-xla-000012: numerics failed, 3,170 tok/s" in said
+    assert '<span class="marked-failed">numerics failed, 3,170 tok/s</span>' in page
+
+
+def test_a_reviewed_decisions_entry_page_shows_its_reviews(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+    _, out, ids = built
+    said = text((out / "entries" / f"{ids['reviewed']}.html").read_text())
+    assert "Reviews Reviewed 20" in said and "by Ana: re-checked <2.27.1>: still failing" in said
+    assert "reviews[0]" not in said
+
+
+CONFLICT = "<<<<<<< HEAD\n{ours}\n=======\n{theirs}\n>>>>>>> origin/main\n"
+
+
+def test_files_with_git_conflict_markers_are_named_unreadable(kb: KnowledgeBase) -> None:
+    """A review, a decision and a release file left conflicted by a pull: each named on the pages, none dropped."""
+    decided = run_kb("decide", "--title", "Kept", "--question", "Q?", "--choice", "A", "--trigger", "after: 2099-01-01")
+    assert decided.returncode == 0, decided.stderr
+    assert run_kb("release", "torch", "2.11.0").returncode == 0
+    (decision,) = kb.entries_path.glob("*kept*.md")
+    (release,) = kb.entries_path.glob("*torch-2-11-0*.md")
+    reviews = decision.with_suffix("") / "reviews"
+    reviews.mkdir(parents=True)
+    (reviews / "2026-12-01T000000Z-ana.json").write_text(CONFLICT.format(ours='{"note": "a"}', theirs='{"note": "b"}'))
+    release.write_text(CONFLICT.format(ours=release.read_text(), theirs="kind: release"))
+    other = kb.entries_path / "2026-12-02-other-decision-000001.md"
+    other.write_text(CONFLICT.format(ours="---\nkind: decision\n---", theirs="---\nkind: decision\n---"))
+    built = run_kb("site", "build")
+    assert built.returncode == 0, built.stderr
+    page = (kb.root / "site" / "decisions.html").read_text()
+    said = text(page)
+    assert f"{release.name}:1: git conflict markers" in said and f"{other.name}:1: git conflict markers" in said
+    card = said.split("Unreadable (1)", 1)[1]
+    review = f"entries/{decision.stem}/reviews/2026-12-01T000000Z-ana.json: an unreadable review (git conflict markers)"
+    assert card.startswith(" Kept ") and f"Cannot tell whether it is due: {review}" in card
+    assert str(kb.root) not in page
+    entry = text((kb.root / "site" / "entries" / f"{decision.stem}.html").read_text())
+    assert f"A review kb cannot read: {review}" in entry

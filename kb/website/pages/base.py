@@ -13,7 +13,8 @@ import re
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from typing import Any
 
@@ -57,11 +58,14 @@ class Page:
 
 @dataclass(frozen=True)
 class Build:
-    """What a build hands every publisher besides the index: decisions due, broken files, where it is served."""
+    """What a build hands every publisher besides the index: decisions due (or unreadable), broken files, where it
+    is served, and the day it was built for."""
 
     due: dict[str, Any]  # decision id -> its revisit state (kb.answers.decisions.due)
     problems: list[Problem]
     base_url: str
+    today: date = field(default_factory=date.today)  # the day the decisions' dates are checked against
+    unreadable: dict[str, str] = field(default_factory=dict)  # decision id -> why its reviews cannot be read
 
 
 def digest(*parts: Any) -> str:
