@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from answers_base import WORKLOAD, make_base
+from answers_base import HOSTILE, NEURON_BROKEN, WORKLOAD, XLA_FAILED, make_base
 from conftest import json_data, run_kb
 
 from kb.store import KnowledgeBase
@@ -163,3 +163,16 @@ def test_files_with_git_conflict_markers_are_named_unreadable(kb: KnowledgeBase)
     assert str(kb.root) not in page
     entry = text((kb.root / "site" / "entries" / f"{decision.stem}.html").read_text())
     assert f"A review kb cannot read: {review}" in entry
+
+
+def test_runs_that_failed_or_failed_numerics_are_marked_in_every_list(
+    built: tuple[KnowledgeBase, Path, dict[str, str]],
+) -> None:
+    _, out, _ = built
+    for listing in ("list/index.html", "list/backend/xla.html", "list/workload/lm.html", "list/status/completed.html"):
+        page = (out / listing).read_text()
+        row = re.search(rf"<tr>(?:(?!</tr>).)*entries/{XLA_FAILED}\.html.*?</tr>", page, re.S)
+        assert row and '<span class="why">numerics failed</span>' in row[0], listing
+    page = (out / "list" / "backend" / "neuron.html").read_text()
+    row = re.search(rf"<tr>(?:(?!</tr>).)*entries/{NEURON_BROKEN}\.html.*?</tr>", page, re.S)
+    assert row and "failed" in row[0] and f'<span class="why">{html.escape(HOSTILE)}</span>' in row[0]

@@ -134,9 +134,18 @@ class Site:
 
     @cached_property
     def failure_notes(self) -> dict[str, str]:
-        """Each failed entry's reason in one line, for the lists."""
+        """Each failed entry's reason in one line, for the lists; a completed run whose numerics failed says so,
+        since its status alone reads as a result."""
+        from kb.answers.figures import nonfinite, numerics
+        from kb.index.answers import board_entries
+
+        notes = {}
+        for row in board_entries(self.db):
+            if row["facts"] and numerics(row["facts"]) == "failed":
+                why = nonfinite(row["facts"])
+                notes[row["id"]] = "numerics failed" + (f": {why}" if why else "")
         rows = index_site.failure_texts(self.db)
-        return {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
+        return notes | {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
 
     def compared_workloads(self) -> list[str]:
         return index_site.compared_workloads(self.db)
