@@ -51,19 +51,20 @@ def said(tab: Tab, selector: str) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_checklist_in_chromium(served: tuple, browser: Browser, width: int) -> None:
     base, url, _ = served
-    with visit(browser, f"{url}checklist.html", "checklist", width) as tab:
-        headings = said(tab, "section.checklist-cell h2")
-        board = cli(base, "board")
+    (workload,) = [w for w in cli(base, "board")["workloads"] if w["workload"] == WORKLOAD]
+    with visit(browser, f"{url}checklist/index.html", "checklist-index", width) as tab:
+        tab.page.locator("ul.checklist-index a", has_text=WORKLOAD).click()
+        expect(tab.page).to_have_url(re.compile(rf"checklist/{WORKLOAD}\.html$"))
+    with visit(browser, f"{url}checklist/{WORKLOAD}.html", "checklist", width) as tab:
         expected = []
-        for workload in board["workloads"]:
-            for cell in workload["cells"]:
-                answered = sum(1 for check in cell["checklist"] if check["ok"] is True)
-                asked = sum(1 for check in cell["checklist"] if check["ok"] is not None)
-                expected.append(f"{cell['workload']} on {cell['label']}: {answered} of {asked} answered")
-        assert headings == expected
-        marks = said(tab, "li.check .mark")
+        for cell in workload["cells"]:
+            answered = sum(1 for check in cell["checklist"] if check["ok"] is True)
+            asked = sum(1 for check in cell["checklist"] if check["ok"] is not None)
+            expected.append(f"{WORKLOAD} on {cell['label']}: {answered} of {asked} answered")
+        assert said(tab, "section.checklist-cell h2") == expected
         words = {True: "yes", False: "no", None: "n/a"}
-        assert marks == [words[c["ok"]] for w in board["workloads"] for cell in w["cells"] for c in cell["checklist"]]
+        marks = [words[check["ok"]] for cell in workload["cells"] for check in cell["checklist"]]
+        assert said(tab, "li.check .mark") == marks
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -40,25 +40,32 @@ def fold(words: str) -> str:
     return re.sub(r"\( ", "(", re.sub(r" ([,.:;)])", r"\1", " ".join(words.split())))
 
 
-def test_the_checklist_page_answers_as_kb_board_missing(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+def test_the_checklist_pages_answer_as_kb_board_missing(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
     base, out, _ = built
-    page = (out / "checklist.html").read_text()
-    said = text(page)
-    cells = [cell for workload in cli(base, "board")["workloads"] for cell in workload["cells"]]
-    assert len(cells) == 4  # cuda, neuron and xla of lm; cpu of the recorded workload
-    for cell in cells:
-        answered = sum(1 for check in cell["checklist"] if check["ok"] is True)
-        asked = sum(1 for check in cell["checklist"] if check["ok"] is not None)
-        heading = f"{cell['workload']} on {cell['label']}: {answered} of {asked} answered"
-        assert heading in said, heading
-        shown = said.split(heading, 1)[1]
-        for check in cell["checklist"]:  # in the command's order, each with its mark and what to do
-            mark = {True: "yes", False: "no", None: "n/a"}[check["ok"]]
-            expected = fold(f"{mark} {check['question']} {check['detail']}")
-            assert expected in shown, expected
-            shown = shown.split(expected, 1)[1]
-            if check["evidence"]:
-                assert f'<a href="entries/{check["evidence"]}.html">' in page
+    index = text((out / "checklist" / "index.html").read_text())
+    workloads = cli(base, "board")["workloads"]
+    assert [cell["label"] for workload in workloads for cell in workload["cells"]] == [
+        "cuda · compiled", "neuron · compiled", "xla · compiled", "cpu"
+    ]  # fmt: skip
+    for workload in workloads:  # a page per workload, the index counting what each backend answered
+        page = (out / "checklist" / f"{workload['workload']}.html").read_text()
+        said = text(page)
+        summary = []
+        for cell in workload["cells"]:
+            answered = sum(1 for check in cell["checklist"] if check["ok"] is True)
+            asked = sum(1 for check in cell["checklist"] if check["ok"] is not None)
+            summary.append(f"{cell['label']} {answered}/{asked}")
+            heading = f"{cell['workload']} on {cell['label']}: {answered} of {asked} answered"
+            assert heading in said, heading
+            shown = said.split(heading, 1)[1]
+            for check in cell["checklist"]:  # in the command's order, each with its mark and what to do
+                mark = {True: "yes", False: "no", None: "n/a"}[check["ok"]]
+                expected = fold(f"{mark} {check['question']} {check['detail']}")
+                assert expected in shown, expected
+                shown = shown.split(expected, 1)[1]
+                if check["evidence"]:
+                    assert f'<a href="../entries/{check["evidence"]}.html">' in page
+        assert f"{workload['workload']}: {' · '.join(summary)}" in index
 
 
 def test_the_regressions_page_answers_as_kb_board_regressions(

@@ -8,16 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from kb.errors import KbError
-from kb.website.pages.base import Build, Page, Publisher, digest, href
+from kb.website.pages.base import Build, Page, Publisher, digest, href, slug
 
 MARKS = {True: ("yes", "good"), False: ("no", "bad"), None: ("n/a", "none")}
 
 
-def linked(entry_id: str | None, paths: dict[str, str]) -> dict[str, Any] | None:
-    """An entry id with its page's link from a top-level page (None where the entry has no page)."""
+def linked(entry_id: str | None, paths: dict[str, str], depth: int = 0) -> dict[str, Any] | None:
+    """An entry id with its page's link from a page `depth` folders down (None where the entry has no page)."""
     if not entry_id:
         return None
-    return {"id": entry_id, "href": href(paths[entry_id], 0) if entry_id in paths else None}
+    return {"id": entry_id, "href": href(paths[entry_id], depth) if entry_id in paths else None}
 
 
 def shown_error(exc: KbError, root: str) -> str:
@@ -26,28 +26,32 @@ def shown_error(exc: KbError, root: str) -> str:
 
 
 class ChecklistPage(Publisher):
-    """`kb board --missing`: per workload and backend, what is still missing before its result can be believed."""
+    """`kb board --missing`: per workload and backend, what is still missing before its result can be believed; a
+    page per workload (a base of thousands of runs has dozens), and an index of what each still misses."""
 
     def pages(self, build: Build) -> Iterator[Page]:
         from kb.answers.board import board
 
         config, paths = self.site.kb.config.answers, self.site.paths
-        workloads = []
+        index = []
         for workload in board(self.site.db, incumbent=config.incumbent, floor=config.floor).workloads:
             cells = []
             for cell in workload.cells:
                 checks = [
                     {"mark": MARKS[c.ok][0], "tone": MARKS[c.ok][1], "question": c.question, "detail": c.detail,
-                     "evidence": linked(c.evidence, paths)}
+                     "evidence": linked(c.evidence, paths, 1)}
                     for c in cell.checklist
                 ]  # fmt: skip
                 answered = sum(1 for c in cell.checklist if c.ok is True)
                 asked = sum(1 for c in cell.checklist if c.ok is not None)
                 cells.append({"label": cell.label, "answered": answered, "asked": asked, "checks": checks})
-            missing = sum(cell["asked"] - cell["answered"] for cell in cells)
-            workloads.append({"workload": workload.workload, "cells": cells, "missing": missing})
-        context = {"workloads": workloads}
-        yield Page("checklist.html", "checklist.html", digest("checklist", context), lambda: context)
+            path = f"checklist/{slug(workload.workload)}.html"
+            context = {"workload": workload.workload, "cells": cells}
+            yield Page(path, "checklist.html", digest("checklist", context), lambda c=context: c)
+            summary = [(cell["label"], cell["answered"], cell["asked"]) for cell in cells]
+            index.append({"workload": workload.workload, "href": f"{slug(workload.workload)}.html", "cells": summary})
+        listed = {"workloads": index}
+        yield Page("checklist/index.html", "checklist_index.html", digest("checklist-index", listed), lambda: listed)
 
 
 class RegressionsPage(Publisher):
