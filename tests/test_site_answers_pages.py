@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from answers_base import HOSTILE, NEURON_BROKEN, WORKLOAD, XLA_FAILED, make_base
-from conftest import json_data, run_kb
+from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
@@ -202,3 +202,18 @@ def test_trends_follow_every_backend_package_as_kb_trend(
         for point in series["points"]
     ]
     assert rows[1:] == expected and expected  # after the header row, every point of every series, in order
+
+
+def test_sixty_decisions_none_due_are_folded_in_their_groups(kb: KnowledgeBase) -> None:
+    for n in range(60):  # as a generated base holds them: half accepted without a trigger, half without a status
+        section = {"status": "accepted", "question": "Q?", "choice": "A"} if n % 2 else None
+        write_entry(kb, f"2026-10-{n % 28 + 1:02d}-decision-{n:06d}", kind="decision", recorded="2026-10-01T00:00:00Z",
+                    decision=section)  # fmt: skip
+    assert run_kb("site", "build").returncode == 0
+    page = (kb.root / "site" / "decisions.html").read_text()
+    groups = re.findall(r'<details class="answer-group decisions-(\w+)" id="\w+"( open)?>', page)
+    assert groups == [("quiet", ""), ("closed", "")]  # folded: the first screen says only that none is due
+    said = text(page)
+    groups_said = "Not due (30) Not checked (rejected, superseded or without a status) (30)"
+    assert f"60 decisions. {groups_said} No decision is due." in said
+    assert said.count("No revisit trigger set.") == 30 and said.count("Not checked: no status.") == 30
