@@ -60,9 +60,15 @@ class TrendPages(Publisher):
 
 
 def release_packages(recorded: list[tuple[str | None, str]]) -> list[str]:
-    """The packages whose releases a workload's trends follow: torch, and each backend's own packages its runs
-    record (torch-neuronx and neuronx-cc for neuron, torch-xla for xla, openvino for openvino ...)."""
+    """The packages whose releases a workload's trends follow: torch, and each backend's own package, the first of
+    its packages its runs record (torch-neuronx for neuron, torch-xla for xla, openvino ...), as the board and
+    `kb board --regressions` take a backend's release."""
     from kb.answers.board import BACKEND_PACKAGES
 
-    own = {package for backend, package in recorded if package in BACKEND_PACKAGES.get(backend or "", (backend,))}
+    by_backend: dict[str, set[str]] = {}
+    for backend, package in recorded:
+        by_backend.setdefault(backend or "", set()).add(package)
+    own = set()
+    for backend, packages in by_backend.items():
+        own |= {next((p for p in BACKEND_PACKAGES.get(backend, (backend,)) if p in packages), "torch")}
     return ["torch", *sorted(own - {"torch"})]
