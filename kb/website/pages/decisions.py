@@ -1,8 +1,8 @@
 """The decisions page: every decision, its choice and triggers, the evidence it cites, its last review, and why it
 is due, each reason linked to the runs and releases behind it (`kb revisit`, `kb show`). Decisions are grouped
-(due, not due, not checked, unreadable), only the due and the unreadable unfolded, so that hundreds stay a screen
-to scan; a decision, review or release file kb cannot read (git conflict markers, say) is named, never left out
-unseen."""
+(due, not due, not checked, unreadable); from a dozen on, only the due and the unreadable unfolded, so that
+hundreds stay a screen to scan; a decision, review or release file kb cannot read (git conflict markers, say) is
+named, never left out unseen."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from kb.website.pages.answer_pages import shown_error
 from kb.website.pages.base import Build, Page, Publisher, digest, href
 
 SHOWN_ENTRIES = 10  # the runs named under one reason; the rest are counted
+FOLDED_FROM = 13  # decisions: from this many, the groups not due are folded (a dozen cards read as one page)
 GROUPS = (
     ("due", "Due for a revisit"),
     ("quiet", "Not due"),
@@ -66,7 +67,8 @@ class DecisionsPage(Publisher):
             for where, what in unreadable_decisions(build.problems)
         ]  # fmt: skip
         shown = [(name, label, groups[name]) for name, label in GROUPS if groups[name]]
-        context = {"groups": shown, "files": files, "total": sum(len(cards) for cards in groups.values()),
+        total = sum(len(cards) for cards in groups.values())
+        context = {"groups": shown, "files": files, "total": total, "fold": total >= FOLDED_FROM,
                    "none_due": not (groups["due"] or groups["unreadable"] or files)}  # fmt: skip
         yield Page("decisions.html", "decisions.html", digest("decisions", context), lambda: context)
 
