@@ -136,6 +136,14 @@ def test_the_decisions_page_answers_as_kb_revisit(built: tuple[KnowledgeBase, Pa
     assert '<span class="marked-failed">numerics failed, 3,170 tok/s</span>' in page
 
 
+def test_a_due_decisions_entry_page_links_what_made_it_due(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+    _, out, ids = built
+    page = (out / "entries" / f"{ids['newer']}.html").read_text()
+    assert "2 newer runs of the same workload and backend" in text(page)
+    for run in (ids["newer25"], ids["newer26"]):
+        assert f'<a href="../entries/{run}.html">{run}</a>' in page
+
+
 def test_a_reviewed_decisions_entry_page_shows_its_reviews(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
     _, out, ids = built
     said = text((out / "entries" / f"{ids['reviewed']}.html").read_text())
@@ -180,6 +188,9 @@ def test_runs_that_failed_or_failed_numerics_are_marked_in_every_list(
         page = (out / listing).read_text()
         row = re.search(rf"<tr>(?:(?!</tr>).)*entries/{XLA_FAILED}\.html.*?</tr>", page, re.S)
         assert row and '<span class="why">numerics failed</span>' in row[0], listing
+    compared = (out / "compare" / f"{WORKLOAD}.html").read_text()
+    column = compared.split(f'<span class="id">{XLA_FAILED}</span>', 1)[1].split("</th>", 1)[0]
+    assert '<span class="badge marked-failed">numerics failed</span>' in column
     page = (out / "list" / "backend" / "neuron.html").read_text()
     row = re.search(rf"<tr>(?:(?!</tr>).)*entries/{NEURON_BROKEN}\.html.*?</tr>", page, re.S)
     assert row and "failed" in row[0] and f'<span class="why">{html.escape(HOSTILE)}</span>' in row[0]

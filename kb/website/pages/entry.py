@@ -96,6 +96,9 @@ class EntryPages(Publisher):
             else [],
             "reviews": _reviews(entry, str(self.site.kb.root)) if entry.kind == "decision" else None,
             "due": due_state,
+            "due_entries": [(i, href(paths[i], depth) if i in paths else None) for i in due_state.entries[:10]]
+            if due_state
+            else [],
             "sections": sections,
             "links": self._links(data.get("links") or {}, depth),
             "attachments": attachments,
