@@ -276,16 +276,7 @@ def regression_lines(found: Regressions) -> list[str]:
 def expectation_lines(outcomes: list[Outcome]) -> list[str]:
     lines = []
     for outcome in outcomes:
-        item = outcome.expectation
-        where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        if item.bound is None:
-            bound = f"{item.figure} must pass"
-        else:
-            bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
-        if outcome.actual is not None:
-            actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
-        else:
-            actual = outcome.reason or "no evidence"
+        where, bound, actual = expectation_parts(outcome)
         said = f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"
         lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 11)
         for note in outcome.notes:
@@ -293,6 +284,21 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
         if outcome.entry:
             lines.append(f"         {outcome.entry}")
     return lines
+
+
+def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
+    """(where, the bound, what the evidence says now) of one expectation, as kb expect and the site word them."""
+    item = outcome.expectation
+    where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
+    if item.bound is None:
+        bound = f"{item.figure} must pass"
+    else:
+        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+    if outcome.actual is not None:
+        actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+    else:
+        actual = outcome.reason or "no evidence"
+    return where, bound, actual
 
 
 def trend_lines(result: Trend, workload: str) -> list[str]:

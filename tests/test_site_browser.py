@@ -359,8 +359,12 @@ NAV = {
     "Comparisons": "compare/index.html",
     "Trends": "trends/index.html",
     "Decisions": "decisions.html",
+    "Checklist": "checklist/index.html",
+    "Regressions": "regressions.html",
+    "Expectations": "expectations.html",
     "Search": "search.html",
 }
+HEADINGS = {"Entries": "All entries", "Checklist": "Evidence checklist", "Regressions": "Regressions across releases"}
 
 
 def test_navigation_and_search_work_under_a_sub_path(site: BuiltSite, tab: Tab) -> None:
@@ -380,7 +384,7 @@ def test_navigation_and_search_work_under_a_sub_path(site: BuiltSite, tab: Tab) 
         page.goto(base + "list/version-torch/2.9.0.html")
         assert click_and_load(tab, page.locator("header.top nav a", has_text=label)) == 200, label
         assert page.url == base + target, label
-        expect(page.locator("main h1")).to_have_text(label if label != "Entries" else "All entries")
+        expect(page.locator("main h1")).to_have_text(HEADINGS.get(label, label))
     assert click_and_load(tab, page.locator("header.top a.brand")) == 200
     assert page.url == base + "index.html"
 

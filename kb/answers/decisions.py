@@ -32,7 +32,7 @@ from kb.answers import verdict
 from kb.entry import Entry, entry_now, iso
 from kb.errors import KbError
 from kb.index import answers
-from kb.reviews import REVIEWS, instant, reviews_of
+from kb.reviews import CONFLICT, REVIEWS, instant, reviews_of
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
 OPEN_STATUSES = ("proposed", "accepted")  # the ones worth revisiting
@@ -525,9 +525,6 @@ def check_names(trigger: Trigger, known: Known | None) -> None:
         if name not in names:
             raise KbError(f"trigger {trigger.text!r}: no {what} {name!r} in this knowledge base, so it could never "
                           f"fire{did_you_mean(name, names)}")  # fmt: skip
-
-
-CONFLICT = re.compile(r"(?m)^(<{7}|={7}|>{7})( |$)")
 
 
 def unreadable_decisions(problems: list[Any]) -> list[tuple[str, str]]:
