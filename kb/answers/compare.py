@@ -118,11 +118,46 @@ def compare(entries: list[Entry], repeats: list[list[Entry]] | None = None, floo
             "or coverage entries with each other"
         )
     runs = repeats or [[entry] for entry in entries]
+    first = _sound_first(entries)
+    entries = [entries[first], *entries[:first], *entries[first + 1 :]]
+    runs = [runs[first], *runs[:first], *runs[first + 1 :]]
     rows = _timing_rows(entries, runs, floor) + _metric_rows(entries, runs, floor) + _evidence_rows(entries)
     _unranked(entries, rows)
     cases = case_changes(entries) if kinds == {"coverage"} else []
     return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases,
-                      runs=[len(found) for found in runs], floor=floor)  # fmt: skip
+                      runs=[len(found) for found in runs], floor=floor, notes=footing(entries))  # fmt: skip
+
+
+def _sound_first(entries: list[Entry]) -> int:
+    """Which entry is the baseline: the first given whose figures rank (it completed, its numerics held, its times
+    are device times), else the first that completed, else the first. A failed run is never the baseline while
+    another can be."""
+    sound = [i for i, e in enumerate(entries) if not figures.failure(e.data) and not figures.launch_times(e.data)]
+    completed = [i for i, e in enumerate(entries) if not figures.failure(e.data)]
+    return (sound or completed or [0])[0]
+
+
+def footing(entries: list[Entry]) -> list[str]:
+    """What ranks against what, in words: each run that failed (class and message) or whose times are launch
+    times, and which entries the baseline is compared with."""
+    notes = []
+    for entry in entries:
+        failed = figures.failure(entry.data)
+        if failed:
+            notes.append(f"{entry.id} {failed}: never the baseline; its figures are not ranked")
+        elif figures.launch_times(entry.data):
+            sync = entry.get("timings.device_sync")
+            notes.append(f"{entry.id}: {figures.LAUNCH_TIMES_WHY} ({sync}); its step times and rates: "
+                         f"{figures.LAUNCH_TIMES}")  # fmt: skip
+    base = entries[0]
+    if figures.failure(base.data):
+        return [*notes, "nothing is ranked: no entry completed with sound figures"]
+    ranked = [e.id for e in entries[1:] if not figures.failure(e.data)]
+    if not notes:
+        return []
+    if ranked:
+        return [*notes, f"compared with the baseline {base.id}: {', '.join(ranked)}"]
+    return [*notes, f"nothing is ranked against the baseline {base.id}: no other entry completed with sound figures"]
 
 
 def case_changes(entries: list[Entry]) -> list[CaseChanges]:
@@ -240,13 +275,26 @@ def _metric_rows(entries: list[Entry], runs: list[list[Entry]], floor: float) ->
 
 
 def _unranked(entries: list[Entry], rows: list[Row]) -> None:
-    """Reported figures stand beside measured ones with no ratio and no verdict: never ranked against them."""
+    """Figures that stand beside the baseline's with no ratio and no verdict: reported beside measured ones, a
+    failed run's (partial, or wrong), and launch times beside any time (figures.ranks_with)."""
     reported = [entry.get("provenance.source") == "reported" for entry in entries]
+    failed = [figures.failure(entry.data) for entry in entries]
     for row in rows:
+        if row.section not in ("timings", "metrics"):
+            continue
         for index in range(1, len(entries)):
-            if reported[index] != reported[0] and row.ratios[index] is not None:
+            if failed[0] or failed[index]:
+                status = "numerics failed" if failed[index].startswith("numerics") else entries[index].status
+                why = f"{status}: not ranked" if failed[index] else "the baseline failed: not ranked"
+            elif not figures.ranks_with(entries[0].data, entries[index].data, row.name):
+                why = figures.LAUNCH_TIMES
+            elif reported[index] != reported[0] and row.ratios[index] is not None:
+                why = NOT_RANKED
+            else:
+                continue
+            if row.values[index] is not None:
                 row.ratios[index] = None
-                row.verdicts[index] = NOT_RANKED
+                row.verdicts[index] = why
 
 
 def _evidence_rows(entries: list[Entry]) -> list[Row]:
@@ -347,6 +395,8 @@ def grouped(
     chosen: Entry | None = kb.load(baseline) if baseline else None
     if chosen is not None and chosen.status not in USABLE_STATUSES:
         raise KbError(f"--baseline {chosen.id}: a {chosen.status} run cannot be a baseline; give a completed run")
+    if chosen is not None and figures.failure(chosen.data):
+        raise KbError(f"--baseline {chosen.id}: its {figures.failure(chosen.data)}; give a run whose numerics held")
     usable = [row for row in rows if _usable(row)]
     base_backend = _incumbent_backend(usable, incumbent, chosen)
     if by == "mode" and not backend and len({row["backend"] for row in rows}) > 1:
@@ -375,7 +425,7 @@ def grouped(
     if len(entries) < 2:
         raise KbError("; ".join([f"nothing to compare {workload} with by {by}", *notes]))
     comparison = compare(entries, [_repeats(kb, entry, rows) for entry in entries], floor)
-    comparison.notes = notes
+    comparison.notes = [*notes, *comparison.notes]
     return comparison
 
 
@@ -399,7 +449,7 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return figures.shapes(data), figures.devices(data), versions, figures.compile_kind(data)
+    return figures.shapes(data), figures.devices(data), versions, figures.compile_kind(data), figures.launch_times(data)
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:
