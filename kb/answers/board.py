@@ -34,9 +34,7 @@ BACKEND_PACKAGES = {
     "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
     "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
 }  # fmt: skip
-# Launch times rank against nothing, each other included: how fast work is queued says nothing of how fast it runs,
-# and backends (and releases) queue to different depths before they block.
-LAUNCH_TIMES = "launch times: not ranked"
+LAUNCH_TIMES = figures.LAUNCH_TIMES  # the words compare and trend say too
 SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
 Key = tuple[str, "str | None"]
 
@@ -358,7 +356,7 @@ def _sound(cell: Cell, state: State) -> str:
     if not state.figure_runs:
         return "no completed, measured run with a figure" + (f" on {cell.release}" if cell.release else "")
     if cell.launch_times:
-        return "its figures are launch times, not device times"
+        return figures.LAUNCH_TIMES_WHY
     return ""
 
 
