@@ -431,7 +431,8 @@ def grouped(
 
 def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
     """The entry and the runs that repeat it: completed, with figures, of its backend and mode, on its shapes,
-    device count and versions, not on a busy machine (unless it was itself)."""
+    device count, hardware and versions, with its kind of time (device or launch), not on a busy machine (unless
+    it was itself)."""
     if entry.kind != "run":
         return [entry]
     like = _setup(entry.data)
@@ -449,7 +450,8 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return figures.shapes(data), figures.devices(data), versions, figures.compile_kind(data), figures.launch_times(data)
+    return (figures.shapes(data), figures.devices(data), figures.machine(data), versions, figures.compile_kind(data),
+            figures.launch_times(data))  # fmt: skip
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:

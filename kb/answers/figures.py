@@ -127,6 +127,16 @@ def _nonfinite_word(value: Any) -> str:
     return ""
 
 
+def machine(data: dict[str, Any]) -> tuple[tuple[str, ...], Any, Any]:
+    """The hardware a run's figures belong to: its accelerators' names and its host's CPU model and thread count.
+    Runs on other hardware are no repeats of each other, whatever their host is called; the same hardware on
+    another host is (and reproduces the figure)."""
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    found = hardware.get("accelerators") if isinstance(hardware.get("accelerators"), list) else []
+    names = tuple(sorted(str(one.get("name")) for one in found if isinstance(one, dict) and one.get("name")))
+    return names, hardware.get("cpu"), hardware.get("cpu_threads")
+
+
 def busy(data: dict[str, Any]) -> bool:
     """Whether the machine was busy with other work while the run ran (hardware.load.busy, set at capture)."""
     load = (data.get("hardware") or {}).get("load")
