@@ -530,3 +530,79 @@ def baseline_index(picked: list[dict[str, Any]], backend: str | None, mode: str 
                 mode is not None and row["mode"] != mode, index)  # fmt: skip
 
     return min(enumerate(picked), key=rank)[0]
+
+
+@dataclass
+class Agreement:
+    """How a rerun agrees with the run it repeats, by the one verdict rule: each side with its repeats."""
+
+    original: str
+    rerun: str
+    reproduction: bool  # another author or another host (its name on its hardware) ran it
+    who: str  # "bo on vm2, ana on vm before"
+    figure: str | None = None
+    verdict: dict[str, Any] | None = None  # kb.answers.verdict.Verdict
+    original_runs: list[str] = field(default_factory=list)
+    rerun_runs: list[str] = field(default_factory=list)
+    reason: str = ""  # why there is no verdict
+
+    def text(self) -> str:
+        kind = "reproduction attempt" if self.reproduction else "repeat (same author, same host)"
+        head = f"{kind} of {self.original} by {self.who}: "
+        if self.verdict is None:
+            return head + f"no agreement verdict: {self.reason}"
+        judged = verdict.Verdict(**self.verdict)
+        word = {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees")
+        return head + f"{self.figure} {word}, {judged.text()}"
+
+
+def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FLOOR) -> Agreement:
+    """The rerun (with the earlier reruns of the original by the same author on the same host and setup) against
+    the original (with its repeats by its author on its host that are no reruns of it): the headline figure both
+    have, judged by the one rule."""
+    from kb.index import answers
+
+    found = Agreement(original.id, rerun.id, _who(original) != _who(rerun), _said_who(rerun, original))
+    failed = figures.failure(rerun.data) or figures.failure(original.data)
+    if failed:
+        which = rerun if figures.failure(rerun.data) else original
+        found.reason = f"{which.id} {figures.failure(which.data)}"
+        return found
+    rows = answers.grouped_candidates(db, "e.workload IS ? AND e.backend IS ? AND e.mode IS ?",
+                                      [original.get("workload.name"), original.get("backend"), original.get("mode")],
+                                      "backend")  # fmt: skip
+
+    def reran(entry: Entry) -> bool:
+        return (entry.data.get("links") or {}).get("rerun_of") == original.id
+
+    before = [e for e in _repeats(kb, original, rows) if e.id == original.id or (
+        _who(e) == _who(original) and not reran(e))]  # fmt: skip
+    now = [e for e in _repeats(kb, rerun, rows) if e.id == rerun.id or (_who(e) == _who(rerun) and reran(e))]
+    found.original_runs, found.rerun_runs = [e.id for e in before], [e.id for e in now]
+    both = [n for n in figures.HEADLINES if figures.headline(original.data, n) and figures.headline(rerun.data, n)]
+    name = both[0] if both else None
+    if name is None:
+        found.reason = "no headline figure (throughput or step time) in both"
+        return found
+    if not figures.ranks_with(original.data, rerun.data, name):
+        found.reason = f"{name}: {figures.LAUNCH_TIMES}"
+        return found
+    values = [[f.value for f in (figures.headline(e.data, name) for e in side) if f] for side in (before, now)]
+    found.figure = name
+    found.verdict = verdict.judge(*values, higher_is_better=name in figures.THROUGHPUT, floor=floor).as_dict()
+    return found
+
+
+def _who(entry: Entry) -> tuple[Any, Any, Any]:
+    """Who ran a run where: its author, host name and hardware."""
+    return entry.get("author"), entry.get("hardware.hostname"), figures.machine(entry.data)
+
+
+def _said_who(rerun: Entry, original: Entry) -> str:
+    def one(entry: Entry) -> str:
+        return f"{entry.get('author') or 'an unknown author'} on {entry.get('hardware.hostname') or 'an unknown host'}"
+
+    now, then = one(rerun), one(original)
+    if now == then and figures.machine(rerun.data) != figures.machine(original.data):
+        now += " (other hardware)"
+    return now if now == then else f"{now} ({then} before)"
