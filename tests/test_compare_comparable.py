@@ -15,10 +15,11 @@ LAUNCHED = "none: this backend offers kb no way to wait for the device: launch t
 def run(kb: KnowledgeBase, n: int, rate: float, sync: str = SYNCED, torch: str = "2.9.0", **fields) -> str:
     entry_id = f"2026-11-{n:02d}-lm-xla-{n:06d}"
     fields.setdefault("status", "completed")
+    fields.setdefault("backend", "xla")
     fields.setdefault("metrics", {"tokens_per_s": {"value": rate, "unit": "tokens/s", "better": "higher"},
                                   "loss": {"value": 0.5}})  # fmt: skip
     write_entry(
-        kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", workload={"name": "lm"}, backend="xla", mode="eager",
+        kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", workload={"name": "lm"}, mode="eager",
         versions={"torch": torch}, settings={"batch": 8},
         timings={"wall_s": 10.0 + n, "step_s": {"median": 1 / rate, "count": 20}, "device_sync": sync},
         **fields,
@@ -119,3 +120,19 @@ def test_a_trend_of_launch_times_is_its_own_series_and_never_judged(kb: Knowledg
     # The wall time of the process is no launch time: those runs stay in one series.
     walls = json_data(run_kb("trend", "wall_s", "--workload", "lm", "--json").stdout)
     assert [s["group"] for s in walls["series"]] == ["xla · eager"]
+
+
+def test_the_site_comparison_starts_from_a_sound_run_as_compare_does(kb: KnowledgeBase) -> None:
+    from kb.answers.compare import compare, newest_usable
+    from kb.index.db import connect, index_path
+
+    failed = run(kb, 1, 3000.0, numerics={"verdict": "fail"})
+    sound = run(kb, 2, 2000.0, backend="cuda")
+    assert run_kb("index").returncode == 0
+    db = connect(index_path(kb.cache_path))
+    try:
+        entries, _ = newest_usable(kb, db, "lm", incumbent="xla")
+    finally:
+        db.close()
+    assert [e.id for e in entries] == [sound, failed]
+    assert [e.id for e in compare(entries).entries] == [sound, failed]

@@ -470,6 +470,7 @@ def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple
     backend = _incumbent_backend([r for r in rows if _usable(r)], incumbent, None)
     entries = [Entry.read(kb.entries_path / row["path"]) for row in picked]
     entries.insert(0, entries.pop(baseline_index(picked, backend, incumbent_of(incumbent)[1] or "eager")))
+    entries.insert(0, entries.pop(_sound_first(entries)))  # as compare() orders them: the page's columns too
     return entries, notes
 
 
