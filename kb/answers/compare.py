@@ -147,8 +147,8 @@ def footing(entries: list[Entry]) -> list[str]:
             notes.append(f"{entry.id} {failed}: never the baseline; its figures are not ranked")
         elif figures.launch_times(entry.data):
             sync = entry.get("timings.device_sync")
-            notes.append(f"{entry.id}: {figures.LAUNCH_TIMES_WHY} ({sync}); its step times and rates: "
-                         f"{figures.LAUNCH_TIMES}")  # fmt: skip
+            notes.append(f"{entry.id}: {figures.LAUNCH_TIMES_WHY} ({sync}), so its step times and rates get no "
+                         f"ratio ({figures.LAUNCH_TIMES})")  # fmt: skip
     base = entries[0]
     if figures.failure(base.data):
         return [*notes, "nothing is ranked: no entry completed with sound figures"]
