@@ -110,13 +110,10 @@ _CONTEXT_SHAPES = (
     r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
     r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
 )
-# A name joins words with hyphens (`run-7-ghp_...`): after one, only the prefixes whose token holds no hyphen
-# may start, so that a run of hyphenated parts is not tried at each of its hyphens.
-_AFTER_HYPHEN = r"(?<=-)(?=(?:gh[pousr]|github_pat|hf|npm|gsk|fw|glc|glsa|figd|r8)_)"
 # Tokens recognisable by their shape alone. Each starts where no word goes on before it; every one is a run of
 # 16 token characters or more, or holds a fixed text of _HINTS.
-_TOKEN_SHAPES = (
-    rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})(?:"
+_TOKEN_BODY = (
+    r"(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -179,6 +176,7 @@ _TOKEN_SHAPES = (
     r"|ewoJImF1dGhzIjog[A-Za-z0-9+/=]{16,}|ewogICJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # the same, indented
     r")"
 )
+_TOKEN_SHAPES = rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])){_TOKEN_BODY}"
 _SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
@@ -357,7 +355,7 @@ def mask_found(text: str) -> str:
     spans: list[tuple[int, int]] = []
     for start, end in _line_runs(_run_lines(text)):
         piece = text[start:end]
-        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece)
+        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece) + _after_hyphens(piece)
         found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
         spans += [(start + a, start + b) for a, b in found]
     if not spans:
@@ -371,6 +369,34 @@ def mask_found(text: str) -> str:
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+@functools.cache
+def _token_body() -> re.Pattern[str]:
+    return re.compile(_TOKEN_BODY)
+
+
+_HYPHEN_START = re.compile(r"(?<=-)[A-Za-z0-9]")
+_HYPHEN_WINDOW = 512  # a token after a hyphen is looked for this far first: a long run of hyphens stays linear
+
+
+def _after_hyphens(text: str) -> list[tuple[int, int]]:
+    """Spans of kb's token shapes that start after a hyphen, inside a name (`run-7-ghp_...`, `job-sk-ant-...`)."""
+    found: list[tuple[int, int]] = []
+    done = 0
+    for start in _HYPHEN_START.finditer(text):
+        at = start.start()
+        if at < done:
+            continue
+        window = min(at + _HYPHEN_WINDOW, len(text))
+        match = _token_body().match(text, at, window)
+        if match and match.end() == window:  # a token as long as the window (a JWT): the whole of it
+            match = _token_body().match(text, at)
+        if match:
+            kept = match["hook"] or match["bearer"] or ""
+            found.append((at + len(kept), match.end()))
+            done = match.end()
+    return found
 
 
 def _gitleaks():
@@ -409,10 +435,50 @@ def tokens(text: str) -> list[tuple[int, int]]:
         ):
             found.append(match.span())
             continue
+        if prefixed and _short_prefix_hex(word, prefix, rest):
+            found.append(match.span())
+            continue
         start = match.start()
-        if start and text[start - 1] == "/" and _in_url(text, start) and _random_part(word, 24, 4.0, mixed_case=True):
+        if start and text[start - 1] == "/" and _in_url(text, start) and _random_segment(word):
             found.append(match.span())
     return found
+
+
+# Words that name what a hex value after them is a hash of, in names evidence keeps (`run_<hex>`, `ckpt_<sha>`).
+_HASH_OWNERS = frozenset({"run", "job", "id", "ids", "hash", "ckpt", "step", "node", "rank", "task", "seed",
+                          "uuid", "cache", "key", "image", "build", "model", "trace", "graph", "file", "blob",
+                          "tree"})  # fmt: skip
+
+
+def _short_prefix_hex(word: str, prefix: str, rest: str) -> bool:
+    """Hex after a short prefix of letters and `_` (`sbp_<40 hex>`, `sk_<48 hex>`): how vendors mark a token; a
+    hash is named by a longer word or joined by `-` (`docker-<id>.scope`, `commit_<sha>`, `run-<hex>`)."""
+    return (
+        word[len(prefix)] == "_"
+        and 2 <= len(prefix) <= 5
+        and prefix.isalpha()
+        and prefix.lower() not in _HASH_OWNERS
+        and re.fullmatch(r"[0-9a-f]{32,}|[0-9A-F]{32,}", rest) is not None
+        and shannon(rest) >= 3.0
+    )
+
+
+def _random_segment(segment: str) -> bool:
+    """Whether a URL path segment is random base64url: its `-` and `_` are characters of the token, not joins
+    between words (`1RKQGzG-1ev_I8_TI8O-...`, unlike `models--meta-llama--Llama-3-8B`)."""
+    parts = re.split(r"[-_]", segment)
+    if _random_part(segment, 24, 4.0, mixed_case=True):
+        return True
+    if all(part.isalpha() or part.isdigit() or len(part) <= 3 for part in parts):
+        return False
+    joined = "".join(parts)
+    return (
+        len(joined) >= 24
+        and not joined.islower()
+        and not joined.isupper()
+        and any(c.isdigit() for c in joined)
+        and shannon(joined) >= 4.0
+    )
 
 
 def _random_part(text: str, length: int, entropy: float, mixed_case: bool = False) -> bool:
@@ -480,7 +546,7 @@ def _token_shapes() -> re.Pattern[str]:
 
 
 # Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it.
-_TOKEN_START = re.compile(rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})[A-Za-z0-9]")
+_TOKEN_START = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))[A-Za-z0-9]")
 
 
 def _mask_tokens_on_line(line: str) -> str:
