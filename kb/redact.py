@@ -68,11 +68,11 @@ _PEM = re.compile(
 # before its password option, and the password.
 _PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
-_ARGUMENT = r"[^\s'\"]+"
+_ARGUMENT = r"(?:[^\s'\"\\]|\\(?![nrt]))+"  # to a blank, a quote or an escaped line break (JSON's `\n`)
 # An argument: a quoted string (its quotes escaped too, as in JSON) or a run without quotes, after an `=`
 # (`-p"X"`, `-p='X'`, `-p\"X\"`, `-pX`): a mask never stops at a quote, nor runs past the string the argument is
 # in (`name="... -pX"`).
-_SHELL_WORD = r"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\"]+)"
+_SHELL_WORD = rf"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|{_ARGUMENT})"
 
 # Credentials recognisable by their shape and the fixed texts (lower case) every match of each holds: a line is
 # searched for a shape only where it holds one of them. Each starts where no word goes on before it, so every
@@ -379,7 +379,7 @@ _RUN_NEEDLE = "a" * 16
 # keys, `"k"` of a symmetric one).
 _LONG_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<secret>v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)?)"
-    r'|"(?:d|p|q|dp|dq|qi|k)"[ \t]*:[ \t]*"(?P<jwk>[A-Za-z0-9_-]{40,})"'
+    r'|\\?"(?:d|p|q|dp|dq|qi|k)\\?"[ \t]*:[ \t]*\\?"(?P<jwk>[A-Za-z0-9_-]{40,})\\?"'  # also inside a JSON string
 )
 
 
@@ -801,7 +801,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
 
 
 # What follows an HTTP auth scheme: a list of parameters (`username="u", response="..."`) or one token (RFC 9110).
-_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|[^\s,"]*)'
+_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|\\"(?:[^"\\\r\n]|\\[^"\r\n])*\\"|[^\s,"\\]*)'
 _AUTH_CREDENTIALS = re.compile(rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*")
 
 

@@ -5,6 +5,7 @@ Every secret below is fake and assembled from pieces, so that no secret scanner 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -374,3 +375,19 @@ def test_hex_after_a_vendor_prefix_and_a_dash_split_url_part_are_masked(text: st
 )
 def test_hashes_named_by_a_word_and_model_paths_are_kept(text: str) -> None:
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('step 1\nAuthorization: Digest username="u", response="b5c67ab88393e0527ef134dc2d19375b"', "b5c67ab88393e"),
+        ('{"kty":"RSA","d":"' + "yE1gH5frhctbPJXiRO0w" * 4 + '"}', "yE1gH5frhctbPJXiRO0w"),
+        ("b2 authorize-account 0051a2b3 K005abcDEF12\nmc alias set s https://s3 AKIAID WBzSgBMbW8lefn2q", "WBzSgBMbW8"),
+        ("aws configure set aws_secret_access_key Xq9Lm3\nngrok config add-authtoken 44PFmE7P0445ea9Tm", "44PFmE7P04"),
+    ],
+    ids=["digest-params", "jwk-member", "argument-then-mc", "argument-then-ngrok"],
+)
+def test_a_credential_inside_a_json_string_is_masked(text: str, secret: str) -> None:
+    """JSON escapes the quotes and line breaks: a parameter's `\\"` and a value's end at `\\n` are the text's own."""
+    inside = json.dumps({"message": text})
+    assert secret not in redact_text(inside) and secret not in redact_text(text)
