@@ -4,8 +4,8 @@ Two figures, each against a baseline measured in the same run:
 - `redact_text` on four generated logs (numbers only; `tokens/s=` on every line, as language-model training
   prints; a URL on every line, so that every line is searched for the shapes; one endless line), against
   searching every character for every pattern (`kb.redact._mask_everywhere`, how masking worked before it searched
-  only where a credential can be), in MB a second; with `--before REV`, kb/redact.py of that git revision too,
-  timed in turns with now, the ratio of now to it, and the seconds one pass over 16 MB of the log takes now;
+  only where a credential can be), in MB of CPU time a second; with `--before REV`, kb/redact.py of that git
+  revision too, timed in turns with now, the ratio of now to it, and the seconds one pass over 16 MB takes;
 - a program that prints `lines` log lines as fast as it can, its own time under `kb record` against bare: the
   recorder masks the output as it passes it on, so slow masking makes the program wait on its pipe.
 """
@@ -60,13 +60,14 @@ def _rate(mask: Callable[[str], str], text: str, repeats: int) -> float:
 
 
 def _rates(masks: list[Callable[[str], str]], text: str, repeats: int) -> list[float]:
-    """MB a second of each, the median of `repeats` runs, taken in turns: a busy moment of the machine falls on all."""
+    """MB a second of each, the median of `repeats` runs, taken in turns: a busy moment of the machine falls on all.
+    The time is the process's own CPU time: on a shared machine the wall clock counts the others' work too."""
     seconds: list[list[float]] = [[] for _ in masks]
     for _ in range(repeats):
         for mask, taken in zip(masks, seconds, strict=True):
-            started = time.perf_counter()
+            started = time.process_time()
             mask(text)
-            taken.append(time.perf_counter() - started)
+            taken.append(time.process_time() - started)
     return [len(text) / 1e6 / statistics.median(taken) for taken in seconds]
 
 
