@@ -453,23 +453,20 @@ _SNAKE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+){3,}")
 
 def tokens(text: str) -> list[tuple[int, int]]:
     """Spans of machine-made tokens that no rule knows: a word and `-` or `_` in front of 20 or more characters of
-    high entropy (`napi_...`, `tskey-auth-...`), and a long random part of a URL's path (`/bot/<token>/send`).
-    Kept as evidence: hashes and UUIDs (hex whatever their prefix), parts made of words and numbers
-    (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such (`sha256-...`)."""
+    high entropy (`napi_...`, `tskey-auth-...`), hex after a short prefix and `_` (`sbp_<hex>`), and a long random
+    part of a URL's path (`/bot/<token>/send`). Kept as evidence: hashes and UUIDs (hex after a word or `-`), parts
+    made of words and numbers (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such
+    (`sha256-...`)."""
     found = []
     for match in _TOKEN_RUN.finditer(text):
         word = match[0]
         prefix, _, rest = word.replace("-", "_").partition("_")
-        prefixed = len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha()
-        if (
-            prefixed
-            and prefix.lower() not in _DIGEST_NAMES
-            and not _SNAKE_NAME.fullmatch(rest)
-            and _random_part(rest, 16, 3.5)
+        prefixed = (
+            len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha() and prefix.lower() not in _DIGEST_NAMES
+        )
+        if prefixed and (
+            (not _SNAKE_NAME.fullmatch(rest) and _random_part(rest, 16, 3.5)) or _short_prefix_hex(word, prefix, rest)
         ):
-            found.append(match.span())
-            continue
-        if prefixed and _short_prefix_hex(word, prefix, rest):
             found.append(match.span())
             continue
         start = match.start()
@@ -480,7 +477,7 @@ def tokens(text: str) -> list[tuple[int, int]]:
 
 # Words that name what a hex value after them is a hash of, in names evidence keeps (`run_<hex>`, `ckpt_<sha>`).
 _HASH_OWNERS = frozenset({"run", "job", "id", "ids", "hash", "ckpt", "step", "node", "rank", "task", "seed",
-                          "uuid", "cache", "key", "image", "build", "model", "trace", "graph", "file", "blob",
+                          "uuid", "cache", "image", "build", "model", "trace", "graph", "file", "blob",
                           "tree"})  # fmt: skip
 
 

@@ -370,6 +370,7 @@ def test_hex_after_a_vendor_prefix_and_a_dash_split_url_part_are_masked(text: st
     [
         "docker-" + "3f" * 32 + ".scope",
         "loaded run_" + "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
+        "at git_" + "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
         "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/model-00001-of-00004.safetensors",
     ],
 )
