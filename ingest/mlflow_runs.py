@@ -206,10 +206,10 @@ def import_mlflow(
     `timeout_s` the runs read whole are imported and the rest reported, for the same command to import later."""
     from ingest.batch_import import create_each
 
-    deadline = Deadline.after(timeout_s)
     own = store_folder(store)
     roots = (*((own,) if own else ()), *(folder.resolve() for folder in artifacts_from))
     client = open_client(store, workdir, min(REQUEST_TIMEOUT_S, timeout_s))
+    deadline = Deadline.after(timeout_s)  # from the first request: loading MLflow takes seconds of its own
     skip = imported_run_ids(kb.iter_entries([]))
     runs: list[MlflowRun] = []
     try:

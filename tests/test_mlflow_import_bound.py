@@ -92,16 +92,13 @@ def test_a_slow_server_answering_many_requests_is_bounded_for_the_whole_import(
     kb: KnowledgeBase, slow_server: str
 ) -> None:
     every_request = 2 + sum(len(metrics) + 1 for metrics in RUNS.values())  # 64 answers: 16 s
-    started = time.monotonic()
     result = run_kb("ingest", "mlflow", slow_server, "--timeout", "3")
-    took = time.monotonic() - started
     assert result.returncode == 1
     assert (
         f"kb: {slow_server}: stopped after 3 s, the bound --timeout sets for the whole import, with 1 new run "
         "read; run the same command again to import the rest (runs imported are skipped), or give a longer "
         "--timeout\n" in result.stderr
     ), result.stderr
-    assert SlowTrackingServer.answered < every_request / 2
-    assert took < 3 + 2 * ANSWER_S + 5  # the bound, the request under way, and kb's own start and writing
+    assert SlowTrackingServer.answered < every_request / 2  # 3 s of answers: about 12
     (entry,) = kb.iter_entries()  # the run read whole before the bound is kept
     assert entry.data["mlflow"]["run_id"] == "small"
