@@ -1,7 +1,7 @@
-"""A fresh held-out secrets corpus, from a source kb's masking was never written or tuned from: the examples of
-Nosey Parker's rules (https://github.com/praetorian-inc/noseyparker, Apache-2.0; the commit is in the JSON file's
-`source`), each a credential in the context its rule's authors saw it in (source code, configuration, shell,
-URLs, private key files).
+"""A fresh held-out secrets corpus, from a source kb's masking was never written or tuned from: the examples of Nosey
+Parker's rules (https://github.com/praetorian-inc/noseyparker, Apache-2.0, its notice in NOTICE-noseyparker; the
+commit is in the JSON file's `source`), each a credential in the context its rule's authors saw it in (source code,
+configuration, shell, URLs, private key files).
 
 tests/data/secrets_corpus_fresh_build.py made secrets_corpus_fresh.json from them: each credential's characters
 replaced by random ones of the same class behind its vendor prefix, so no value is anyone's credential; texts are
