@@ -108,16 +108,16 @@ def hardware(data: dict[str, Any]) -> str:
     return repr(figures.machine(data))
 
 
-def series_label(backend: str | None, mode: str | None, data: dict[str, Any]) -> str:
+def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *, device_timed: bool = True) -> str:
     """What makes a run's figures a program of their own, bar its hardware: backend · mode, device count, every
-    shape setting, and launch times."""
+    shape setting, and launch times where the figure was timed around device work (figures.device_timed)."""
     parts = [backend or "?", *([mode] if mode else [])]
     count = figures.devices(data)
     if count > 1:
         parts.append(f"{count} devices")
     shapes = figures.shapes(data)
     parts += [f"{name}={shapes[name]}" for name in sorted(shapes) if name not in figures.DEVICE_SETTINGS]
-    if figures.launch_times(data):
+    if device_timed and figures.launch_times(data):
         parts.append("launch times")
     return " · ".join(parts)
 
