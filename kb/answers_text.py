@@ -295,7 +295,8 @@ def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
     else:
         bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
     if outcome.actual is not None:
-        actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+        pooled = f" (median of {outcome.n} runs, {outcome.noise:.0%} apart)" if outcome.n > 1 else ""
+        actual = f"now {outcome.actual:g}{pooled}" + (f"; {outcome.left_out} left out" if outcome.left_out else "")
     else:
         actual = outcome.reason or "no evidence"
     return where, bound, actual
