@@ -22,6 +22,7 @@ import difflib
 import itertools
 import sqlite3
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,13 +95,13 @@ def trend(
     finished = [row for row in with_value if row["kind"] == "report" or row["status"] == "completed"]
     skipped = sum(1 for row in finished if row["version"] is None)
     known = [row for row in finished if row["version"] is not None]
-    found = answers.front_matters(db, [row["id"] for row in known])
-    dated = [(row, found.get(row["id"]) or {}) for row in known]
-    calm = [(row, data) for row, data in dated if not figures.busy(data)]
+    hardware = answers.hardware_sections(db, [row["id"] for row in known])
+    dated = [(row, _data(row, hardware.get(row["id"]) or {})) for row in known]
+    calm = [(_key(row, data, metric), row, data) for row, data in dated if not figures.busy(data)]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row, data in calm:
-        groups.setdefault(_key(row, data, metric), []).append(row)
-    labels = _labels(calm, metric)
+    for key, row, _ in calm:
+        groups.setdefault(key, []).append(row)
+    labels = _labels(calm)
     series = [_series(labels[key], rows, better, floor) for key, rows in sorted(groups.items())]
     for one in series:
         if one.group.endswith(LAUNCHED):  # ranked against nothing, each other included
@@ -108,6 +109,13 @@ def trend(
                 point.flag, point.change, point.comparison, point.note = "", None, None, figures.LAUNCH_TIMES
     return Trend(metric, package, better, floor, series, skipped, len(with_value) - len(finished),
                  len(dated) - len(calm))  # fmt: skip
+
+
+def _data(row: dict[str, Any], hardware: dict[str, Any]) -> dict[str, Any]:
+    """The sections of a run's front matter that place it in a series, from its trend row and its hardware."""
+    return {"settings": row["settings"] or {}, "precision": row["precision"], "hardware": hardware,
+            "timings": {"device_sync": row["device_sync"]}, "tags": row["tags"] or [],
+            "compile": {"cache": row["cache"]}}  # fmt: skip
 
 
 def _key(row: dict[str, Any], data: dict[str, Any], metric: str) -> tuple[str, ...]:
@@ -121,15 +129,14 @@ def _key(row: dict[str, Any], data: dict[str, Any], metric: str) -> tuple[str, .
             "reported" if row["source"] == "reported" else "", LAUNCHED if launched else "")  # fmt: skip
 
 
-def _labels(runs: list[tuple[dict[str, Any], dict[str, Any]]], metric: str) -> dict[tuple[str, ...], str]:
-    """Each series' label: backend · mode, and whatever else makes it another program where the runs differ (the
-    hardware where two series differ in nothing else)."""
-    shapes = [_shapes(data) for _, data in runs]
+def _labels(runs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]) -> dict[tuple[str, ...], str]:
+    """Each series' label (runs: their key, trend row and sections): backend · mode, and whatever else makes it
+    another program where the runs differ (the hardware where two series differ in nothing else)."""
+    shapes = [_shapes(data) for *_, data in runs]
     differing = [name for name in sorted({name for found in shapes for name in found})
                  if len({repr(found.get(name)) for found in shapes}) > 1]  # fmt: skip
     labels, machines = {}, {}
-    for (row, data), found in zip(runs, shapes, strict=True):
-        key = _key(row, data, metric)
+    for (key, row, data), found in zip(runs, shapes, strict=True):
         parts = [row["backend"] or "?", *([row["mode"]] if row["mode"] else [])]
         count = figures.devices(data)
         if count > 1:
@@ -139,8 +146,8 @@ def _labels(runs: list[tuple[dict[str, Any], dict[str, Any]]], metric: str) -> d
             parts.append(key[2])
         labels[key] = " · ".join(parts) + (" (reported)" if key[3] else "")
         machines[key] = _machine_text(data)
-    said = [label + key[4] for key, label in labels.items()]
-    return {key: label + (f" · {machines[key]}" if said.count(label + key[4]) > 1 else "") + key[4]
+    said = Counter(label + key[4] for key, label in labels.items())
+    return {key: label + (f" · {machines[key]}" if said[label + key[4]] > 1 else "") + key[4]
             for key, label in labels.items()}  # fmt: skip
 
 
