@@ -45,7 +45,8 @@ class Point:
     last: str
     entries: list[str]
     flag: str = ""  # "regression", "improvement" or ""
-    change: float | None = None  # of the median against the previous release's, as a fraction
+    change: float | None = None  # of the median against the previous release's (at a located change, of the runs
+    # after it against those before), as a fraction
     labels: list[str] = field(default_factory=list)  # the versions as recorded (2.10.0+cu126, 2.10.0+cu128)
     note: str = ""  # why no change is flagged: too few runs, none located, within the floor
     values: list[float] = field(default_factory=list)  # one per run
