@@ -137,6 +137,12 @@ def machine(data: dict[str, Any]) -> tuple[tuple[str, ...], Any, Any]:
     return names, hardware.get("cpu"), hardware.get("cpu_threads")
 
 
+def configuration(data: dict[str, Any]) -> tuple[Any, ...]:
+    """What runs share to be repeats of one configuration: shapes, device count, hardware (`machine`) and whether
+    the times are launch times (never pooled with device times). The release is the caller's to match."""
+    return repr(sorted(shapes(data).items())), devices(data), machine(data), launch_times(data)
+
+
 def busy(data: dict[str, Any]) -> bool:
     """Whether the machine was busy with other work while the run ran (hardware.load.busy, set at capture)."""
     load = (data.get("hardware") or {}).get("load")

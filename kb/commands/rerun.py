@@ -11,12 +11,17 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         ref: str = typer.Argument(..., help="The run to repeat (an id or a unique start of one).", metavar="ID"),
         yes: bool = typer.Option(False, "--yes", "-y", help="Run the command shown without asking."),
+        json_: bool = typer.Option(
+            False, "--json", help="Print the new entry and the agreement verdict as JSON (the run's output on stderr)."
+        ),
     ) -> None:
         """Run a recorded command again (same command line, settings and folder), record it linked with
         rerun_of, and print the comparison of the two and whether the rerun agrees with the original: a
         reproduction attempt when another author or host runs it, judged by kb's one verdict rule (each side
         with its repeats: n, interval, floor). Shows exactly what will run and asks first (an entry
-        is a file anyone can edit); `--yes` runs it without asking. Exits with the command's exit code."""
+        is a file anyone can edit); `--yes` runs it without asking. `--json` prints the new entry's id, path and
+        status and the agreement (the figure, the runs of each side, the verdict with n, interval and floor),
+        with the command's own output on stderr. Exits with the command's exit code."""
         import shlex
         import sys
         import textwrap
@@ -39,13 +44,24 @@ def register(app: typer.Typer) -> None:
                 raise KbError(f"kb rerun runs the command above, from {original.id}; pass --yes to run it")
             if not typer.confirm("Run it?", default=False, err=True):
                 raise typer.Exit(1)
-        done = rerun(kb, ref)
+        done = rerun(kb, ref, stdout=sys.stderr.buffer if json_ else None)  # stdout holds the JSON alone
         entry = done.recorded.entry
         typer.echo(f"kb: recorded {entry.id} ({entry.status}), a rerun of {done.original.id}", err=True)
         floor = kb.config.answers.floor
-        emit(comparison_view(compare([done.original, entry], floor=floor)))
+        if not json_:
+            emit(comparison_view(compare([done.original, entry], floor=floor)))
         kb, db = synced(ctx)
         with reading(db):
             agreed = agreement(kb, db, done.original, entry, floor)
-        typer.echo("\n".join(textwrap.wrap(agreed.text(), WIDTH, subsequent_indent="  ")))
+        if json_:
+            from dataclasses import asdict
+
+            from kb.commands.envelope import print_json
+            from kb.ids import short_id
+
+            print_json({"id": entry.id, "short_id": short_id(entry.id), "path": str(entry.path), "kind": entry.kind,
+                        "status": entry.status, "rerun_of": done.original.id, "exit_code": done.recorded.exit_code,
+                        "agreement": {**asdict(agreed), "text": agreed.text()}})  # fmt: skip
+        else:
+            typer.echo("\n".join(textwrap.wrap(agreed.text(), WIDTH, subsequent_indent="  ")))
         raise typer.Exit(done.recorded.exit_code)

@@ -357,3 +357,23 @@ def _at(data: dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data
+
+
+def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none.
+    A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""
+    found: dict[str, dict[str, Any]] = {}
+    unreadable = []
+    for entry_id, valid, text in db.execute(
+        "SELECT id, json_valid(front_matter), CASE WHEN json_valid(front_matter) AND "
+        "json_type(front_matter, '$.hardware') = 'object' THEN json_extract(front_matter, '$.hardware') END "
+        "FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ):
+        if not valid:
+            unreadable.append(entry_id)
+            continue
+        found[entry_id] = json.loads(text) if text else {}
+    for entry_id, data in front_matters(db, unreadable).items():
+        found[entry_id] = data["hardware"] if isinstance(data.get("hardware"), dict) else {}
+    return found
