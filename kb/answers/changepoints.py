@@ -24,7 +24,7 @@ which kb trend reads too); only a verdict of faster or slower is a change.
 
 Runs left out: any that did not complete (a failed run has no figure; what stopped working is
 kb.answers.regressions' job), runs on a busy machine, reported figures, and launch times (nothing waited for the
-device) are a series of their own, never compared with times the device was waited for.
+device): how long work took to queue is never ranked, not against device times nor against other launch times.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...],
         if row["kind"] != "run" or row["status"] != "completed" or row["source"] == "reported" or figures.busy(data):
             continue
         release, figure = release_in(data, package), figures.headline(data)
-        if release is None or figure is None:
-            continue
+        if release is None or figure is None or (figures.launch_times(data) and figures.device_timed(figure.name)):
+            continue  # launch times are never ranked (figures.LAUNCH_TIMES), not even against launch times
         key = (series_label(row["backend"], row["mode"], data), figure.name, figure.name in figures.THROUGHPUT,
                hardware(data))  # fmt: skip
         found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
