@@ -449,9 +449,10 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
+    """The run's configuration (figures.configuration), with what a comparison of two runs also holds fixed: the
+    release of each package and the compile's cache state (cold and warm compile times are other figures)."""
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return (figures.shapes(data), figures.devices(data), figures.machine(data), versions, figures.compile_kind(data),
-            figures.launch_times(data))  # fmt: skip
+    return figures.configuration(data), versions, figures.compile_kind(data)
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:

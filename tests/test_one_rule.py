@@ -1,0 +1,49 @@
+"""One rule for which runs are repeats of one configuration (figures.configuration: hardware included), read by
+the board, its summary, kb compare and kb revisit alike."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Clock, json_data, run_kb, write_entry
+from test_board_verdicts import PASSED, cuda, neuron, run
+
+from kb.store import KnowledgeBase
+
+XEON = {"cpu": "Xeon A", "cpu_threads": 32}
+EPYC = {"cpu": "EPYC B", "cpu_threads": 64}
+
+
+def test_revisit_pools_the_runs_since_a_decision_as_the_board_does(kb: KnowledgeBase, clock: Clock) -> None:
+    write_entry(kb, "2026-10-01-lm-neuron-000001", recorded="2026-10-01T00:00:00Z", status="completed",
+                backend="neuron", mode="eager", workload={"name": "lm"}, hardware=XEON,
+                metrics={"tokens_per_s": {"value": 900.0, "unit": "tokens/s"}})  # fmt: skip
+    decided = run_kb("decide", "--title", "lm stays", "--question", "Where?", "--choice", "CUDA",
+                     "--trigger", "when: tokens_per_s > 500 for workload=lm backend=neuron")  # fmt: skip
+    assert decided.returncode == 0, decided.stderr
+    decision = decided.stderr.split("decision ")[1].split()[0]
+    clock.tick()
+    # One run on one machine, then two on another: repeats only within a machine.
+    for n, (hardware, rate) in enumerate(((XEON, 1000.0), (EPYC, 2000.0), (EPYC, 2100.0)), start=2):
+        write_entry(kb, f"2099-01-01-lm-neuron-{n:06d}", recorded=f"2099-01-01T00:00:0{n}Z", status="completed",
+                    backend="neuron", mode="eager", workload={"name": "lm"}, hardware=hardware,
+                    metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}})  # fmt: skip
+    shown = " ".join(run_kb("show", decision).stdout.split())
+    assert "tokens_per_s = 2050, the median of 2 runs since (too few runs" in shown, shown
+    assert [item["id"] for item in json_data(run_kb("revisit", "--json").stdout)] == []
+    board = json_data(run_kb("board", "--json").stdout)
+    (cell,) = [c for w in board["workloads"] for c in w["cells"] if c["backend"] == "neuron"]
+    assert cell["n"] == 2 and cell["figure"]["value"] == 2050.0
+
+
+def test_the_summary_speedup_pools_a_release_as_the_board_pools_its_cell(tmp_path) -> None:
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    for rate in (1000.0, 1010.0, 990.0):
+        run(kb, "lm", "cuda", "eager", rate, versions=cuda(), numerics=PASSED, hardware=XEON)
+    for hardware, rate in ((XEON, 3000.0), (EPYC, 2000.0), (EPYC, 2100.0)):  # the newest two on EPYC B
+        run(kb, "lm", "neuron", "compiled", rate, versions=neuron("2.26.0"), numerics=PASSED, hardware=hardware)
+    board = json_data(run_kb("--kb", str(kb.root), "board", "--incumbent", "cuda", "--json").stdout)
+    (cell,) = [c for w in board["workloads"] for c in w["cells"] if c["backend"] == "neuron"]
+    assert cell["n"] == 2 and cell["speedup"] == pytest.approx(2.05)
+    summary = json_data(run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json").stdout)
+    (history,) = {row["label"]: row for row in summary["rows"]}["neuron · compiled"]["history"]
+    assert history["geomean"] == pytest.approx(cell["speedup"])
