@@ -453,11 +453,10 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
 
 
 def _same_setup(runs: list[Run], like: Run, *, machine: bool = True) -> list[Run]:
-    """The runs with the shapes and device count of `like` on its hardware (figures.machine): repeats of one
-    configuration; with `machine=False` on any hardware, the runs that may reproduce it."""
-    shapes, count, hardware = figures.shapes(like.data), figures.devices(like.data), figures.machine(like.data)
-    return [run for run in runs if figures.shapes(run.data) == shapes and figures.devices(run.data) == count
-            and (not machine or figures.machine(run.data) == hardware)]  # fmt: skip
+    """The runs of the configuration of `like` (figures.configuration) on its hardware: its repeats; with
+    `machine=False` on any hardware, the runs that may reproduce it."""
+    wanted = figures.configuration(like.data, hardware=machine)
+    return [run for run in runs if figures.configuration(run.data, hardware=machine) == wanted]
 
 
 def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run]) -> None:
