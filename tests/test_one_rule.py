@@ -1,5 +1,6 @@
 """One rule for which runs are repeats of one configuration (figures.configuration: hardware included), read by
-the board, its summary, kb compare and kb revisit alike."""
+the board, its summary, kb compare and kb revisit alike; one rule for whether others reproduced a figure, read by
+the board and kb rerun alike."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import pytest
 from conftest import Clock, json_data, run_kb, write_entry
 from test_board_verdicts import PASSED, cuda, neuron, run
 
+from kb.answers.compare import agreement
+from kb.entry import Entry
+from kb.index.db import connect, index_path
 from kb.store import KnowledgeBase
 
 XEON = {"cpu": "Xeon A", "cpu_threads": 32}
@@ -47,3 +51,40 @@ def test_the_summary_speedup_pools_a_release_as_the_board_pools_its_cell(tmp_pat
     summary = json_data(run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json").stdout)
     (history,) = {row["label"]: row for row in summary["rows"]}["neuron · compiled"]["history"]
     assert history["geomean"] == pytest.approx(cell["speedup"])
+
+
+def reproduced(kb: KnowledgeBase, bo_rates: tuple[float, ...]) -> tuple[str, str]:
+    """The board's reproduction line for ana's three runs on host a at ~1,000 tokens/s and bo's reruns of the
+    first on host b at `bo_rates`, and kb rerun's agreement of bo's newest with it."""
+
+    def write(n: int, rate: float, who: str, host: str, **fields) -> str:
+        entry_id = f"2026-11-{n:02d}-lm-cpu-{n:06d}"
+        write_entry(kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", status="completed", backend="cpu",
+                    mode="eager", workload={"name": "lm"}, author=who, hardware={"hostname": host, "cpu": "x"},
+                    metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}}, **fields)  # fmt: skip
+        return entry_id
+
+    original = write(1, 1000.0, "ana", "a")
+    for n, rate in ((2, 1010.0), (3, 990.0)):
+        write(n, rate, "ana", "a")
+    newest = [write(n, rate, "bo", "b", links={"rerun_of": original}) for n, rate in enumerate(bo_rates, start=4)][-1]
+    (cell,) = json_data(run_kb("board", "--workload", "lm", "--json").stdout)["workloads"][0]["cells"]
+    db = connect(index_path(kb.cache_path))
+    try:
+        agreed = agreement(kb, db, kb.load(original), Entry.read(kb.entries_path / f"{newest}.md"))
+    finally:
+        db.close()
+    return cell["reproduction"], agreed.text()
+
+
+def test_a_figure_twice_as_high_elsewhere_is_not_reproduced_as_kb_rerun_says(kb: KnowledgeBase) -> None:
+    board, rerun = reproduced(kb, (2000.0, 2020.0, 1980.0))
+    assert board.startswith("not reproduced by 2 people on 2 hosts: disagrees, slower ×0.5 (n=3 vs 3, 95% interval")
+    assert "tokens_per_s disagrees, faster ×2 (n=3 vs 3, 95% interval" in rerun
+
+
+def test_a_figure_equivalent_elsewhere_is_reproduced_with_its_footing(kb: KnowledgeBase) -> None:
+    board, rerun = reproduced(kb, (1000.0, 1002.0, 998.0))
+    assert board.startswith("reproduced by 2 people on 2 hosts: agrees, equivalent within the floor ×1 (n=3 vs 3")
+    assert board.endswith(", floor 2%)") and "95% interval ×0.9" in board
+    assert "tokens_per_s agrees, equivalent within the floor ×1 (n=3 vs 3, 95% interval" in rerun
