@@ -1,6 +1,6 @@
 """One rule for which runs are repeats of one configuration (figures.configuration: hardware included), read by
 the board, its summary, kb compare and kb revisit alike; one rule for whether others reproduced a figure, read by
-the board and kb rerun alike."""
+the board and kb rerun alike; one spelling of a package's name (as pip compares them) everywhere."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from conftest import Clock, json_data, run_kb, write_entry
 from test_board_verdicts import PASSED, cuda, neuron, run
 
+from kb.answers.changepoints import release_in
 from kb.answers.compare import agreement
 from kb.entry import Entry
 from kb.index.db import connect, index_path
@@ -88,3 +89,23 @@ def test_a_figure_equivalent_elsewhere_is_reproduced_with_its_footing(kb: Knowle
     assert board.startswith("reproduced by 2 people on 2 hosts: agrees, equivalent within the floor ×1 (n=3 vs 3")
     assert board.endswith(", floor 2%)") and "95% interval ×0.9" in board
     assert "tokens_per_s agrees, equivalent within the floor ×1 (n=3 vs 3, 95% interval" in rerun
+
+
+def test_a_dotted_package_name_is_one_package_on_the_board_its_summary_and_checklist(tmp_path) -> None:
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    for rate in (1000.0, 1010.0, 990.0):
+        run(kb, "lm", "cuda", "eager", rate, versions=cuda(), numerics=PASSED)
+    dotted = {"torch": "2.10.0", "Torch.NeuronX": "2.26.0+b1"}  # as pip compares it: torch-neuronx
+    ran = [run(kb, "lm", "neuron", "compiled", rate, versions=dotted, numerics=PASSED) for rate in (2000.0, 2010.0)]
+    assert run_kb("--kb", str(kb.root), "release", "torch-neuronx", "2.26.0").returncode == 0
+    board = json_data(run_kb("--kb", str(kb.root), "board", "--incumbent", "cuda", "--json").stdout)
+    (cell,) = [c for w in board["workloads"] for c in w["cells"] if c["backend"] == "neuron"]
+    data = Entry.read(kb.entries_path / f"{ran[0]}.md").data
+    assert cell["release"] == f"torch-neuronx {release_in(data, 'torch-neuronx')}" == "torch-neuronx 2.26.0"
+    checks = {check["question"]: check for check in cell["checklist"]}
+    newest = [check for question, check in checks.items() if "latest release" in question]
+    assert newest and newest[0]["ok"] is True, checks
+    assert "ran on torch-neuronx 2.26.0+b1; latest release 2.26.0" in newest[0]["detail"]
+    summary = json_data(run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json").stdout)
+    (history,) = {row["label"]: row for row in summary["rows"]}["neuron · compiled"]["history"]
+    assert history["release"] == cell["release"]

@@ -25,6 +25,7 @@ from kb.answers import figures, verdict
 from kb.answers.compare import agreement_of
 from kb.answers.figures import Figure
 from kb.index import answers
+from kb.index.rows import normalise_package
 
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
@@ -207,7 +208,7 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
 
 @cache  # a few package names, met in every run
 def _package(name: Any) -> str:
-    return str(name).lower().replace("_", "-")
+    return normalise_package(str(name))
 
 
 Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
@@ -736,7 +737,7 @@ def _release_check(cell: Cell, run: dict[str, Any] | None, newest: LatestRelease
         return Check(QUESTIONS[7], False, None, "no completed, measured run: " + (cell.note or "record one"))
     if latest is None:
         return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
-    versions = {k.lower().replace("_", "-"): v for k, v in (run.get("versions") or {}).items()}
+    versions = _versions(run)
     used = versions.get(latest["package"])
     if used is not None:
         newer = not unseen
