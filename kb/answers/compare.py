@@ -449,9 +449,10 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
+    """The run's configuration (figures.configuration), with what a comparison of two runs also holds fixed: the
+    release of each package and the compile's cache state (cold and warm compile times are other figures)."""
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return (figures.shapes(data), figures.devices(data), figures.machine(data), versions, figures.compile_kind(data),
-            figures.launch_times(data))  # fmt: skip
+    return figures.configuration(data), versions, figures.compile_kind(data)
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:
@@ -543,6 +544,7 @@ class Agreement:
     who: str  # "bo on vm2, ana on vm before"
     figure: str | None = None
     verdict: dict[str, Any] | None = None  # kb.answers.verdict.Verdict
+    outcome: str = ""  # agrees, disagrees or undecided (`agreement_of`)
     original_runs: list[str] = field(default_factory=list)
     rerun_runs: list[str] = field(default_factory=list)
     reason: str = ""  # why there is no verdict
@@ -552,9 +554,17 @@ class Agreement:
         head = f"{kind} of {self.original} by {self.who}: "
         if self.verdict is None:
             return head + f"no agreement verdict: {self.reason}"
-        judged = verdict.Verdict(**self.verdict)
-        word = {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees")
-        return head + f"{self.figure} {word}, {judged.text()}"
+        return head + f"{self.figure} {self.outcome}, {verdict.Verdict(**self.verdict).text()}"
+
+
+def agreement_of(
+    first: list[float], second: list[float], name: str, floor: float = FLOOR
+) -> tuple[str, verdict.Verdict]:
+    """Whether the runs `second` reproduce the figure `name` of the runs `first`, by the one verdict rule: `agrees`
+    (equivalent within the floor), `disagrees` (faster or slower) or `undecided` (inconclusive: one run a side
+    always is), with the verdict behind the word. kb rerun's agreement and the board's reproduction line."""
+    judged = verdict.judge(first, second, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    return {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees"), judged
 
 
 def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FLOOR) -> Agreement:
@@ -590,7 +600,8 @@ def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FL
         return found
     values = [[f.value for f in (figures.headline(e.data, name) for e in side) if f] for side in (before, now)]
     found.figure = name
-    found.verdict = verdict.judge(*values, higher_is_better=name in figures.THROUGHPUT, floor=floor).as_dict()
+    found.outcome, judged = agreement_of(*values, name, floor)
+    found.verdict = judged.as_dict()
     return found
 
 

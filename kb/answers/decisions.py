@@ -299,7 +299,8 @@ def _comparable_runs(
     db: sqlite3.Connection, name: str, filters: tuple[tuple[str, str], ...], since: str
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """(id, value) of the runs recorded up to `since` and after it, oldest first: completed, measured runs off a
-    busy machine, of the newest such run's shapes, device count and way of timing (launch times apart)."""
+    busy machine, of the newest such run's configuration (figures.configuration: hardware included), as the board
+    pools repeats."""
     from kb.answers import figures
 
     rows = [
@@ -314,8 +315,7 @@ def _comparable_runs(
             figures.busy(found))  # fmt: skip
 
     def setup(entry_id: str) -> tuple[Any, ...]:
-        found = data.get(entry_id) or {}
-        return repr(sorted(figures.shapes(found).items())), figures.devices(found), figures.launch_times(found)
+        return figures.configuration(data.get(entry_id) or {})
 
     runs = [(e, float(v), r) for e, v, r in rows if usable(e)]
     newer = [run for run in runs if run[2] > since]
