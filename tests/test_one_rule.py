@@ -109,3 +109,22 @@ def test_a_dotted_package_name_is_one_package_on_the_board_its_summary_and_check
     summary = json_data(run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda", "--json").stdout)
     (history,) = {row["label"]: row for row in summary["rows"]}["neuron · compiled"]["history"]
     assert history["release"] == cell["release"]
+
+
+def test_a_failure_on_other_hardware_is_not_a_breakage_of_what_passed(kb: KnowledgeBase) -> None:
+    def ran(n: int, release: str, hardware: dict, status: str, timings: dict | None = None) -> None:
+        write_entry(kb, f"2026-10-0{n}-lm-neuron-{n:06d}", recorded=f"2026-10-0{n}T00:00:00Z", status=status,
+                    backend="neuron", mode="eager", workload={"name": "lm"}, hardware=hardware,
+                    versions={"torch-neuronx": release}, timings=timings or {},
+                    failure={"class": "compile_error"} if status == "failed" else None)  # fmt: skip
+
+    ran(1, "2.26.0", XEON, "completed", {"device_sync": "none: launch times"})
+    ran(2, "2.27.1", EPYC, "failed")
+    assert json_data(run_kb("board", "--regressions", "--json").stdout)["breakages"] == []
+    ran(3, "2.27.1", XEON, "failed")  # the same machine: what passed now fails, however its steps were timed
+    (broken,) = json_data(run_kb("board", "--regressions", "--json").stdout)["breakages"]
+    assert (broken["before"], broken["after"], broken["failed_entry"]) == (
+        "2.26.0",
+        "2.27.1",
+        "2026-10-03-lm-neuron-000003",
+    )
