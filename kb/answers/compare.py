@@ -387,8 +387,7 @@ def grouped(
     package = by.split(":", 1)[1] if by.startswith("version:") and len(by) > len("version:") else None
     if by not in ("backend", "mode") and package is None:
         raise KbError(f"--by {by!r}: group by {GROUPINGS}")
-    clause, params = where
-    rows = answers.grouped_candidates(db, f"e.workload = ? AND ({clause})", [workload, *params], by, package)
+    rows = answers.workload_candidates(db, workload, where=where, by=by, package=package)
     if not rows:
         raise KbError(f"no runs of workload {workload!r} to compare; 'kb ls --kind run' lists the workloads")
     notes: list[str] = []
@@ -459,7 +458,7 @@ def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple
     rule `grouped` follows), with a line for each backend and mode that has none: a site's comparison page."""
     from kb.index import answers
 
-    rows = answers.grouped_candidates(db, "e.workload = ?", [workload], "backend")
+    rows = answers.workload_candidates(db, workload)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:  # newest first
         groups.setdefault(f"{row['backend']} · {row['mode'] or '-'}", []).append(row)
@@ -569,9 +568,7 @@ def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FL
         which = rerun if figures.failure(rerun.data) else original
         found.reason = f"{which.id} {figures.failure(which.data)}"
         return found
-    rows = answers.grouped_candidates(db, "e.workload IS ? AND e.backend IS ? AND e.mode IS ?",
-                                      [original.get("workload.name"), original.get("backend"), original.get("mode")],
-                                      "backend")  # fmt: skip
+    rows = answers.workload_candidates(db, original.get("workload.name"), original.get("backend"), original.get("mode"))
 
     def reran(entry: Entry) -> bool:
         return (entry.data.get("links") or {}).get("rerun_of") == original.id
