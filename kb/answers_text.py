@@ -4,6 +4,7 @@ checklist, a decision's revisit state, regressions and expectations."""
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kb.humanize import duration, number
@@ -316,12 +317,18 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
         lines += textwrap.wrap(
             f"({result.busy} run{'s' if result.busy > 1 else ''} on a busy machine left out)", **whole
         )
+    # Figures right-aligned in one column across the series; a note most releases share is said once per series.
+    width = max((len(field(result.metric, p.value)) for series in result.series for p in series.points), default=0)
     for series in result.series:
         lines += ["", *textwrap.wrap(f"{series.group or 'all'}  {series.sparkline()}", **whole)]
+        notes = Counter(point.note for point in series.points if point.note and not point.flag)
+        shared = {note for note, count in notes.items() if count > 1}
         for point in series.points:
             change = "" if point.change is None else f"{point.change:+.1%} vs {point.previous}"
-            flag = point.flag.upper() if point.flag else f"({point.note})" if point.note else ""
-            said = f"  {point.version:<12} {field(result.metric, point.value):>12}  n={point.count:<3} {point.last}"
+            own = point.note if point.note not in shared else ""
+            flag = point.flag.upper() if point.flag else f"({own})" if own else ""
+            figure = field(result.metric, point.value)
+            said = f"  {point.version:<12} {figure:>{width}}  n={point.count:<3} {point.last}"
             lines += _phrases([said, change, flag], "      ")
             if point.flag and point.comparison:
                 from kb.answers.verdict import Verdict
@@ -331,6 +338,10 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
             builds = [label for label in point.labels if label != point.version]
             if builds:
                 lines += textwrap.wrap(f"builds: {', '.join(builds)}", initial_indent="    ", **whole)
+        others = any(point.flag or (point.note and point.note not in shared) for point in series.points)
+        for note in sorted(shared):
+            said = f"({note}{' at the other releases' if others else ''})"
+            lines += textwrap.wrap(said, initial_indent="  ", subsequent_indent="   ", **whole)
     if result.skipped:
         plural = "ies" if result.skipped > 1 else "y"
         lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]

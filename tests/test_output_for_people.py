@@ -20,16 +20,19 @@ def _run(kb: KnowledgeBase, day: int, backend: str, torch: str, rate: float, com
 
 
 def fill(kb: KnowledgeBase) -> None:
-    """cuda on three releases (702 tokens/s, then 1,002 and 1,114), cpu on one."""
+    """cuda on three releases (702 tokens/s, then 1,002 and 1,114); cpu on the same three, unchanged."""
     day = 1
-    for torch, rates in (("2.11.0", (701.0, 702.0, 703.0)), ("2.12.0", (1001.0, 1002.0, 1003.0)),
-                         ("2.13.0", (1113.0, 1114.0, 1115.0))):  # fmt: skip
-        for rate in rates:
-            _run(kb, day, "cuda", torch, rate)
-            day += 1
-    for rate in (500.0, 510.0, 505.0):
-        _run(kb, day, "cpu", "2.13.0", rate)
-        day += 1
+    for backend, releases in (
+        (
+            "cuda",
+            {"2.11.0": (701.0, 702.0, 703.0), "2.12.0": (1001.0, 1002.0, 1003.0), "2.13.0": (1113.0, 1114.0, 1115.0)},
+        ),
+        ("cpu", dict.fromkeys(("2.11.0", "2.12.0", "2.13.0"), (500.0, 510.0, 505.0))),
+    ):
+        for torch, rates in releases.items():
+            for rate in rates:
+                _run(kb, day, backend, torch, rate)
+                day += 1
 
 
 def lines_of(result) -> list[str]:
@@ -46,3 +49,14 @@ def test_board_of_an_unknown_workload_is_an_error_naming_the_near_one(kb: Knowle
         assert result.stdout == ""
     assert "did you mean toy?" in run_kb("trend", "tokens_per_s", "--workload", "toyy").stderr
     assert "toy" in run_kb("board", "--workload", "toy").stdout
+
+
+def test_trend_says_no_change_once_per_series_with_figures_right_aligned(kb: KnowledgeBase) -> None:
+    fill(kb)
+    lines = lines_of(run_kb("trend", "tokens_per_s", "--workload", "toy"))
+    assert all(len(line) <= WIDTH for line in lines), lines
+    quiet = lines[lines.index(next(line for line in lines if line.startswith("cpu"))) :]
+    assert sum("no change located" in line for line in lines) == 1, lines
+    assert "no change located" in "\n".join(quiet[: quiet.index("")] if "" in quiet else quiet)
+    ends = {line.index(" tokens/s") for line in lines if line.startswith("  2.1") and " tokens/s" in line}
+    assert len(ends) == 1, lines  # 505, 702 and 1,002 tokens/s end in one column
