@@ -289,15 +289,20 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
 
 def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
     """(where, the bound, what the evidence says now) of one expectation, as kb expect and the site word them."""
+    from kb.humanize import field, unit_of
+
     item = outcome.expectation
     where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
     if item.bound is None:
         bound = f"{item.figure} must pass"
-    else:
-        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+    else:  # the bound as the file has it, in the figure's unit; the evidence humanised
+        unit = unit_of(item.figure)
+        written = int(item.bound) if float(item.bound).is_integer() else item.bound
+        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {written}" + (f" {unit}" if unit else "")
     if outcome.actual is not None:
         pooled = f" (median of {outcome.n} runs, {outcome.noise:.0%} apart)" if outcome.n > 1 else ""
-        actual = f"now {outcome.actual:g}{pooled}" + (f"; {outcome.left_out} left out" if outcome.left_out else "")
+        left_out = f"; {outcome.left_out} left out" if outcome.left_out else ""
+        actual = f"now {field(item.figure, outcome.actual)}{pooled}{left_out}"
     else:
         actual = outcome.reason or "no evidence"
     return where, bound, actual

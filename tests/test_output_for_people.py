@@ -10,12 +10,12 @@ from kb.store import KnowledgeBase
 WIDTH = 80
 
 
-def _run(kb: KnowledgeBase, day: int, backend: str, torch: str, rate: float, compile_s: float = 1.021) -> str:
-    entry_id = f"2026-05-{day:02d}-toy-{backend}-{day:06d}"
-    write_entry(kb, entry_id, recorded=f"2026-05-{day:02d}T10:00:00Z", status="completed", backend=backend,
+def _run(kb: KnowledgeBase, day: int, backend: str, torch: str, rate: float, month: str = "2026-05") -> str:
+    entry_id = f"{month}-{day:02d}-toy-{backend}-{day:06d}"
+    write_entry(kb, entry_id, recorded=f"{month}-{day:02d}T10:00:00Z", status="completed", backend=backend,
                 mode="compiled", workload={"name": "toy"}, settings={"batch": 8}, versions={"torch": torch},
                 numerics={"verdict": "pass"}, metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}},
-                timings={"compile_s": compile_s})  # fmt: skip
+                timings={"compile_s": 1.021})  # fmt: skip
     return entry_id
 
 
@@ -60,3 +60,29 @@ def test_trend_says_no_change_once_per_series_with_figures_right_aligned(kb: Kno
     assert "no change located" in "\n".join(quiet[: quiet.index("")] if "" in quiet else quiet)
     ends = {line.index(" tokens/s") for line in lines if line.startswith("  2.1") and " tokens/s" in line}
     assert len(ends) == 1, lines  # 505, 702 and 1,002 tokens/s end in one column
+
+
+def test_expect_humanises_the_evidence_and_keeps_the_bounds_as_written(kb: KnowledgeBase) -> None:
+    fill(kb)
+    (kb.root / "expectations.toml").write_text(
+        '[[expect]]\nworkload = "toy"\nbackend = "cuda"\nmode = "compiled"\nfigure = "tokens_per_s"\nmin = 1000.5\n\n'
+        '[[expect]]\nworkload = "toy"\nbackend = "cuda"\nmode = "compiled"\nfigure = "compile_s"\nmax = 2\n'
+    )
+    words = " ".join("\n".join(lines_of(run_kb("expect"))).split())
+    assert "tokens_per_s >= 1000.5 tokens/s, now 1,114 tokens/s" in words
+    assert "compile_s <= 2 s, now 1.02 s" in words
+
+
+def test_revisit_humanises_where_a_condition_stands(kb: KnowledgeBase, clock) -> None:
+    fill(kb)
+    decided = run_kb("decide", "--title", "toy moves to cuda", "--question", "Where?", "--choice", "cuda",
+                     "--evidence", "2026-05-01-toy-cuda-000001",
+                     "--trigger", "when: tokens_per_s > 1500 for workload=toy backend=cuda")  # fmt: skip
+    assert decided.returncode == 0, decided.stderr
+    decision = decided.stderr.split("decision ")[1].split()[0]
+    clock.tick()
+    for n, rate in ((1, 2000.0), (2, 2001.0), (3, 2002.0)):
+        _run(kb, n, "cuda", "2.13.0", rate, month="2099-01")
+    words = " ".join("\n".join(lines_of(run_kb("show", decision))).split())
+    assert "tokens_per_s = 2,001 tokens/s, the median of 3 runs since" in words, words
+    assert "2,002 tokens/s" in words and "2002" not in words.replace(decision, "")
