@@ -3,6 +3,9 @@ bad input an error that names what exists."""
 
 from __future__ import annotations
 
+import re
+import sys
+
 from conftest import run_kb, write_entry
 
 from kb.store import KnowledgeBase
@@ -86,3 +89,22 @@ def test_revisit_humanises_where_a_condition_stands(kb: KnowledgeBase, clock) ->
     words = " ".join("\n".join(lines_of(run_kb("show", decision))).split())
     assert "tokens_per_s = 2,001 tokens/s, the median of 3 runs since" in words, words
     assert "2,002 tokens/s" in words and "2002" not in words.replace(decision, "")
+
+
+EMIT = (
+    "import json, os\n"
+    "with open(os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl'), 'a') as out:\n"
+    "    out.write(json.dumps({'event': 'metric', 'name': 'tokens_per_s', 'value': 1000.0, 'unit': 'tokens/s'}))\n"
+)
+
+
+def test_rerun_gives_one_verdict_on_the_pooled_sides(kb: KnowledgeBase) -> None:
+    for _ in range(2):  # the original and a repeat of it
+        recorded = run_kb("record", "--workload", "lm", "--backend", "cpu", "--", sys.executable, "-c", EMIT)
+        assert recorded.returncode == 0, recorded.stderr
+    original = min(kb.iter_entries(), key=lambda entry: entry.id).id
+    for _ in range(2):
+        result = run_kb("rerun", "--yes", original)
+        assert result.returncode == 0, result.stderr
+    said = re.findall(r"n=\d+ vs \d+", " ".join(result.stdout.split()))
+    assert len(said) >= 2 and len(set(said)) == 1, result.stdout
