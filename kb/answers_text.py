@@ -369,10 +369,12 @@ def _phrases(phrases: list[str], indent: str) -> list[str]:
     return lines
 
 
-def summary_lines(found: Summary, floor: float) -> list[str]:
+def summary_lines(found: Summary, board: Board) -> list[str]:
     """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile, peak
     memory; then the same per release of the backend's package."""
     from kb.humanize import field
+
+    floor = board.floor
 
     if not found.rows:
         return ["No runs yet: nothing to summarise."]
@@ -389,11 +391,14 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
     lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
     for row in found.rows:
         compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
+        if row.cold_compile_s is None and row.warm_compile_s is None:
+            compiles = _untagged_compile(board, row.label) or compiles
         shown = speed(row.geomean, row.low, row.high, row.counted)
         said = f"{row.label:<20} {rate(row.completed, row.tried):>14}  {shown:<24} {compiles}"
         lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 4)
-        count = len(row.releases)
-        releases = f"; runs on {count} release{'s' if count != 1 else ''}, newest {row.releases[-1]}" if count else ""
+        # The release the board's figures stand on (its current one); the lines below it, every release run.
+        current = "current release" if len(row.releases) == 1 else "current releases"
+        releases = f"; figures on the {current} {', '.join(row.releases)}" if row.releases else ""
         lines += textwrap.wrap(f"{row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}", WIDTH,
                                initial_indent=" " * 4, subsequent_indent=" " * 6, break_long_words=False,
                                break_on_hyphens=False)  # fmt: skip
@@ -410,7 +415,23 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
     said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
             "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
             f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile and peak memory: the "
-            "median over the workloads. Indented below a backend with runs on several releases: each release of "
+            "median over the workloads (as the board gives them: cold / warm, else untagged with its cache). "
+            "Indented below a backend with runs on several releases: each release of "
             "its package, its runs completed of tried and its speed-up over the baseline's figure now.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines
+
+
+def _untagged_compile(board: Board, label: str) -> str:
+    """`1.02 s (unknown)`: the median over the workloads of the compile the board shows for a cell whose runs are
+    tagged neither cold nor warm; empty where no cell of `label` has one."""
+    import statistics
+
+    others = [cell.other_compile for workload in board.workloads for cell in workload.cells
+              if cell.label == label and cell.tried and cell.other_compile and cell.cold_compile is None
+              and cell.warm_compile is None]  # fmt: skip
+    if not others:
+        return ""
+    caches = {other["cache"] for other in others}
+    seconds = statistics.median([other["seconds"] for other in others])
+    return f"{duration(seconds)} ({caches.pop() if len(caches) == 1 else 'mixed'})"

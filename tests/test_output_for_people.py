@@ -108,3 +108,16 @@ def test_rerun_gives_one_verdict_on_the_pooled_sides(kb: KnowledgeBase) -> None:
         assert result.returncode == 0, result.stderr
     said = re.findall(r"n=\d+ vs \d+", " ".join(result.stdout.split()))
     assert len(said) >= 2 and len(set(said)) == 1, result.stdout
+
+
+def test_board_summary_names_the_current_release_and_the_boards_compile(kb: KnowledgeBase) -> None:
+    fill(kb)
+    lines = lines_of(run_kb("board", "--summary"))
+    assert all(len(line) <= WIDTH for line in lines), lines
+    cuda = lines.index(next(line for line in lines if line.startswith("cuda")))
+    assert lines[cuda].endswith("1.02 s (unknown)"), lines  # as the board: "compile: 1.02 s, cache unknown"
+    assert lines[cuda + 1] == "    1 workload; figures on the current release torch 2.13.0"
+    assert [line.split()[:2] for line in lines[cuda + 3 : cuda + 6]] == [
+        ["torch", v] for v in ("2.11.0", "2.12.0", "2.13.0")
+    ]
+    assert "compile: 1.02 s, cache unknown" in run_kb("board").stdout

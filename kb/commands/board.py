@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
                 return
             from kb.answers_text import summary_lines
 
-            typer.echo("\n".join(summary_lines(summarised, result.floor)))
+            typer.echo("\n".join(summary_lines(summarised, result)))
             return
         if json_:
             print_json(result.as_dict())
