@@ -121,3 +121,19 @@ def test_board_summary_names_the_current_release_and_the_boards_compile(kb: Know
         ["torch", v] for v in ("2.11.0", "2.12.0", "2.13.0")
     ]
     assert "compile: 1.02 s, cache unknown" in run_kb("board").stdout
+
+
+def test_compare_fits_80_columns_with_the_boards_footing_on_the_medians(kb: KnowledgeBase) -> None:
+    fill(kb)
+    piped = lines_of(run_kb("compare", "--workload", "toy", "--by", "backend"))
+    terminal = run_kb("compare", "--workload", "toy", "--by", "backend", env={"TTY_COMPATIBLE": "1", "COLUMNS": "80"})
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", terminal.stdout).splitlines()
+    for lines in (piped, shown):
+        assert all(len(line) <= WIDTH for line in lines), lines
+        text = "\n".join(lines)
+        assert "tokens_per_s  505 tokens/s    1,114 tokens/s  ×2.21" in text  # the medians, not the newest 1,115
+        words = " ".join(text.split())
+        assert "tokens_per_s, cuda · compiled: ×2.21 faster (n=3 vs 3, 95% interval ×2.1" in words
+        assert "floor 2%)" in words and "median of its runs" in words
+        assert any(line.startswith("Noise: ") for line in lines)
+        assert all("(n=3" not in line or "vs 3" in line for line in lines)  # a footing never cut inside

@@ -16,6 +16,7 @@ running run as anyone's baseline, which one rule (`baseline_index`) chooses.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -331,7 +332,12 @@ def _metric(data: dict[str, Any], name: str, per_device: bool) -> Any:
 
 
 def _judge(row: Row, samples: list[list[Any]], floor: float) -> None:
-    """Each figure's ratio to the baseline's, and the one verdict rule on the runs behind each (n a side)."""
+    """Each figure's ratio to the baseline's, and the one verdict rule on the runs behind each (n a side). An entry
+    that stands for repeated runs shows their median: the figure its ratio and verdict are of."""
+    for index, runs in enumerate(samples):
+        pooled = verdict.finite(runs)
+        if len(pooled) > 1:
+            row.values[index] = statistics.median(pooled)
     base = row.values[0]
     timed = row.section == "timings" or row.name in figures.THROUGHPUT or row.name in figures.STEP_RATES
     for index, value in enumerate(row.values):
@@ -343,7 +349,18 @@ def _judge(row: Row, samples: list[list[Any]], floor: float) -> None:
         judged = verdict.judge(samples[0], samples[index], higher_is_better=row.better == "higher", floor=floor)
         word = {"faster": "better", "slower": "worse"}.get(judged.verdict, judged.verdict) if not timed else (
             judged.verdict)  # fmt: skip
-        row.verdicts.append(f"{word} (n={judged.n} vs {judged.n_base})")
+        row.verdicts.append(f"{word} ({_footing(judged, row.better == 'higher')})")
+
+
+def _footing(judged: verdict.Verdict, higher_is_better: bool) -> str:
+    """The board's footing (n a side, the 95% interval, the floor), its interval turned to the table's
+    ratio (this figure over the baseline's, which for a time is below 1 when faster)."""
+    low, high = judged.low, judged.high
+    if low is not None and high is not None and not higher_is_better:
+        low, high = 1 / high, 1 / low
+    interval = f", 95% interval ×{low:.3g} to ×{high:.3g}" if low is not None else ""
+    why = f"; {judged.reason}" if judged.reason else ""
+    return f"n={judged.n} vs {judged.n_base}{interval}, floor {judged.floor:.0%}{why}"
 
 
 def _accelerators(entry: Entry) -> str | None:
