@@ -47,14 +47,16 @@ def console() -> Console:
     return Console(highlight=False)
 
 
-def emit(renderable: RenderableType) -> None:
+def emit(renderable: RenderableType, width: int | None = None) -> None:
     """Print for a person: at the terminal's width there; in a pipe, at a width nothing folds at, each
-    line stripped of the padding tables add."""
+    line stripped of the padding tables add. `width` caps both (a table of prose that must fit 80 columns)."""
     terminal = console()
     if terminal.is_terminal:
+        if width is not None and terminal.width > width:
+            terminal = Console(highlight=False, width=width)
         terminal.print(renderable)
         return
-    wide = Console(width=PIPE_WIDTH, file=io.StringIO(), color_system=None, highlight=False)
+    wide = Console(width=width or PIPE_WIDTH, file=io.StringIO(), color_system=None, highlight=False)
     wide.print(renderable)
     sys.stdout.write("".join(line.rstrip() + "\n" for line in wide.file.getvalue().splitlines()))  # type: ignore[attr-defined]
 

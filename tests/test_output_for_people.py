@@ -108,6 +108,7 @@ def test_rerun_gives_one_verdict_on_the_pooled_sides(kb: KnowledgeBase) -> None:
         assert result.returncode == 0, result.stderr
     said = re.findall(r"n=\d+ vs \d+", " ".join(result.stdout.split()))
     assert len(said) >= 2 and len(set(said)) == 1, result.stdout
+    assert all(len(line) <= WIDTH for line in result.stdout.splitlines()), result.stdout
 
 
 def test_board_summary_names_the_current_release_and_the_boards_compile(kb: KnowledgeBase) -> None:

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         from kb.commands.common import knowledge_base, synced
         from kb.errors import KbError
         from kb.index.db import reading
-        from kb.render import comparison_view, emit
+        from kb.render import COMPARISON_WIDTH, comparison_view, emit
 
         kb = knowledge_base(ctx)
         original, argv, folder, warnings = check(kb, ref)
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         if not json_:  # the table stands on the same pooled sides as the agreement line: one verdict, not two
             sides = [[kb.load(run) for run in runs] for runs in (agreed.original_runs, agreed.rerun_runs)]
             pooled = sides if all(sides) else None
-            emit(comparison_view(compare([done.original, entry], pooled, floor=floor)))
+            emit(comparison_view(compare([done.original, entry], pooled, floor=floor)), COMPARISON_WIDTH)
         if json_:
             from dataclasses import asdict
 
