@@ -96,7 +96,7 @@ def test_the_expectations_page_answers_as_kb_expect(built: tuple[KnowledgeBase, 
     outcomes = cli(base, "expect")
     assert [o["verdict"] for o in outcomes] == ["pass", "fail"]
     assert "PASS lm on cuda · compiled: numerics must pass" in said
-    assert "FAIL lm on neuron · compiled: compile_s <= 600, the newest run failed: compile_error" in said
+    assert "FAIL lm on neuron · compiled: compile_s <= 600 s, the newest run failed: compile_error" in said
     for outcome in outcomes:
         assert f'<a href="entries/{outcome["entry"]}.html">' in page
 

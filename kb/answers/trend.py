@@ -88,7 +88,9 @@ def trend(
 ) -> Trend:
     rows = answers.trend_rows(db, metric, workload, package)
     if not rows:
-        raise KbError(f"no runs of workload {workload!r}; 'kb ls --kind run' lists the workloads")
+        from kb.answers.names import did_you_mean
+
+        raise KbError(f"no runs of workload {workload!r}{did_you_mean(workload, answers.workload_names(db))}")
     with_value = [row for row in rows if row["value"] is not None]
     if not with_value:
         raise KbError(f"no run of {workload!r} has {metric!r}{_nearest(db, metric)}")
