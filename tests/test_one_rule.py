@@ -33,7 +33,7 @@ def test_revisit_pools_the_runs_since_a_decision_as_the_board_does(kb: Knowledge
                     backend="neuron", mode="eager", workload={"name": "lm"}, hardware=hardware,
                     metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}})  # fmt: skip
     shown = " ".join(run_kb("show", decision).stdout.split())
-    assert "tokens_per_s = 2050, the median of 2 runs since (too few runs" in shown, shown
+    assert "tokens_per_s = 2,050 tokens/s, the median of 2 runs since (too few runs" in shown, shown
     assert [item["id"] for item in json_data(run_kb("revisit", "--json").stdout)] == []
     board = json_data(run_kb("board", "--json").stdout)
     (cell,) = [c for w in board["workloads"] for c in w["cells"] if c["backend"] == "neuron"]
