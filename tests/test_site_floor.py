@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from answers_base import WORKLOAD, make_base
 from conftest import json_data, run_kb
-from test_site_answers_pages import fold
+from test_site_answers_pages import fold, text
 
 from kb.store import KnowledgeBase
 
@@ -50,3 +50,12 @@ def test_the_trend_page_judges_changes_with_the_floor_of_kb_toml(built: tuple[Kn
     ]
     assert rows[1:] == expected
     assert "regression" not in chart
+
+
+@pytest.mark.parametrize("page", ["index.html", "compare/index.html"])
+def test_the_board_on_the_site_judges_with_the_floor_of_kb_toml(built: tuple[KnowledgeBase, Path], page: str) -> None:
+    base, out = built
+    said = text((out / page).read_text())
+    for workload in cli(base, "board")["workloads"]:
+        assert fold(workload["best"]) in said
+    assert "floor 30%" in said and "floor 2%" not in said
