@@ -3,6 +3,9 @@ from hand-written entries holding a step change, noise, an outlier, a change bel
 
 from __future__ import annotations
 
+import html
+import re
+
 from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
@@ -113,3 +116,31 @@ def test_launch_times_are_never_judged_even_against_launch_times(kb: KnowledgeBa
     trend = json_data(run_kb("trend", "step_s", "--workload", "lm", "--package", "torch-neuronx", "--json").stdout)
     points = [point for series in trend["series"] for point in series["points"]]
     assert len(points) == 4 and not any(point.get("flag") for point in points)
+
+
+def test_series_that_differ_only_in_hardware_are_told_apart_as_kb_trend_labels_them(kb: KnowledgeBase) -> None:
+    medians = {"2.10.0": [0.100, 0.1002, 0.0999], "2.11.0": [0.130, 0.1302, 0.1299]}
+    n = runs(kb, medians, hardware={"cpu": "EPYC A", "cpu_threads": 2})
+    runs(kb, {r: [v * 2 for v in values] for r, values in medians.items()}, start=n,
+         hardware={"cpu": "EPYC B", "cpu_threads": 2})  # fmt: skip
+    found = slowdowns()
+    assert [(s["series"], s["hardware"]) for s in found] == [
+        ("neuron · eager", "on EPYC A (2 threads)"), ("neuron · eager", "on EPYC B (2 threads)")
+    ]  # fmt: skip
+    trend = json_data(run_kb("trend", "step_s", "--workload", "lm", "--package", "torch-neuronx", "--json").stdout)
+    labels = [series["group"] for series in trend["series"]]
+    assert labels == ["neuron · eager · on EPYC A (2 threads)", "neuron · eager · on EPYC B (2 threads)"]
+    words = " ".join(run_kb("board", "--regressions").stdout.split())
+    for label in labels:
+        assert f"lm step_s on {label}: torch-neuronx 2.10.0 -> 2.11.0 +30.0%" in words
+    out = kb.root / "site"
+    assert run_kb("site", "build", "--out", str(out)).returncode == 0
+    said = " ".join(re.sub(r"<[^>]+>", " ", html.unescape((out / "regressions.html").read_text())).split())
+    for label in labels:
+        assert f"lm step_s on {label}: torch-neuronx 2.10.0 → 2.11.0 +30.0%" in said
+
+
+def test_series_on_one_hardware_name_none(kb: KnowledgeBase) -> None:
+    runs(kb, {"2.10.0": [0.100, 0.1002, 0.0999], "2.11.0": [0.130, 0.1302, 0.1299]}, hardware={"cpu": "EPYC A"})
+    (slow,) = slowdowns()
+    assert (slow["series"], slow["hardware"]) == ("neuron · eager", "")

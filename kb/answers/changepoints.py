@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,6 +51,7 @@ class Run:
     release: str  # of the backend's package, local labels folded
     recorded: str
     value: float
+    hardware: str  # what it ran on, as people read it (hardware_label)
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Change:
     """Where a series changed: the last release before the change and the first after it, by how much."""
 
     workload: str
-    series: str  # backend · mode, and whatever else makes it another program
+    series: str  # backend · mode, and whatever else makes it another program, bar its hardware
     figure: str
     package: str
     last_good: str  # the last release before the change
@@ -68,9 +70,14 @@ class Change:
     comparison: dict[str, Any]  # kb.answers.verdict.Verdict: ratio, interval, n, floor
     before: list[str] = field(default_factory=list)  # the runs of the stretch before, oldest first
     after: list[str] = field(default_factory=list)
+    hardware: str = ""  # `on EPYC (2 threads)` where another series differs from this one in hardware alone
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def label(self) -> str:
+        """The series as kb trend labels it: its hardware said where that alone tells it from another."""
+        return " · ".join(part for part in (self.series, self.hardware) if part)
 
 
 def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...], list[Run]]:
@@ -87,7 +94,7 @@ def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...],
             continue  # launch times are never ranked (figures.LAUNCH_TIMES), not even against launch times
         key = (series_label(row["backend"], row["mode"], data), figure.name, figure.name in figures.THROUGHPUT,
                hardware(data))  # fmt: skip
-        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
+        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value, hardware_label(data)))
     for runs in found.values():
         runs.sort(key=lambda run: (version_key(run.release), run.recorded, run.id))
     return found
@@ -108,6 +115,15 @@ def hardware(data: dict[str, Any]) -> str:
     return repr(figures.machine(data))
 
 
+def hardware_label(data: dict[str, Any]) -> str:
+    """`on NVIDIA H100` (a run's accelerators), else its CPU and threads: what tells apart series that differ in
+    hardware alone (figures.machine)."""
+    names, cpu, threads = figures.machine(data)
+    if names:
+        return "on " + ", ".join(names)
+    return "on " + (str(cpu) if cpu else "unknown hardware") + (f" ({threads} threads)" if threads else "")
+
+
 def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *, device_timed: bool = True) -> str:
     """What makes a run's figures a program of their own, bar its hardware: backend · mode, device count, every
     shape setting, and launch times where the figure was timed around device work (figures.device_timed)."""
@@ -125,7 +141,10 @@ def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *,
 def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: float = verdict.FLOOR) -> list[Change]:
     """Every change beyond the floor in the series of one workload's runs on one backend package."""
     found = []
-    for (label, figure, higher, _), runs in sorted(series_of(rows, package).items()):
+    series = series_of(rows, package)
+    machines = Counter((label, figure) for label, figure, *_ in series)
+    for (label, figure, higher, _), runs in sorted(series.items()):
+        hardware = runs[0].hardware if machines[label, figure] > 1 else ""
         values = [run.value for run in runs]
         for change in located(values, [run.release for run in runs], higher_is_better=higher, floor=floor):
             if change.judged.verdict not in ("faster", "slower"):
@@ -134,6 +153,7 @@ def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: floa
             found.append(Change(
                 workload, label, figure, package, before[-1].release, after[0].release, change.judged.verdict,
                 change.change, change.pvalue, change.judged.as_dict(), [r.id for r in before], [r.id for r in after],
+                hardware,
             ))  # fmt: skip
     return found
 
