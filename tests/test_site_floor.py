@@ -50,6 +50,9 @@ def test_the_trend_page_judges_changes_with_the_floor_of_kb_toml(built: tuple[Kn
     ]
     assert rows[1:] == expected
     assert "regression" not in chart
+    said = text(page)
+    assert "each change judged between the runs on either side of it (floor 30%)" in said
+    assert "noise band" not in said
 
 
 @pytest.mark.parametrize("page", ["index.html", "compare/index.html"])

@@ -57,7 +57,7 @@ class TrendPages(Publisher):
             ]
             chart = {"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series}
             sections.setdefault(package, []).append(chart)
-        return {"workload": workload, "sections": list(sections.items())}
+        return {"workload": workload, "sections": list(sections.items()), "floor": f"{floor:.0%}"}
 
 
 def release_packages(recorded: list[tuple[str | None, str]]) -> list[str]:
