@@ -263,7 +263,7 @@ def regression_lines(found: Regressions) -> list[str]:
         lines.append("  none")
     lines += ["", "Slower (where each series changed across releases, beyond the floor):"]
     for slow in found.slowdowns:
-        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> "
+        said = (f"{slow.workload} {slow.figure} on {slow.label()}: {slow.package} {slow.last_good} -> "
                 f"{slow.first_bad} {slow.change:+.1%}")  # fmt: skip
         lines += wrapped(said)
         from kb.answers.verdict import Verdict

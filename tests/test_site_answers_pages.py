@@ -229,3 +229,13 @@ def test_sixty_decisions_none_due_are_folded_in_their_groups(kb: KnowledgeBase) 
     groups_said = "Not due (30) Not checked (rejected, superseded or without a status) (30)"
     assert f"60 decisions. {groups_said} No decision is due." in said
     assert said.count("No revisit trigger set.") == 30 and said.count("Not checked: no status.") == 30
+
+
+def test_every_page_path_docs_site_md_names_is_built(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+    _, out, _ = built
+    table = (Path(__file__).parents[1] / "docs" / "site.md").read_text().split("| page | path |", 1)[1]
+    rows = table.split("\n\n", 1)[0].splitlines()[2:]
+    paths = [path for row in rows for path in re.findall(r"`([^`]+\.html)`", row.split("|")[2])]
+    assert "trends/<workload>.html" in paths
+    for path in paths:  # each <placeholder> stands for any name
+        assert list(out.glob(re.sub(r"<[^>]+>", "*", path))), path

@@ -148,7 +148,7 @@ def _labels(runs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]) 
         if key[2]:
             parts.append(key[2])
         labels[key] = " · ".join(parts) + (" (reported)" if key[3] else "")
-        machines[key] = _machine_text(data)
+        machines[key] = changepoints.hardware_label(data)
     said = Counter(label + key[4] for key, label in labels.items())
     return {key: label + (f" · {machines[key]}" if said[label + key[4]] > 1 else "") + key[4]
             for key, label in labels.items()}  # fmt: skip
@@ -157,14 +157,6 @@ def _labels(runs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]) 
 def _shapes(data: dict[str, Any]) -> dict[str, Any]:
     """The settings that make a run another program; device-count settings are left to the device count."""
     return {name: value for name, value in figures.shapes(data).items() if name not in figures.DEVICE_SETTINGS}
-
-
-def _machine_text(data: dict[str, Any]) -> str:
-    """`on NVIDIA H100` (its accelerators), else its CPU and threads."""
-    names, cpu, threads = figures.machine(data)
-    if names:
-        return "on " + ", ".join(names)
-    return "on " + (str(cpu) if cpu else "unknown hardware") + (f" ({threads} threads)" if threads else "")
 
 
 def _series(group: str, rows: list[dict[str, Any]], better: str, floor: float) -> Series:

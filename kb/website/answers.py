@@ -17,14 +17,16 @@ SHOWN_VERDICTS = ("baseline", "counted", "unchecked", "numerics failed")
 TONES = {"baseline": "baseline", "counted": "good", "unchecked": "unchecked", "numerics failed": "bad"}
 
 
-def board_view(db: sqlite3.Connection, incumbent: str, paths: dict[str, str], depth: int) -> list[dict[str, Any]]:
+def board_view(
+    db: sqlite3.Connection, incumbent: str, paths: dict[str, str], depth: int, floor: float
+) -> list[dict[str, Any]]:
     """One table per workload: a row per backend and mode, each linked to the runs behind it."""
 
     def href(entry_id: str | None) -> str | None:
         return "../" * depth + paths[entry_id] if entry_id in paths else None
 
     found = []
-    for workload in board(db, incumbent=incumbent).workloads:
+    for workload in board(db, incumbent=incumbent, floor=floor).workloads:
         cells = []
         for cell in workload.cells:
             failure = cell.failure

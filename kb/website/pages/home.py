@@ -38,7 +38,9 @@ class HomePage(Publisher):
             ],
             "problems": broken_files(build.problems, site.kb.entries_path),
             "workloads": site.compared_workloads(),
-            "board": site_answers.board_view(site.db, site.kb.config.answers.incumbent, site.paths, 0),
+            "board": site_answers.board_view(
+                site.db, site.kb.config.answers.incumbent, site.paths, 0, site.kb.config.answers.floor
+            ),
         }
         yield Page("index.html", "home.html", digest("home", context), lambda: context)
 
