@@ -16,13 +16,14 @@ from __future__ import annotations
 import sqlite3
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from typing import Any
 
 from kb.answers import figures, verdict
 from kb.answers.figures import Figure
+from kb.answers.intervals import Intervals
 from kb.index import answers
 
 REPORTS = 3  # the newest reported figures shown per cell
@@ -155,11 +156,13 @@ class Run:
 def board(
     db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None, floor: float = verdict.FLOOR
 ) -> Board:
-    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter.
-    rows = answers.board_entries(db, workload)
+    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter; a row's
+    # facts are parsed only when a verdict reads them (most runs of a large base are history, counted by release).
+    rows = [_Row(row) for row in answers.board_entries(db, workload)]
     releases = answers.releases(db)
-    failed = [str(row["id"]) for row in rows if row["category"] == "other"]
-    versions = answers.entry_versions(db, failed)  # a failed run keeps no facts: its release comes from here
+    backends = {row["backend"] or NO_BACKEND for row in rows}
+    packages = sorted({package for backend in backends for package in BACKEND_PACKAGES.get(backend, (backend,))})
+    versions = answers.package_versions(db, packages, workload)  # the backends' packages: what a release is of
     failures: dict[tuple[str, Key], dict[str, Any]] = {}
     for row in answers.cell_failures(db, workload):  # the most common failure of each cell, ties to the newest
         key = (row["workload"], _key(row))
@@ -168,8 +171,7 @@ def board(
                              "entry": row["entry"]}  # fmt: skip
     for row in rows:
         row["failure_class"] = row["class"]
-        row["data"] = row["facts"] or {"id": row["id"], "recorded": row["recorded"],
-                                       "versions": versions.get(str(row["id"]), {})}  # fmt: skip
+        row["versions"] = versions.get(str(row["id"]), {})
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
     def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
@@ -181,8 +183,10 @@ def board(
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         grouped.setdefault(row["workload"], []).append(row)
-    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids))
-             for name, parts in sorted(grouped.items())]  # fmt: skip
+    bootstrap = Intervals(db)
+    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids),
+                       bootstrap) for name, parts in sorted(grouped.items())]  # fmt: skip
+    bootstrap.save()
     guessed = ""
     if not incumbent and found:
         guessed = (f"No incumbent: each workload's baseline is guessed (its backend with the most completed runs, "
@@ -190,14 +194,29 @@ def board(
     return Board(incumbent, found, floor, guessed)
 
 
+class _Row(dict[str, Any]):
+    """A board row whose `data` (what the board reads of the entry) is parsed when first read: its facts, or for a
+    run that did not complete (which keeps none) its id, date and the versions of its backend's packages."""
+
+    def __missing__(self, key: str) -> Any:
+        if key != "data":
+            raise KeyError(key)
+        data = answers.board_facts(self["facts"]) or {
+            "id": self["id"], "recorded": self["recorded"], "versions": self["versions"]
+        }  # fmt: skip
+        self["data"] = data
+        return data
+
+
 def _key(row: dict[str, Any]) -> Key:
     return row["backend"] or NO_BACKEND, row["mode"]
 
 
 def backend_package(backend: str, runs: list[dict[str, Any]]) -> str | None:
-    """The package whose release is a backend's state: the first of its packages its runs record."""
+    """The package whose release is a backend's state: the first of its packages its runs record (their
+    `versions`, else their data's)."""
     for package in BACKEND_PACKAGES.get(backend, (backend,)):
-        if any(package in (row.get("versions") or _versions(row["data"])) for row in runs):
+        if any(package in (row["versions"] if "versions" in row else _versions(row["data"])) for row in runs):
             return package
     return None
 
@@ -222,6 +241,7 @@ def _workload(
     floor: float,
     failures: dict[tuple[str, Key], dict[str, Any]],
     flagged: Flagged,
+    bootstrap: verdict.Bootstrap,
 ) -> WorkloadBoard:
     measured: dict[Key, list[dict[str, Any]]] = {}
     reports: list[tuple[Key, dict[str, Any]]] = []
@@ -229,7 +249,8 @@ def _workload(
     for row in rows:  # newest first
         kind = row["category"]
         if kind == "coverage":
-            coverage.setdefault(_key(row)[0], row["data"])
+            if _key(row)[0] not in coverage:
+                coverage[_key(row)[0]] = row["data"]
         elif kind == "report":
             measured.setdefault(_key(row), [])
             if sum(1 for key, _ in reports if key == _key(row)) < REPORTS:
@@ -244,7 +265,7 @@ def _workload(
     base_key, reason = _baseline(cells, states, incumbent)
     base = states[base_key] if base_key else None
     for key, cell in cells.items():
-        _judge(cell, states[key], base, key == base_key, floor)
+        _judge(cell, states[key], base, key == base_key, floor, bootstrap)
         newest = states[key].figure_runs[0] if states[key].figure_runs else None
         cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
     reported = []
@@ -278,14 +299,13 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
     cell.tried = len(rows)
     cell.completed = sum(1 for row in rows if row["status"] == "completed")
     cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
-    for row in rows:
-        row["versions"] = _versions(row["data"])
     package = backend_package(cell.backend, rows)
+    release_of = cache(figures.release_of)  # a cell's thousands of runs name a few versions
     runs = []
     for row in rows:
         version = row["versions"].get(package) if package else None
-        runs.append(Run(row, figures.release_of(version) if version else None))
-    known = [run.release for run in runs if run.release]
+        runs.append(Run(row, release_of(version) if version else None))
+    known = list(dict.fromkeys(run.release for run in runs if run.release))
     release = max(known, key=version_key) if known else None
     current = [run for run in runs if run.release == release]
     older = [run for run in runs if run.release != release]
@@ -314,7 +334,8 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
         classes = Counter(run.failure_class for run in current)
         said = ", ".join(f"{name} ×{count}" for name, count in classes.most_common())
         cell.current_failure = f"fails on {package} {release}: {said}"
-    _compiles(cell, [run.data for run in current if run.completed] or [run.data for run in runs if run.completed])
+    completed = [run for run in current if run.completed] or [run for run in runs if run.completed]
+    _compiles(cell, (run.data for run in completed))
     return state
 
 
@@ -334,8 +355,10 @@ def _flag(runs: list[Run], flagged: Flagged) -> None:
         run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
 
 
-def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
+def _compiles(cell: Cell, runs: Iterator[dict[str, Any]]) -> None:
     for run in runs:  # newest first
+        if cell.cold_compile and cell.warm_compile and cell.other_compile:
+            break  # the older runs change nothing: each is the newest of its kind
         seconds = (run.get("timings") or {}).get("compile_s")
         kind = figures.compile_kind(run)
         if not isinstance(seconds, (int, float)):
@@ -397,12 +420,14 @@ def _baseline(cells: dict[Key, Cell], states: dict[Key, State], incumbent: str) 
     return most(choices), "guessed: most completed runs"
 
 
-def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: float) -> None:
+def _judge(
+    cell: Cell, state: State, base: State | None, is_base: bool, floor: float, bootstrap: verdict.Bootstrap
+) -> None:
     """The cell's figure (the median of its comparable runs) and its verdict against the baseline's runs."""
     runs = state.figure_runs
     if not runs:
         cell.note = cell.current_failure or _why_empty(cell)
-        _history(cell, state, base, floor)
+        _history(cell, state, base, floor, bootstrap)
         return
     newest = runs[0].data
     # On the CPU there is no accelerator to leave: one answer for the board, its checklist and the site.
@@ -435,7 +460,9 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         cell.verdict = f"not comparable: {base_devices} vs {cell.figure.devices} devices, no throughput to normalise"
         return
     values = [f.value for f in (figures.headline(run.data, name) for run in sample) if f]
-    judged = verdict.judge(base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    judged = verdict.judge(
+        base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor, bootstrap=bootstrap
+    )
     if cell.busy_only or base.busy_only:
         judged = replace(judged, verdict="inconclusive", reason="runs on a busy machine decide nothing")
     cell.comparison = judged.as_dict()
@@ -489,7 +516,7 @@ def reproduction(rows: list[dict[str, Any]], values: list[float], median: float)
     return f"reproduced by {by} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, within ±{furthest:.1%}"
 
 
-def _history(cell: Cell, state: State, base: State | None, floor: float) -> None:
+def _history(cell: Cell, state: State, base: State | None, floor: float, bootstrap: verdict.Bootstrap) -> None:
     """Where the newest release failed: the figure of the newest older release that passed, as history."""
     if not cell.current_failure:
         return
@@ -507,7 +534,7 @@ def _history(cell: Cell, state: State, base: State | None, floor: float) -> None
                 judged = verdict.judge(
                     [f.value for f in (figures.headline(r.data, name) for r in base.figure_runs) if f],
                     [f.value for f in (figures.headline(r.data, name) for r in runs) if f],
-                    higher_is_better=name in figures.THROUGHPUT, floor=floor,
+                    higher_is_better=name in figures.THROUGHPUT, floor=floor, bootstrap=bootstrap,
                 )  # fmt: skip
                 if judged.ratio is not None:
                     text += f" at ×{judged.ratio:.3g}"

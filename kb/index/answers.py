@@ -10,6 +10,7 @@ import sqlite3
 from typing import Any
 
 from kb.index import stored_json
+from kb.index.db import BUSY_TIMEOUT_MS
 from kb.index.rows import normalise_package
 
 
@@ -183,14 +184,19 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
     return found
 
 
-def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, str]]:
-    """id -> {package (pip name): version} of the entries named."""
+def package_versions(
+    db: sqlite3.Connection, packages: list[str], workload: str | None = None
+) -> dict[str, dict[str, str]]:
+    """id -> {package (pip name): version} of the board's entries (of one workload, or all), these packages only."""
+    marks = ", ".join("?" * len(packages))
+    where, params = ("AND r.workload = ?", [workload]) if workload is not None else ("", [])
     found: dict[str, dict[str, str]] = {}
     for entry_id, package, version in db.execute(
-        "SELECT entry_id, package, version FROM versions WHERE entry_id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
+        f"SELECT v.entry_id, v.package, v.version FROM versions v JOIN board_rows r ON r.entry_id = v.entry_id "
+        f"WHERE v.package IN ({marks}) {where}",
+        [*(normalise_package(p) for p in packages), *params],
     ):
-        found.setdefault(entry_id, {})[package] = version
+        found.setdefault(entry_id, {})[package] = str(version)
     return found
 
 
@@ -303,20 +309,22 @@ def package_names(db: sqlite3.Connection) -> set[str]:
 
 def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
     """Every row the board keeps (kb/index/db.py: board_rows) of a workload (all workloads when None), newest first:
-    its category (completed, other, report, coverage), failure class, and `facts` (None for a run that did not
-    complete), with no limit per cell."""
+    its category (completed, other, report, coverage), failure class, and `facts` as stored (read with
+    `board_facts`; None for a run that did not complete), with no limit per cell."""
     where, params = ("r.workload = ?", [workload]) if workload is not None else ("1", [])
-    rows = _dicts(
+    return _dicts(
         db.execute(
             "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
             f"r.class, r.facts FROM board_rows r WHERE {where} ORDER BY r.recorded DESC, r.entry_id DESC",
             params,
         )
     )
-    for row in rows:
-        facts = json.loads(row["facts"]) if row["facts"] else None
-        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
-    return rows
+
+
+def board_facts(stored: str | None) -> dict[str, Any] | None:
+    """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
+    facts = json.loads(stored) if stored else None
+    return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 
 RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics")
@@ -355,3 +363,25 @@ def _at(data: dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data
+
+
+# -- the verdicts' bootstrap intervals, kept between calls ------------------------------------------------------------
+def stored_intervals(db: sqlite3.Connection) -> dict[str, tuple[float, float]]:
+    """digest -> (low, high) of every interval kept (kb.answers.intervals)."""
+    return {key: (low, high) for key, low, high in db.execute("SELECT key, low, high FROM intervals")}
+
+
+def store_intervals(db: sqlite3.Connection, found: dict[str, tuple[float, float]]) -> bool:
+    """Keep intervals computed now, in one transaction; False where the index cannot take them at once (read only,
+    or another process writing): they are computed again next time, and nothing waits for them."""
+    try:
+        db.execute("PRAGMA busy_timeout = 0")
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR REPLACE INTO intervals VALUES (?, ?, ?)",
+                           [(key, low, high) for key, (low, high) in found.items()])  # fmt: skip
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

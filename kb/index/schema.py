@@ -126,6 +126,9 @@ CREATE TABLE release_rows (
     recorded TEXT NOT NULL, package TEXT, version TEXT, date TEXT
 );
 CREATE INDEX release_rows_order ON release_rows(recorded, entry_id);
+-- The bootstrap intervals the verdicts computed (kb/answers/intervals.py), by a digest of what they resampled: the
+-- board judges the same runs on every call, and resampling them again needs scipy, slower to import than the board.
+CREATE TABLE intervals (key TEXT PRIMARY KEY, low REAL NOT NULL, high REAL NOT NULL) WITHOUT ROWID;
 -- How far into `kb watch`'s journal the manifest is up to date (kb/index/watch.py): at most one row.
 CREATE TABLE watch_position (token TEXT NOT NULL, offset INTEGER NOT NULL);
 -- What the last full look found, per folder (kb/index/look.py); folders are bytes: a name need not be UTF-8.
