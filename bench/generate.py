@@ -12,10 +12,12 @@ written by several processes and the bytes do not depend on how many; links poin
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
-import re
 import shlex
+import shutil
+import sys
 import time
 from bisect import bisect_right
 from collections import deque
@@ -28,13 +30,9 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from yaml.nodes import ScalarNode
-from yaml.resolver import Resolver
-
 from kb import frontmatter
 from kb.entry import iso, new_entry
 from kb.ids import slugify
-from kb.schema import yaml_float_text
 from kb.store import KnowledgeBase
 
 T = TypeVar("T")
@@ -1417,150 +1415,7 @@ class _Generator:
 
     def _text(self, data: dict[str, Any], body: str) -> str:
         entry = new_entry(data.pop("id"), data.pop("title"), data.pop("kind"), **data)
-        return f"{frontmatter.FENCE}\n{_front_matter(entry.data)}{frontmatter.FENCE}\n{body}"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Front matter text, byte for byte what Entry.serialise() writes, about ten times faster.
-#
-# PyYAML builds a node per value in Python before its C emitter runs (about 1.2 ms for a run entry, two minutes
-# for 100,000). The entries here use a small part of YAML: block mappings, indentless block sequences, plain and
-# single-quoted scalars folded at column 100, literal blocks, numbers, booleans and nulls. This writes that part
-# with PyYAML's (libyaml's) rules, and hands any top-level field it cannot prove it writes the same way to
-# kb.frontmatter.dump (a field dumped alone gives the same text it has within the whole mapping). The tests hold
-# every generated entry to Entry.serialise().
-
-WIDTH = 100  # kb.frontmatter.dump's width
-# A single-line printable-ASCII string is a plain scalar unless one of these holds (libyaml's analysis).
-_NOT_PLAIN = re.compile(r"\A(?:[-?:](?: |\Z)|[#,\[\]{}&*!|>'\"%@` ]|---|\.\.\.)|: |:\Z| #| \Z|[^ -~]")
-_PRINTABLE_ASCII = re.compile(r"[ -~]*\Z")
-_RESOLVER = Resolver()  # PyYAML's, which kb.frontmatter's dumper uses to decide what needs quotes
-
-
-class _Unsupported(Exception):
-    """A value outside the subset written here: PyYAML writes that field."""
-
-
-@lru_cache(maxsize=1 << 16)
-def _style(text: str) -> str:
-    """How PyYAML writes a string: 'plain', 'single', 'literal', or 'other' (left to PyYAML)."""
-    if "\n" in text:
-        return "literal" if frontmatter._literal_safe(text) and not text.endswith("\n") else "other"
-    if not _PRINTABLE_ASCII.match(text):
-        return "other"
-    # A plain scalar that would read back as another type (2.10, yes, 2026-01-01, null) gets quoted.
-    if (
-        _NOT_PLAIN.search(text) is None
-        and _RESOLVER.resolve(ScalarNode, text, (True, False)) == Resolver.DEFAULT_SCALAR_TAG
-    ):
-        return "plain"
-    return "single"
-
-
-def _fold(text: str, column: int, indent: int, quoted: bool) -> str:
-    """Break a long plain or single-quoted scalar at single spaces past WIDTH, as libyaml does."""
-    if column + len(text) <= WIDTH:
-        return text
-    out: list[str] = []
-    start, last = 0, len(text) - 1
-    position = text.find(" ")
-    while position != -1:
-        if (
-            column + position - start > WIDTH
-            and text[position - 1 : position] != " "
-            and text[position + 1 : position + 2] != " "
-            and not (quoted and position in (0, last))
-        ):
-            out += [text[start:position], "\n", " " * indent]
-            start, column = position + 1, indent
-        position = text.find(" ", position + 1)
-    out.append(text[start:])
-    return "".join(out)
-
-
-def _string(text: str, column: int, indent: int) -> str:
-    """A string scalar starting at `column`; continuation lines are indented by `indent`."""
-    style = _style(text)
-    if style == "plain":
-        return _fold(text, column, indent, quoted=False)
-    if style == "single":
-        return "'" + _fold(text.replace("'", "''"), column + 1, indent, quoted=True) + "'"
-    if style == "literal":
-        pad = " " * indent
-        return "|-\n" + "\n".join(pad + line if line else "" for line in text.split("\n"))
-    raise _Unsupported
-
-
-def _scalar(value: Any, column: int, indent: int) -> str:
-    kind = type(value)
-    if kind is str:
-        return _string(value, column, indent)
-    if kind is float:
-        return yaml_float_text(value)
-    if kind is int:
-        return str(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    raise _Unsupported
-
-
-@lru_cache(maxsize=1 << 12)
-def _head(prefix: str, key: str) -> str:
-    """'  key:' for a key PyYAML writes plain, as it does every field name kb uses."""
-    if type(key) is not str or _style(key) != "plain" or len(key) > 128:
-        raise _Unsupported
-    return f"{prefix}{key}:"
-
-
-def _mapping(data: dict[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
-    """`indent` is the column of the keys; `first` replaces the indentation of the first key (a sequence's '- ')."""
-    pad = " " * indent
-    for key, value in data.items():
-        head = _head(first or pad, key)
-        first = None
-        kind = type(value)
-        if kind is str and len(head) + 1 + len(value) <= WIDTH and _style(value) == "plain":
-            out.append(f"{head} {value}\n")  # the common case, without the calls below
-        elif kind is dict:
-            if value:
-                out.append(f"{head}\n")
-                _mapping(value, indent + 2, out)
-            else:
-                out.append(f"{head} {{}}\n")
-        elif kind is list:
-            if value:
-                out.append(f"{head}\n")
-                _sequence(value, indent, out)  # block sequences in a mapping are not indented
-            else:
-                out.append(f"{head} []\n")
-        else:
-            out.append(f"{head} {_scalar(value, len(head) + 1, indent + 2)}\n")
-
-
-def _sequence(items: list[Any], indent: int, out: list[str]) -> None:
-    pad = " " * indent
-    for item in items:
-        kind = type(item)
-        if kind is dict and item:
-            _mapping(item, indent + 2, out, first=f"{pad}- ")
-        elif kind is dict or kind is list:
-            raise _Unsupported
-        else:
-            out.append(f"{pad}- {_scalar(item, indent + 2, indent + 2)}\n")
-
-
-def _front_matter(data: dict[str, Any]) -> str:
-    out: list[str] = []
-    for key, value in data.items():
-        size = len(out)
-        try:
-            _mapping({key: value}, 0, out)
-        except _Unsupported:
-            del out[size:]
-            out.append(frontmatter.dump({key: value}))
-    return "".join(out)
+        return f"{frontmatter.FENCE}\n{frontmatter.dump(entry.data)}{frontmatter.FENCE}\n{body}"
 
 
 def _next_minor(version: str) -> str:
@@ -1593,12 +1448,42 @@ def generate(
     start: date = date(2025, 1, 1),
     days: int = 700,
     workers: int | None = None,
+    cache: Path | None = None,
 ) -> KnowledgeBase:
     """Make a knowledge base at root and write `count` entries into it; the same seed gives the same bytes, whatever
-    the number of worker processes (default: one per CPU)."""
+    the number of worker processes (default: one per CPU). With `cache` (a folder), the entries are copied from a
+    base generated before with the same arguments and the same code, else generated and kept there."""
     if not 0 <= count <= MAX_COUNT:
         raise ValueError(f"count must be between 0 and {MAX_COUNT}")
     kb, _ = KnowledgeBase.init(root)
+    kept = cache / _cache_key(count, seed, start, days) if cache is not None else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, kb.entries_path, dirs_exist_ok=True)
+        return kb
+    _write(kb, count, seed, start, days, workers)
+    if kept is not None:
+        making = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.copytree(kb.entries_path, making)
+        making.rename(kept)  # whole or not at all: a run killed while copying leaves only the temporary folder
+    return kb
+
+
+def default_cache() -> Path:
+    """Where the benchmarks keep generated bases: $KB_BENCH_CACHE, else ~/.cache/kb-bench."""
+    return Path(os.environ.get("KB_BENCH_CACHE") or Path.home() / ".cache" / "kb-bench")
+
+
+def _cache_key(count: int, seed: int, start: date, days: int) -> str:
+    """What a base's bytes depend on: the arguments, this generator, kb's writer and PyYAML's release."""
+    import yaml
+
+    digest = hashlib.sha256(repr((count, seed, start.isoformat(), days, yaml.__version__)).encode())
+    for module in (__file__, frontmatter.__file__, sys.modules[new_entry.__module__].__file__):
+        digest.update(Path(str(module)).read_bytes())
+    return f"{count}-{seed}-{digest.hexdigest()[:16]}"
+
+
+def _write(kb: KnowledgeBase, count: int, seed: int, start: date, days: int, workers: int | None) -> None:
     blocks = range(-(-count // BLOCK))
     write = partial(_write_block, kb.entries_path, seed, count, start, days)
     workers = min(workers or os.cpu_count() or 1, len(blocks))
@@ -1607,7 +1492,6 @@ def generate(
     else:
         with ProcessPoolExecutor(workers) as pool:
             list(pool.map(write, blocks))
-    return kb
 
 
 def main() -> None:
@@ -1616,9 +1500,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000, help="how many entries (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="the seed: the same seed gives the same bytes")
     parser.add_argument("--workers", type=int, default=None, help="processes to write with (default: one per CPU)")
+    parser.add_argument("--cache", type=Path, default=None, help="copy from (else keep in) this folder of bases")
     args = parser.parse_args()
     started = time.perf_counter()
-    kb = generate(args.root, args.count, args.seed, workers=args.workers)
+    kb = generate(args.root, args.count, args.seed, workers=args.workers, cache=args.cache)
     took = time.perf_counter() - started
     size = sum(path.stat().st_size for path in kb.iter_entry_paths())
     print(f"{args.count} entries ({size / 1e6:.1f} MB) in {kb.entries_path} in {took:.2f} s")
