@@ -18,23 +18,18 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 from kb.answers import figures, verdict
 from kb.answers.figures import Figure
 from kb.answers.intervals import Intervals
 from kb.index import answers
+from kb.index.rows import BACKEND_PACKAGES, NO_BACKEND
 
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
-NO_BACKEND = "(no backend)"
 LatestRelease = Callable[[tuple[str, ...]], "dict[str, Any] | None"]  # a backend's packages -> their newest release
-# Where a backend's releases come from (kb release PACKAGE): the checklist's "newer than the latest release".
-BACKEND_PACKAGES = {
-    "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
-    "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
-}  # fmt: skip
 # Launch times rank against nothing, each other included: how fast work is queued says nothing of how fast it runs,
 # and backends (and releases) queue to different depths before they block.
 LAUNCH_TIMES = "launch times: not ranked"
@@ -156,22 +151,21 @@ class Run:
 def board(
     db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None, floor: float = verdict.FLOOR
 ) -> Board:
-    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter; a row's
-    # facts are parsed only when a verdict reads them (most runs of a large base are history, counted by release).
-    rows = [_Row(row) for row in answers.board_entries(db, workload)]
+    # What the index keeps for the board (kb/index/schema.py: board_rows, board_cells): each cell's counts, newest
+    # rows and the versions its runs record; then only the runs of each cell's newest release (older ones only where
+    # that release failed), their facts parsed when a verdict reads them: most runs of a large base are history.
     releases = answers.releases(db)
-    backends = {row["backend"] or NO_BACKEND for row in rows}
-    packages = sorted({package for backend in backends for package in BACKEND_PACKAGES.get(backend, (backend,))})
-    versions = answers.package_versions(db, packages, workload)  # the backends' packages: what a release is of
+    counted = answers.cell_counts(db, workload)
+    newest = answers.newest_per_cell(db, workload, completed=RUNS_LISTED, other=RUNS_LISTED, reports=REPORTS)
+    recorded: dict[tuple[str, Key], list[tuple[str, str]]] = {}
+    for row in answers.cell_versions(db, workload):
+        recorded.setdefault((row["workload"], _key(row)), []).append((row["package"], str(row["version"])))
     failures: dict[tuple[str, Key], dict[str, Any]] = {}
     for row in answers.cell_failures(db, workload):  # the most common failure of each cell, ties to the newest
         key = (row["workload"], _key(row))
         if key not in failures or (row["count"], row["entry"]) > (failures[key]["count"], failures[key]["entry"]):
             failures[key] = {"class": row["class"], "count": row["count"], "message": row["message"],
                              "entry": row["entry"]}  # fmt: skip
-    for row in rows:
-        row["failure_class"] = row["class"]
-        row["versions"] = versions.get(str(row["id"]), {})
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
     def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
@@ -180,12 +174,14 @@ def board(
         known = [r for r in releases if r["package"] in packages and r["version"]]
         return max(known, key=lambda r: version_key(figures.release_of(str(r["version"])))) if known else None
 
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(row["workload"], []).append(row)
+    grouped: dict[str, Evidence] = {}
+    for row in newest:
+        grouped.setdefault(row["workload"], Evidence(db, recorded)).newest.append(row)
+    for row in counted:
+        grouped[row["workload"]].counted.append(row)
     bootstrap = Intervals(db)
-    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids),
-                       bootstrap) for name, parts in sorted(grouped.items())]  # fmt: skip
+    found = [_workload(name, evidence, latest, incumbent, floor, failures, bootstrap)
+             for name, evidence in sorted(grouped.items())]  # fmt: skip
     bootstrap.save()
     guessed = ""
     if not incumbent and found:
@@ -194,9 +190,34 @@ def board(
     return Board(incumbent, found, floor, guessed)
 
 
+@dataclass
+class Evidence:
+    """A workload's evidence as the index keeps it for the board; a cell's runs are read when it is judged."""
+
+    db: sqlite3.Connection
+    recorded: dict[tuple[str, Key], list[tuple[str, str]]]  # (package, version) of a cell's runs, newest first
+    counted: list[dict[str, Any]] = field(default_factory=list)  # per cell: tried and completed runs
+    newest: list[dict[str, Any]] = field(default_factory=list)  # per cell and category the newest rows, newest first
+
+    def runs(
+        self, cell: Cell, raw: str | None, package: str | None, versions: list[str] | None, within: bool
+    ) -> list[Run]:
+        """The cell's measured runs (`raw`: its backend as stored) whose version of `package` is (or, not `within`,
+        is not) one of `versions`, all of them when None; newest first."""
+        rows = answers.cell_runs(self.db, (cell.workload, raw, cell.mode), package, versions, within=within, make=_Row)
+        for row in rows:
+            row["failure_class"] = row["class"]
+            row["versions"] = {package: str(row["version"])} if package and row["version"] is not None else {}
+        return [Run(row, _release_of(row["versions"][package]) if row["versions"].get(package) else None)
+                for row in rows]  # fmt: skip
+
+    def flagged(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return answers.run_flags(self.db, ids)
+
+
 class _Row(dict[str, Any]):
     """A board row whose `data` (what the board reads of the entry) is parsed when first read: its facts, or for a
-    run that did not complete (which keeps none) its id, date and the versions of its backend's packages."""
+    run that did not complete (which keeps none) its id, date and the version of its backend's package."""
 
     def __missing__(self, key: str) -> Any:
         if key != "data":
@@ -213,16 +234,18 @@ def _key(row: dict[str, Any]) -> Key:
 
 
 def backend_package(backend: str, runs: list[dict[str, Any]]) -> str | None:
-    """The package whose release is a backend's state: the first of its packages its runs record (their
-    `versions`, else their data's)."""
+    """The package whose release is a backend's state: the first of its packages its runs record."""
     for package in BACKEND_PACKAGES.get(backend, (backend,)):
-        if any(package in (row["versions"] if "versions" in row else _versions(row["data"])) for row in runs):
+        if any(package in (row.get("versions") or _versions(row["data"])) for row in runs):
             return package
     return None
 
 
 def _versions(data: dict[str, Any]) -> dict[str, str]:
     return {_package(k): str(v) for k, v in (data.get("versions") or {}).items()}
+
+
+_release_of = lru_cache(maxsize=4096)(figures.release_of)  # thousands of runs name a few versions
 
 
 @cache  # a few package names, met in every run
@@ -235,33 +258,32 @@ Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the secti
 
 def _workload(
     name: str,
-    rows: list[dict[str, Any]],
+    evidence: Evidence,
     latest: LatestRelease,
     incumbent: str,
     floor: float,
     failures: dict[tuple[str, Key], dict[str, Any]],
-    flagged: Flagged,
     bootstrap: verdict.Bootstrap,
 ) -> WorkloadBoard:
-    measured: dict[Key, list[dict[str, Any]]] = {}
     reports: list[tuple[Key, dict[str, Any]]] = []
     coverage: dict[str, dict[str, Any]] = {}
-    for row in rows:  # newest first
-        kind = row["category"]
+    listed: dict[Key, list[str]] = {}
+    for row in evidence.newest:  # newest first
+        kind, data = row["category"], row["facts"] or {}
         if kind == "coverage":
-            if _key(row)[0] not in coverage:
-                coverage[_key(row)[0]] = row["data"]
+            coverage.setdefault(_key(row)[0], data)
         elif kind == "report":
-            measured.setdefault(_key(row), [])
-            if sum(1 for key, _ in reports if key == _key(row)) < REPORTS:
-                reports.append((_key(row), row["data"]))
+            reports.append((_key(row), data))
         else:
-            measured.setdefault(_key(row), []).append(row)
+            listed.setdefault(_key(row), []).append(str(row["id"]))
     cells: dict[Key, Cell] = {}
     states: dict[Key, State] = {}
-    for key, found in measured.items():
-        cells[key] = Cell(name, *key, failure=failures.get((name, key)))
-        states[key] = _state(cells[key], found, flagged)
+    for row in evidence.counted:
+        key = _key(row)
+        cell = cells[key] = Cell(name, *key, failure=failures.get((name, key)))
+        cell.tried, cell.completed = row["tried"], row["completed"]
+        cell.entries = listed.get(key, [])[:RUNS_LISTED]
+        states[key] = _state(cell, row["backend"], evidence.recorded.get((name, key), []), evidence)
     base_key, reason = _baseline(cells, states, incumbent)
     base = states[base_key] if base_key else None
     for key, cell in cells.items():
@@ -288,28 +310,28 @@ class State:
     package: str | None
     release: str | None
     current: list[Run]  # newest first
-    older: list[Run]
+    history: Callable[[], list[Run]]  # the older runs, read only where asked for
     figure_runs: list[Run]  # current, completed, not busy, numerics not failed, with a figure; newest first
     busy_only: bool = False  # figure_runs were all on a busy machine
 
+    @cached_property
+    def older(self) -> list[Run]:
+        return self.history()
 
-def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
+
+def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidence: Evidence) -> State:
+    """`recorded`: the (package, version) the cell's runs record, newest first; `raw`: its backend as stored."""
     from kb.index.query import version_key
 
-    cell.tried = len(rows)
-    cell.completed = sum(1 for row in rows if row["status"] == "completed")
-    cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
-    package = backend_package(cell.backend, rows)
-    release_of = cache(figures.release_of)  # a cell's thousands of runs name a few versions
-    runs = []
-    for row in rows:
-        version = row["versions"].get(package) if package else None
-        runs.append(Run(row, release_of(version) if version else None))
-    known = list(dict.fromkeys(run.release for run in runs if run.release))
+    held = {package for package, _ in recorded}
+    package = next((name for name in BACKEND_PACKAGES.get(cell.backend, (cell.backend,)) if name in held), None)
+    versions = [version for name, version in recorded if name == package and version]
+    known = list(dict.fromkeys(_release_of(version) for version in versions))
     release = max(known, key=version_key) if known else None
-    current = [run for run in runs if run.release == release]
-    older = [run for run in runs if run.release != release]
-    _flag(current, flagged)
+    chosen = [version for version in versions if _release_of(version) == release] if release else None
+    current = evidence.runs(cell, raw, package, chosen, True) if cell.tried else []
+    older: Callable[[], list[Run]] = (lambda: evidence.runs(cell, raw, package, chosen, False)) if chosen else list
+    _flag(current, evidence.flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]
     usable = [run for run in measured if not figures.busy(run.data)]
@@ -334,7 +356,7 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
         classes = Counter(run.failure_class for run in current)
         said = ", ".join(f"{name} ×{count}" for name, count in classes.most_common())
         cell.current_failure = f"fails on {package} {release}: {said}"
-    completed = [run for run in current if run.completed] or [run for run in runs if run.completed]
+    completed = [run for run in current if run.completed] or [run for run in state.older if run.completed]
     _compiles(cell, (run.data for run in completed))
     return state
 

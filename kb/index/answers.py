@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kb.index import stored_json
@@ -14,9 +15,9 @@ from kb.index.db import BUSY_TIMEOUT_MS
 from kb.index.rows import normalise_package
 
 
-def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+def _dicts(cursor: sqlite3.Cursor, make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict) -> list[Any]:
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
+    return [make(zip(names, row, strict=True)) for row in cursor]
 
 
 def answer_rows(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
@@ -184,20 +185,52 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
     return found
 
 
-def package_versions(
-    db: sqlite3.Connection, packages: list[str], workload: str | None = None
-) -> dict[str, dict[str, str]]:
-    """id -> {package (pip name): version} of the board's entries (of one workload, or all), these packages only."""
-    marks = ", ".join("?" * len(packages))
-    where, params = ("AND r.workload = ?", [workload]) if workload is not None else ("", [])
-    found: dict[str, dict[str, str]] = {}
-    for entry_id, package, version in db.execute(
-        f"SELECT v.entry_id, v.package, v.version FROM versions v JOIN board_rows r ON r.entry_id = v.entry_id "
-        f"WHERE v.package IN ({marks}) {where}",
-        [*(normalise_package(p) for p in packages), *params],
-    ):
-        found.setdefault(entry_id, {})[package] = str(version)
-    return found
+def cell_versions(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Each version of its backend's packages the measured runs (completed or not) of a board cell record (kb/index/
+    rows.py: board_versions): (workload, backend, mode, package, version), newest first by the newest run on it."""
+    where, params = ("WHERE workload = ?", [workload]) if workload is not None else ("", [])
+    # char(1) sorts below any character of a date or an id: the text orders as (recorded, id) does.
+    return _dicts(
+        db.execute(
+            "SELECT workload, backend, mode, package, version, MAX(recorded || char(1) || entry_id) AS newest "
+            f"FROM board_versions {where} GROUP BY workload, backend, mode, package, version ORDER BY newest DESC",
+            params,
+        )
+    )
+
+
+def cell_runs(
+    db: sqlite3.Connection,
+    cell: tuple[str, str | None, str | None],
+    package: str | None,
+    versions: list[str] | None,
+    *,
+    within: bool,
+    make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict,
+) -> list[Any]:
+    """The measured runs (completed or not) of one board cell (workload, backend, mode), newest first, as the board
+    keeps them (`facts` as stored, read with `board_facts`), each with its `version` of `package` (one of its
+    backend's: kb/index/rows.py BACKEND_PACKAGES): those whose version is one of `versions` (`within`), or is not
+    (not `within`); all of them when `versions` is None."""
+    on = (
+        "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
+        "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
+    )
+    chosen, params = "", []
+    if versions is not None:
+        chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
+        params = [*cell, package or "", json.dumps(versions)]
+    return _dicts(
+        db.execute(
+            "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
+            "r.class, r.facts, (SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND "
+            "b.package = ? LIMIT 1) AS version FROM board_rows r WHERE r.workload = ? AND r.backend IS ? "
+            f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
+            "ORDER BY r.recorded DESC, r.entry_id DESC",
+            [package or "", *cell, *params],
+        ),
+        make,
+    )
 
 
 # -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):
@@ -305,20 +338,6 @@ def package_names(db: sqlite3.Connection) -> set[str]:
     """Every package a run recorded the version of, or a release names (for "did you mean")."""
     found = {row[0] for row in db.execute("SELECT DISTINCT package FROM versions")}
     return found | {normalise_package(str(row[0])) for row in db.execute("SELECT DISTINCT package FROM release_rows")}
-
-
-def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
-    """Every row the board keeps (kb/index/db.py: board_rows) of a workload (all workloads when None), newest first:
-    its category (completed, other, report, coverage), failure class, and `facts` as stored (read with
-    `board_facts`; None for a run that did not complete), with no limit per cell."""
-    where, params = ("r.workload = ?", [workload]) if workload is not None else ("1", [])
-    return _dicts(
-        db.execute(
-            "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
-            f"r.class, r.facts FROM board_rows r WHERE {where} ORDER BY r.recorded DESC, r.entry_id DESC",
-            params,
-        )
-    )
 
 
 def board_facts(stored: str | None) -> dict[str, Any] | None:
