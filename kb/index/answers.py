@@ -20,21 +20,6 @@ def _dicts(cursor: sqlite3.Cursor, make: Callable[[Iterable[tuple[str, Any]]], d
     return [make(zip(names, row, strict=True)) for row in cursor]
 
 
-def answer_rows(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
-    """Every run, report and coverage entry of a workload (all workloads when None), newest first, with its
-    failure's message: what the board counts and picks from. Only the columns the index keeps; no JSON."""
-    where = "e.workload = ?" if workload is not None else "e.workload IS NOT NULL"
-    return _dicts(
-        db.execute(
-            "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
-            "e.compile_s, e.step_s_median, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) "
-            "AS failure_message FROM entries e "
-            f"WHERE {where} AND e.kind IN ('run', 'report', 'coverage') ORDER BY e.recorded DESC, e.id DESC",
-            [workload] if workload is not None else [],
-        )
-    )
-
-
 def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> front matter (as indexed) of the entries named."""
     rows = db.execute(
@@ -283,8 +268,8 @@ def newest_per_cell(
     db: sqlite3.Connection, workload: str | None, *, completed: int, other: int, reports: int
 ) -> list[dict[str, Any]]:
     """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
-    reports, and the one newest coverage entry), newest first, each with what the board reads of it (`facts`, in
-    the front matter's shape: board_facts in kb/index/rows.py; None for a run that did not complete)."""
+    reports, and the one newest coverage entry), newest first, a report's and a coverage entry's with what the board
+    reads of it (`facts`, in the front matter's shape: board_facts in kb/index/rows.py; None for a run)."""
     where, params = _workload_clause(workload)
     picks = " UNION ALL ".join(
         "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, r.facts "
@@ -297,10 +282,9 @@ def newest_per_cell(
     )
     rows = _dicts(db.execute(picks, [*params, completed, *params, other, *params, reports, *params, 1]))
     rows.sort(key=lambda row: (row["recorded"], row["id"]), reverse=True)  # SQLite's sort of them cost four times more
-    for row in rows:
-        facts = stored_json.loads(row["facts"]) if row["facts"] else None
-        # Absent sections are left out, as in the entry.
-        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
+    for row in rows:  # the runs are listed by id: only a report's or a coverage entry's facts are read
+        measured = row["category"] in ("completed", "other")
+        row["facts"] = None if measured else board_facts(row["facts"])
     return rows
 
 
