@@ -55,3 +55,18 @@ def test_a_board_of_the_same_runs_reads_its_intervals_from_the_index(tmp_path) -
     changed = json_data(run_kb("--kb", str(kb.root), "board", "--json").stdout, "board")
     assert changed != first
     assert db.execute("SELECT count(*) FROM intervals").fetchone()[0] == 2
+
+
+def test_an_index_opened_read_only_answers_the_same_and_keeps_nothing(tmp_path) -> None:
+    from kb.answers.board import board
+    from kb.index.db import connect_read_only
+    from kb.index.sync import sync
+
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    runs(kb, "cuda", (1000.0, 1010.0, 990.0, 1005.0), 1)
+    runs(kb, "rocm", (1500.0, 1490.0, 1520.0, 1510.0), 11)
+    sync(kb)
+    read_only = connect_read_only(index_path(kb.cache_path))
+    found = board(read_only)
+    assert read_only.execute("SELECT count(*) FROM intervals").fetchone()[0] == 0
+    assert found == board(connect(index_path(kb.cache_path)))

@@ -376,7 +376,10 @@ def stored_intervals(db: sqlite3.Connection) -> dict[str, tuple[float, float]]:
 
 def store_intervals(db: sqlite3.Connection, found: dict[str, tuple[float, float]]) -> bool:
     """Keep intervals computed now, in one transaction; False where the index cannot take them at once (read only,
-    or another process writing): they are computed again next time, and nothing waits for them."""
+    or another process writing, or the caller's own transaction open): they are computed again next time, and
+    nothing waits for them."""
+    if db.in_transaction:
+        return False
     try:
         db.execute("PRAGMA busy_timeout = 0")
         with db:
