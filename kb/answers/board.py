@@ -199,15 +199,19 @@ class Evidence:
     counted: list[dict[str, Any]] = field(default_factory=list)  # per cell: tried and completed runs
     newest: list[dict[str, Any]] = field(default_factory=list)  # per cell and category the newest rows, newest first
 
-    def runs(
-        self, cell: Cell, raw: str | None, package: str | None, versions: list[str] | None, within: bool
-    ) -> list[Run]:
-        """The cell's measured runs (`raw`: its backend as stored) whose version of `package` is (or, not `within`,
-        is not) one of `versions`, all of them when None; newest first."""
+    def runs(self, cell: Cell, raw: str | None, package: str | None, release: str | None, within: bool) -> list[Run]:
+        """The cell's measured runs (`raw`: its backend as stored) on `release` of `package` (or, not `within`, on
+        another or none), all of them when there is no release; newest first."""
+        recorded = self.recorded.get((cell.workload, (cell.backend, cell.mode)), [])
+        versions = (
+            [v for name, v in recorded if name == package and v and _release_of(v) == release] if release else None
+        )
         rows = answers.cell_runs(self.db, (cell.workload, raw, cell.mode), package, versions, within=within, make=_Row)
         for row in rows:
             row["failure_class"] = row["class"]
             row["versions"] = {package: str(row["version"])} if package and row["version"] is not None else {}
+        if versions is not None and within:
+            return [Run(row, release) for row in rows]
         return [Run(row, _release_of(row["versions"][package]) if row["versions"].get(package) else None)
                 for row in rows]  # fmt: skip
 
@@ -328,9 +332,8 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
     versions = [version for name, version in recorded if name == package and version]
     known = list(dict.fromkeys(_release_of(version) for version in versions))
     release = max(known, key=version_key) if known else None
-    chosen = [version for version in versions if _release_of(version) == release] if release else None
-    current = evidence.runs(cell, raw, package, chosen, True) if cell.tried else []
-    older: Callable[[], list[Run]] = (lambda: evidence.runs(cell, raw, package, chosen, False)) if chosen else list
+    current = evidence.runs(cell, raw, package, release, True) if cell.tried else []
+    older: Callable[[], list[Run]] = (lambda: evidence.runs(cell, raw, package, release, False)) if release else list
     _flag(current, evidence.flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]

@@ -194,9 +194,9 @@ def cell_runs(
     make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict,
 ) -> list[Any]:
     """The measured runs (completed or not) of one board cell (workload, backend, mode), newest first, as the board
-    keeps them (`facts` as stored, read with `board_facts`), each with its `version` of `package` (one of its
-    backend's: kb/index/rows.py BACKEND_PACKAGES): those whose version is one of `versions` (`within`), or is not
-    (not `within`); all of them when `versions` is None."""
+    keeps them (`facts` as stored, read with `board_facts`): those whose version of `package` (one of its backend's:
+    kb/index/rows.py BACKEND_PACKAGES) is one of `versions` (`within`), or is not (not `within`), each with that
+    `version` (None within `versions`: one of them); all of them, with their version, when `versions` is None."""
     on = (
         "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
         "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
@@ -205,17 +205,21 @@ def cell_runs(
     if versions is not None:
         chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
         params = [*cell, package or "", json.dumps(versions)]
+    # Within `versions` the release is known: each row's own version is not looked up.
+    version, looked_up = ("NULL", []) if versions is not None and within else (_VERSION, [package or ""])
     return _dicts(
         db.execute(
             "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
-            "r.class, r.facts, (SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND "
-            "b.package = ? LIMIT 1) AS version FROM board_rows r WHERE r.workload = ? AND r.backend IS ? "
+            f"r.class, r.facts, {version} AS version FROM board_rows r WHERE r.workload = ? AND r.backend IS ? "
             f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
             "ORDER BY r.recorded DESC, r.entry_id DESC",
-            [package or "", *cell, *params],
+            [*looked_up, *cell, *params],
         ),
         make,
     )
+
+
+_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND b.package = ? LIMIT 1)"
 
 
 # -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):
