@@ -199,14 +199,24 @@ class Evidence:
     counted: list[dict[str, Any]] = field(default_factory=list)  # per cell: tried and completed runs
     newest: list[dict[str, Any]] = field(default_factory=list)  # per cell and category the newest rows, newest first
 
-    def runs(self, cell: Cell, raw: str | None, package: str | None, release: str | None, within: bool) -> list[Run]:
+    def runs(
+        self,
+        cell: Cell,
+        raw: str | None,
+        package: str | None,
+        release: str | None,
+        within: bool,
+        compiled: bool = False,
+    ) -> list[Run]:
         """The cell's measured runs (`raw`: its backend as stored) on `release` of `package` (or, not `within`, on
-        another or none), all of them when there is no release; newest first."""
+        another or none), all of them when there is no release; newest first. `compiled`: only the completed runs
+        with a compile time."""
         recorded = self.recorded.get((cell.workload, (cell.backend, cell.mode)), [])
         versions = (
             [v for name, v in recorded if name == package and v and _release_of(v) == release] if release else None
         )
-        rows = answers.cell_runs(self.db, (cell.workload, raw, cell.mode), package, versions, within=within, make=_Row)
+        cell_key = (cell.workload, raw, cell.mode)
+        rows = answers.cell_runs(self.db, cell_key, package, versions, within=within, compiled=compiled, make=_Row)
         for row in rows:
             row["failure_class"] = row["class"]
             row["versions"] = {package: str(row["version"])} if package and row["version"] is not None else {}
@@ -359,7 +369,10 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
         classes = Counter(run.failure_class for run in current)
         said = ", ".join(f"{name} ×{count}" for name, count in classes.most_common())
         cell.current_failure = f"fails on {package} {release}: {said}"
-    completed = [run for run in current if run.completed] or [run for run in state.older if run.completed]
+    # Where the newest release has no completed run, the compile times come from the older ones that have one.
+    completed = [run for run in current if run.completed]
+    if not completed and release:
+        completed = evidence.runs(cell, raw, package, release, False, compiled=True)
     _compiles(cell, (run.data for run in completed))
     return state
 

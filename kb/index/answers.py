@@ -191,12 +191,14 @@ def cell_runs(
     versions: list[str] | None,
     *,
     within: bool,
+    compiled: bool = False,
     make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict,
 ) -> list[Any]:
     """The measured runs (completed or not) of one board cell (workload, backend, mode), newest first, as the board
     keeps them (`facts` as stored, read with `board_facts`): those whose version of `package` (one of its backend's:
     kb/index/rows.py BACKEND_PACKAGES) is one of `versions` (`within`), or is not (not `within`), each with that
-    `version` (None within `versions`: one of them); all of them, with their version, when `versions` is None."""
+    `version` (None within `versions`: one of them); all of them, with their version, when `versions` is None.
+    `compiled`: only the completed runs with a compile time."""
     on = (
         "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
         "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
@@ -205,6 +207,9 @@ def cell_runs(
     if versions is not None:
         chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
         params = [*cell, package or "", json.dumps(versions)]
+    if compiled:
+        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.id = r.entry_id "
+                   "AND e.compile_s IS NOT NULL)")  # fmt: skip
     # Within `versions` the release is known: each row's own version is not looked up.
     version, looked_up = ("NULL", []) if versions is not None and within else (_VERSION, [package or ""])
     return _dicts(
