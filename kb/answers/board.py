@@ -18,7 +18,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache, cached_property, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Any
 
 from kb.answers import figures, verdict
@@ -205,6 +205,7 @@ class Evidence:
         raw: str | None,
         package: str | None,
         release: str | None,
+        *,
         within: bool,
         compiled: bool = False,
     ) -> list[Run]:
@@ -324,13 +325,10 @@ class State:
     package: str | None
     release: str | None
     current: list[Run]  # newest first
-    history: Callable[[], list[Run]]  # the older runs, read only where asked for
+    older: list[str]  # the other releases its runs are on
+    on: Callable[[str], list[Run]]  # the runs on one of them, newest first: read only where asked for
     figure_runs: list[Run]  # current, completed, not busy, numerics not failed, with a figure; newest first
     busy_only: bool = False  # figure_runs were all on a busy machine
-
-    @cached_property
-    def older(self) -> list[Run]:
-        return self.history()
 
 
 def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidence: Evidence) -> State:
@@ -342,8 +340,8 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
     versions = [version for name, version in recorded if name == package and version]
     known = list(dict.fromkeys(_release_of(version) for version in versions))
     release = max(known, key=version_key) if known else None
-    current = evidence.runs(cell, raw, package, release, True) if cell.tried else []
-    older: Callable[[], list[Run]] = (lambda: evidence.runs(cell, raw, package, release, False)) if release else list
+    current = evidence.runs(cell, raw, package, release, within=True) if cell.tried else []
+    older = [known_release for known_release in known if known_release != release]
     _flag(current, evidence.flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]
@@ -362,7 +360,8 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
         # Launch times and device times never make one figure: the newest run says which the cell shows.
         cell.launch_times = figures.launch_times(figure_runs[0].data)
         figure_runs = [run for run in figure_runs if figures.launch_times(run.data) == cell.launch_times]
-    state = State(package, release, current, older, figure_runs, cell.busy_only)
+    state = State(package, release, current, older, partial(evidence.runs, cell, raw, package, within=True),
+                  figure_runs, cell.busy_only)  # fmt: skip
     if release and package:
         cell.release = f"{package} {release}"
     if current and not any(run.completed for run in current) and release:
@@ -372,7 +371,7 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
     # Where the newest release has no completed run, the compile times come from the older ones that have one.
     completed = [run for run in current if run.completed]
     if not completed and release:
-        completed = evidence.runs(cell, raw, package, release, False, compiled=True)
+        completed = evidence.runs(cell, raw, package, release, within=False, compiled=True)
     _compiles(cell, (run.data for run in completed))
     return state
 
@@ -558,8 +557,8 @@ def _history(cell: Cell, state: State, base: State | None, floor: float, bootstr
     """Where the newest release failed: the figure of the newest older release that passed, as history."""
     if not cell.current_failure:
         return
-    for release in sorted({run.release for run in state.older if run.release}, key=_version_key, reverse=True):
-        runs = [run for run in state.older if run.release == release and run.completed
+    for release in sorted(state.older, key=_version_key, reverse=True):
+        runs = [run for run in state.on(release) if run.completed
                 and not figures.busy(run.data) and figures.headline(run.data)
                 and figures.numerics(run.data) != "failed"]  # fmt: skip
         if not runs:
