@@ -3,8 +3,10 @@
 Only the same program makes one series: runs are split by backend and mode, device count, any shape
 setting that differs between them (batch, sequence length, dtype ...: `figures.SHAPE`, as the board and
 compare read them; not steps, seeds or warm-up, so re-runs pool), and for compile times by cold or warm
-cache; reported figures stand in a series of their own. Local version labels (`2.10.0+cu126`) fold into
-their release (the labels stay as detail). Only completed runs count: a failed run's figures are partial.
+cache; reported figures and launch times (a run that could not wait for its device) stand in series of their
+own, and a series of launch times is never judged, release against release. Local version labels
+(`2.10.0+cu126`) fold into their release (the labels stay as detail). Only completed runs count: a failed
+run's figures are partial.
 
 The rule: each release's runs against the previous release's, by the one verdict rule of kb.answers.verdict
 (a bootstrap interval of the ratio of medians against the practical floor): slower is a regression, faster an
@@ -30,6 +32,7 @@ from kb.index import answers
 from kb.index.query import version_key
 
 SPARKS = "▁▂▃▄▅▆▇█"
+LAUNCHED = " · launch times"  # a series of launch times: shown, never judged (figures.LAUNCH_TIMES)
 
 
 @dataclass
@@ -96,6 +99,10 @@ def trend(
     for row, found in zip(dated, shapes, strict=True):
         groups.setdefault(_group(row, found, metric, differing), []).append(row)
     series = [_series(group, found, better, floor) for group, found in sorted(groups.items())]
+    for found in series:
+        if found.group and found.group.endswith(LAUNCHED):  # ranked against nothing, each other included
+            for point in found.points:
+                point.flag, point.change, point.comparison, point.note = "", None, None, figures.LAUNCH_TIMES
     return Trend(metric, package, better, floor, series, skipped, len(with_value) - len(finished))
 
 
@@ -124,7 +131,8 @@ def _group(row: dict[str, Any], shapes: dict[str, Any], metric: str, differing: 
     parts += [f"{name}={shapes.get(name)}" for name in differing]
     if metric == "compile_s":
         parts.append(figures.compile_kind(data) or "cache unknown")
-    return " · ".join(parts) + (" (reported)" if row["source"] == "reported" else "")
+    launched = figures.device_timed(metric) and figures.launch_times({"timings": {"device_sync": row["device_sync"]}})
+    return " · ".join(parts) + (" (reported)" if row["source"] == "reported" else "") + (LAUNCHED if launched else "")
 
 
 def _series(group: str, rows: list[dict[str, Any]], better: str, floor: float) -> Series:

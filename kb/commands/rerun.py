@@ -13,15 +13,20 @@ def register(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="Run the command shown without asking."),
     ) -> None:
         """Run a recorded command again (same command line, settings and folder), record it linked with
-        rerun_of, and print the comparison of the two. Shows exactly what will run and asks first (an entry
+        rerun_of, and print the comparison of the two and whether the rerun agrees with the original: a
+        reproduction attempt when another author or host runs it, judged by kb's one verdict rule (each side
+        with its repeats: n, interval, floor). Shows exactly what will run and asks first (an entry
         is a file anyone can edit); `--yes` runs it without asking. Exits with the command's exit code."""
         import shlex
         import sys
+        import textwrap
 
         from ingest.rerun import check, rerun
-        from kb.answers.compare import compare
-        from kb.commands.common import knowledge_base
+        from kb.answers.compare import agreement, compare
+        from kb.answers_text import WIDTH
+        from kb.commands.common import knowledge_base, synced
         from kb.errors import KbError
+        from kb.index.db import reading
         from kb.render import comparison_view, emit
 
         kb = knowledge_base(ctx)
@@ -37,5 +42,10 @@ def register(app: typer.Typer) -> None:
         done = rerun(kb, ref)
         entry = done.recorded.entry
         typer.echo(f"kb: recorded {entry.id} ({entry.status}), a rerun of {done.original.id}", err=True)
-        emit(comparison_view(compare([done.original, entry])))
+        floor = kb.config.answers.floor
+        emit(comparison_view(compare([done.original, entry], floor=floor)))
+        kb, db = synced(ctx)
+        with reading(db):
+            agreed = agreement(kb, db, done.original, entry, floor)
+        typer.echo("\n".join(textwrap.wrap(agreed.text(), WIDTH, subsequent_indent="  ")))
         raise typer.Exit(done.recorded.exit_code)

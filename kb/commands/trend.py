@@ -10,6 +10,7 @@ HELP = """Follow a metric (tokens_per_s) or a timing (compile_s, step_s) of a wo
 package (torch by default), in PEP 440 order, with a sparkline. One series per program: backend and mode,
 device count, any shape setting that differs (batch, sequence length, dtype ...; not steps or seed), and
 cold or warm cache for compile times; builds of one release (2.10.0+cu126, +cu128) make one point.
+Launch times (nothing waited for the device) make a series of their own, never judged.
 Each release's runs are judged against the previous release's by kb's one verdict rule (the interval of
 the ratio of medians against the floor, 3 runs a side): slower is a REGRESSION (the previous release is
 the last good one), faster an improvement, unless the next release undoes it. Runs that did not

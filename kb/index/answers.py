@@ -68,7 +68,7 @@ def entry_path(db: sqlite3.Connection, entry_id: str) -> str | None:
 def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str) -> list[dict[str, Any]]:
     """Each run or report of a workload with its value of a metric or timing, the package's version, the
     step time beside it and what splits series apart (mode, status, source, settings, precision, devices, cache,
-    tags)."""
+    tags, the device sync that says whether its times are launch times)."""
     # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
     # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
     rows = _dicts(
@@ -85,6 +85,7 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
             "json_extract(e.front_matter, '$.precision') AS precision, "
             "json_extract(e.front_matter, '$.compile.cache') AS cache, "
             "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
+            "json_extract(e.front_matter, '$.timings.device_sync') AS device_sync, "
             "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
             [metric, metric, normalise_package(package), metric, workload],
@@ -167,6 +168,17 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
         "WHERE l.role = 'evidence' AND e.kind = 'decision' ORDER BY e.recorded, e.id"
     ):
         found.setdefault(target, []).append((entry_id, title))
+    return found
+
+
+def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, str]]:
+    """id -> {package (pip name): version} of the entries named."""
+    found: dict[str, dict[str, str]] = {}
+    for entry_id, package, version in db.execute(
+        "SELECT entry_id, package, version FROM versions WHERE entry_id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ):
+        found.setdefault(entry_id, {})[package] = version
     return found
 
 
@@ -333,18 +345,36 @@ def package_names(db: sqlite3.Connection) -> set[str]:
     return found | {normalise_package(str(row[0])) for row in db.execute("SELECT DISTINCT package FROM release_rows")}
 
 
+def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Every row the board keeps (kb/index/db.py: board_rows) of a workload (all workloads when None), newest first:
+    its category (completed, other, report, coverage), failure class, and `facts` (None for a run that did not
+    complete), with no limit per cell."""
+    where, params = ("r.workload = ?", [workload]) if workload is not None else ("1", [])
+    rows = _dicts(
+        db.execute(
+            "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
+            f"r.class, r.facts FROM board_rows r WHERE {where} ORDER BY r.recorded DESC, r.entry_id DESC",
+            params,
+        )
+    )
+    for row in rows:
+        row["facts"] = board_facts(row["facts"])
+    return rows
+
+
 def board_facts(stored: str | None) -> dict[str, Any] | None:
     """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
     facts = json.loads(stored) if stored else None
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 
-RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics")
+RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics")
 
 
 def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the sections the board's facts leave out and a verdict needs ({'hardware.load': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ...}: a busy machine, versions read after the fact, NaN and infinity), and
+    """id -> the sections the board's facts leave out and a verdict needs ({'hardware': ..., 'provenance':
+    ..., 'numerics': ..., 'metrics': ...}: a busy machine and its hardware, versions read after the fact, NaN and
+    infinity), and
     the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
     read (a NaN) is read whole by Python."""
     # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
