@@ -25,14 +25,14 @@ from bench.timing import machine, user_env
 
 
 def run(sizes: tuple[int, ...], repeats: int) -> dict[str, float]:
-    from bench.generate import generate
+    from bench.generate import default_cache, generate
     from kb.index.sync import sync
 
     figures: dict[str, float] = {}
     print(f"\nkb board; {machine()}")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="kb-bench-board-") as folder:
-            kb = generate(Path(folder) / "kb", size, seed=1)
+            kb = generate(Path(folder) / "kb", size, seed=1, cache=default_cache())
             sync(kb, rebuild=True)
             figures |= _measure(kb, size, repeats)
     return figures

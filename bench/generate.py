@@ -12,10 +12,13 @@ written by several processes and the bytes do not depend on how many; links poin
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import random
-import re
 import shlex
+import shutil
+import sys
 import time
 from bisect import bisect_right
 from collections import deque
@@ -28,13 +31,9 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from yaml.nodes import ScalarNode
-from yaml.resolver import Resolver
-
 from kb import frontmatter
 from kb.entry import iso, new_entry
 from kb.ids import slugify
-from kb.schema import yaml_float_text
 from kb.store import KnowledgeBase
 
 T = TypeVar("T")
@@ -54,6 +53,19 @@ class Weighted(Generic[T]):
 
     def draw(self, rng: random.Random) -> T:
         return self.items[bisect_right(self.cumulative, rng.random() * self.cumulative[-1])]
+
+
+def _tables(path: Path) -> dict[str, Any]:
+    """The named tables of a JSON file, each list as a tuple (the tables are constants)."""
+
+    def frozen(value: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(frozen(item) for item in value)
+        if isinstance(value, dict):
+            return {key: frozen(item) for key, item in value.items()}
+        return value
+
+    return frozen(json.loads(path.read_text(encoding="utf-8")))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -181,19 +193,49 @@ ACCELERATORS: dict[str, tuple[tuple[Accelerator, int], ...]] = {
 BACKEND = Weighted({"cuda": 38, "rocm": 12, "neuron": 20, "tpu": 12, "xla": 5, "mps": 5, "cpu": 8})
 COVERAGE_BACKEND = Weighted({"cuda": 10, "rocm": 15, "neuron": 30, "tpu": 25, "xla": 10, "mps": 10})
 REPORT_BACKEND = Weighted({"cuda": 30, "rocm": 25, "neuron": 25, "tpu": 20})
+# The tables entries are drawn from (messages, sentences, log lines, kernel names, package builds...) are data:
+# generate_vocabulary.json beside this module, read once.
+VOCABULARY_PATH = Path(__file__).with_name("generate_vocabulary.json")
+_VOCABULARY = _tables(VOCABULARY_PATH)
 # How much of peak a run reaches, by backend (low, high).
-EFFICIENCY = {
-    "cuda": (0.35, 0.55), "rocm": (0.25, 0.45), "neuron": (0.2, 0.45), "tpu": (0.3, 0.55), "xla": (0.2, 0.4),
-    "mps": (0.1, 0.3), "cpu": (0.1, 0.3),
-}  # fmt: skip
-CPUS = (
-    ("AMD EPYC 9654 96-Core Processor", 96),
-    ("Intel(R) Xeon(R) Platinum 8480+", 56),
-    ("AMD EPYC 9575F 64-Core Processor", 64),
-    ("Intel(R) Xeon(R) Platinum 8488C", 48),
-    ("AWS Graviton4", 96),
-    ("AMD EPYC 7B13", 60),
-)
+EFFICIENCY = _VOCABULARY["EFFICIENCY"]
+CPUS = _VOCABULARY["CPUS"]
+# Per torch minor: CUDA builds, ROCm build, triton, torchvision.
+CUDA_BUILDS = _VOCABULARY["CUDA_BUILDS"]
+ROCM_BUILDS = _VOCABULARY["ROCM_BUILDS"]
+HIP = _VOCABULARY["HIP"]
+TRITON = _VOCABULARY["TRITON"]
+TORCHVISION = _VOCABULARY["TORCHVISION"]
+CUDNN = _VOCABULARY["CUDNN"]
+NCCL = _VOCABULARY["NCCL"]
+# Which message family a backend's failures read like; the messages by class and family (ROCm builds of torch keep
+# the NCCL names for RCCL, so a ROCm timeout's watchdog line reads as CUDA's).
+MESSAGE_FAMILY = _VOCABULARY["MESSAGE_FAMILY"]
+MESSAGES: dict[str, dict[str, tuple[str, ...]]] = _VOCABULARY["MESSAGES"]
+EXPLANATIONS = _VOCABULARY["EXPLANATIONS"]
+OPS = _VOCABULARY["OPS"]
+FUNCTIONS = _VOCABULARY["FUNCTIONS"]
+PHASES = _VOCABULARY["PHASES"]
+# What had to change, and the backends it makes sense on (empty: any).
+ADAPTATIONS = _VOCABULARY["ADAPTATIONS"]
+TAGS = _VOCABULARY["TAGS"]
+AUTHORS = _VOCABULARY["AUTHORS"]
+PUBLISHERS = _VOCABULARY["PUBLISHERS"]
+PARALLELISM = _VOCABULARY["PARALLELISM"]
+SENTENCES = _VOCABULARY["SENTENCES"]
+# Only for language models.
+LM_SENTENCES = _VOCABULARY["LM_SENTENCES"]
+FAILURE_SENTENCES = _VOCABULARY["FAILURE_SENTENCES"]
+STOP_SENTENCES = _VOCABULARY["STOP_SENTENCES"]
+NOTE_SUBJECTS = _VOCABULARY["NOTE_SUBJECTS"]
+NOTE_SENTENCES = _VOCABULARY["NOTE_SENTENCES"]
+RELEASE_SENTENCES = _VOCABULARY["RELEASE_SENTENCES"]
+LOG_START = _VOCABULARY["LOG_START"]
+LOG_BACKEND = _VOCABULARY["LOG_BACKEND"]
+LOG_COMPILED = _VOCABULARY["LOG_COMPILED"]
+# The top of a profiler table, per backend family (tpu and xla share XLA's HLO names).
+KERNELS = _VOCABULARY["KERNELS"]
+TRACEBACK = _VOCABULARY["TRACEBACK"]
 DEVICES = Weighted({1: 25, 2: 8, 4: 12, 8: 30, 16: 12, 32: 8, 64: 5})
 DTYPE = Weighted({"bf16": 70, "fp16": 10, "fp32": 12, "fp8": 8})
 
@@ -211,27 +253,6 @@ TORCH = _timeline(
     ("2025-08-06", "2.8.0"), ("2025-10-15", "2.9.0"), ("2025-11-12", "2.9.1"), ("2026-01-21", "2.10.0"),
     ("2026-03-04", "2.10.1"), ("2026-04-22", "2.11.0"), ("2026-07-15", "2.12.0"), ("2026-10-14", "2.13.0"),
 )  # fmt: skip
-# Per torch minor: CUDA builds, ROCm build, triton, torchvision.
-CUDA_BUILDS = {
-    "2.5": ("12.1", "12.4"), "2.6": ("12.4", "12.6"), "2.7": ("12.6", "12.8"), "2.8": ("12.6", "12.8", "12.9"),
-    "2.9": ("12.6", "12.8", "13.0"), "2.10": ("12.8", "13.0"), "2.11": ("12.8", "13.0"), "2.12": ("12.9", "13.0"),
-    "2.13": ("13.0",),
-}  # fmt: skip
-ROCM_BUILDS = {
-    "2.5": "6.2", "2.6": "6.2.4", "2.7": "6.3", "2.8": "6.4", "2.9": "6.4", "2.10": "7.0", "2.11": "7.0",
-    "2.12": "7.0", "2.13": "7.0",
-}  # fmt: skip
-HIP = {"6.2": "6.2.41133", "6.2.4": "6.2.41134", "6.3": "6.3.42131", "6.4": "6.4.43482", "7.0": "7.0.51831"}
-TRITON = {
-    "2.5": "3.1.0", "2.6": "3.2.0", "2.7": "3.3.1", "2.8": "3.4.0", "2.9": "3.5.1", "2.10": "3.6.0", "2.11": "3.7.0",
-    "2.12": "3.8.0", "2.13": "3.9.0",
-}  # fmt: skip
-TORCHVISION = {
-    "2.1": "0.16.2", "2.5": "0.20.1", "2.6": "0.21.0", "2.7": "0.22.1", "2.8": "0.23.0", "2.9": "0.24.1",
-    "2.10": "0.25.0", "2.11": "0.26.0", "2.12": "0.27.0", "2.13": "0.28.0",
-}  # fmt: skip
-CUDNN = {"12.1": "9.1.0", "12.4": "9.1.0", "12.6": "9.5.1", "12.8": "9.7.1", "12.9": "9.10.2", "13.0": "9.13.0"}
-NCCL = {"12.1": "2.21.5", "12.4": "2.21.5", "12.6": "2.24.3", "12.8": "2.26.2", "12.9": "2.27.3", "13.0": "2.27.7"}
 NVIDIA_DRIVER = _timeline(
     ("2024-11-01", "550.127.05"), ("2025-03-01", "570.124.06"), ("2025-06-01", "575.57.08"),
     ("2025-09-01", "580.82.07"), ("2026-03-01", "590.48.01"), ("2026-09-01", "595.23.04"),
@@ -316,421 +337,17 @@ FAILURE_CLASS: dict[str, Weighted[str]] = {
         "other": 15,
     }),
 }  # fmt: skip
-# Which message family a backend's failures read like.
-MESSAGE_FAMILY = {"cuda": "cuda", "rocm": "rocm", "neuron": "neuron", "tpu": "xla", "xla": "xla", "mps": "mps"}
-# ROCm builds of torch keep the NCCL names for RCCL.
-WATCHDOG = (
-    "[rank{rank}]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={count}, OpType=ALLREDUCE, "
-    "NumelIn={nbytes}, NumelOut={nbytes}, Timeout(ms)=600000) ran for 600{free_mib} milliseconds before timing out."
-)
-MESSAGES: dict[str, dict[str, tuple[str, ...]]] = {
-    "oom": {
-        "cuda": (
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib} GiB. GPU {rank} has a total "
-            "capacity of {cap} GiB of which {free_mib} MiB is free. Including non-PyTorch memory, this process has "
-            "{used} GiB memory in use.",
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib} GiB",
-        ),
-        "rocm": (
-            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate {gib} GiB. GPU {rank} has a total "
-            "capacity of {cap} GiB of which {free_mib} MiB is free.",
-        ),
-        "neuron": (
-            "RuntimeError: nrt_tensor_allocate failed: out of device memory on NeuronCore {rank} (requested "
-            "{nbytes} bytes)",
-            "NRT:nrt_allocate_neff_tensor Failed to allocate {nbytes} bytes of HBM for tensor",
-        ),
-        "xla": (
-            "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
-            "allocate {gib}G. That was not possible. There are {free_gib}G free.",
-            "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used "
-            "{used}G of {cap}G hbm. Exceeded hbm capacity by {gib}G.",
-        ),
-        "mps": (
-            "RuntimeError: MPS backend out of memory (MPS allocated: {used} GB, other allocations: {free_gib} GB, "
-            "max allowed: {cap} GB). Tried to allocate {gib} GB on private pool.",
-        ),
-        "cpu": (
-            "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate {nbytes} bytes. "
-            "Error code 12 (Cannot allocate memory)",
-        ),
-    },
-    "compile_timeout": {
-        "neuron": (
-            "neuronx-cc terminated: exceeded compile time limit of {limit} s",
-            "RuntimeError: neuronx-cc compilation of graph {graph} timed out after {limit} s",
-        ),
-        "xla": (
-            "DEADLINE_EXCEEDED: compilation of HloModule SyncTensorsGraph.{graph} did not finish within {limit} s",
-            "XLA compilation of module jit_train_step exceeded the {limit} s deadline",
-        ),
-        "*": (
-            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: TimeoutError: autotuning did not "
-            "finish within {limit} s",
-        ),
-    },
-    "compile_error": {
-        "neuron": (
-            "neuronx-cc failed with exit code 70: [NCC_EVRF009] Instruction count {count} exceeds the limit of 5000000",
-            "RuntimeError: neuronx-cc failed: [NCC_INLA001] Unhandled exception while lowering {op}",
-        ),
-        "xla": (
-            "RuntimeError: INTERNAL: Mosaic failed to compile TPU kernel: unsupported shape for {op}",
-            "INVALID_ARGUMENT: HLO verification failed in module SyncTensorsGraph.{graph}",
-        ),
-        "cpu": (
-            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: CppCompileError: C++ compile error "
-            "in kernel cpp_fused_{op_short}_{graph}",
-        ),
-        "*": (
-            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: CompilationError: at {line}:4: "
-            "triton kernel triton_per_fused_{op_short}_{graph} failed to compile",
-            "torch._inductor.exc.InductorError: LoweringException: AssertionError: unsupported layout for {op}",
-        ),
-    },
-    "unsupported_op": {
-        "mps": (
-            "NotImplementedError: The operator '{op}' is not currently implemented for the MPS device. If you want "
-            "this op to be added in priority during the prototype phase of this feature, please comment on "
-            "https://github.com/pytorch/pytorch/issues/77764.",
-        ),
-        "neuron": (
-            "NotImplementedError: Could not run '{op}' with arguments from the '{dispatch}' backend.",
-            "RuntimeError: operator {op} is not supported on the neuron device",
-        ),
-        "xla": (
-            "NotImplementedError: Could not run '{op}' with arguments from the 'XLA' backend.",
-            "RuntimeError: torch_xla lowering for {op} is not implemented",
-        ),
-        "*": ("NotImplementedError: Could not run '{op}' with arguments from the '{dispatch}' backend.",),
-    },
-    "cpu_fallback": {
-        "mps": (
-            "UserWarning: The operator '{op}' is not currently supported on the MPS backend and will fall back to "
-            "run on the CPU. This may have performance implications.",
-        ),
-        "*": (
-            "pt-xla-profiler: Op(s) not lowered: {op}, {op2}, Please open a GitHub issue with the above op lowering "
-            "requests.",
-            "{count} host round trips per step: {op} ran on the CPU",
-        ),
-    },
-    "graph_break": {
-        "*": (
-            "torch._dynamo.exc.Unsupported: Data-dependent branching\n  Explanation: Detected data-dependent "
-            "branching (e.g. `if my_tensor.sum() > 0:`). Dynamo does not support tracing dynamic control flow.",
-            "torch._dynamo.exc.Unsupported: Dynamic shape operator\n  Explanation: Operator `{op}`'s output shape "
-            "depends on input Tensor data.",
-            "torch._dynamo.exc.Unsupported: call to a non-traceable function {fn} under fullgraph=True",
-        ),
-    },
-    "recompile": {
-        "xla": ("pt-xla-profiler: CompileTime too frequent: {count} counts during {steps} steps",),
-        "neuron": (
-            "recompiled {count} graphs in {steps} steps: the attention mask shape changes with every batch",
-            "pt-xla-profiler: CompileTime too frequent: {count} counts during {steps} steps",
-        ),
-        "*": (
-            "torch._dynamo hit config.recompile_limit (8)\n   function: 'forward' (modeling.py:{line})\n   last "
-            "reason: 0/7: tensor 'L['input_ids']' size mismatch at index 1. expected {seq}, actual {seq2}",
-        ),
-    },
-    "numerical_mismatch": {
-        "*": (
-            "AssertionError: Tensor-likes are not close!\n\nMismatched elements: {count} / 4194304\nGreatest "
-            "absolute difference: {diff} at index (3, 118) (up to 1e-05 allowed)",
-            "RuntimeError: loss is nan at step {step}",
-            "loss diverged from the eager reference after step {step}: {loss} vs {loss2}",
-        ),
-    },
-    "timeout": {
-        "cuda": (WATCHDOG,),
-        "rocm": (WATCHDOG,),
-        "neuron": ("nrt_execute timeout: NeuronCore {rank} did not complete within 600 s",),
-        "xla": ("DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: PjRT_Client_Connect; {rank} tasks missing",),
-        "*": ("TimeoutError: the run exceeded its {limit} s budget at step {step}",),
-    },
-    "crash": {
-        "cuda": (
-            "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
-            "asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
-            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED (exitcode -11)",
-        ),
-        "rocm": (
-            "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest "
-            "legal address. code: 0x29",
-        ),
-        "neuron": ("nrt_execute status=1 [NRT_FAILURE]: NeuronCore {rank} hit an execution error in graph {graph}",),
-        "mps": ("failed assertion `[MPSNDArray initWithDevice:descriptor:] Error: total bytes of NDArray > 2**32'",),
-        "*": ("Segmentation fault (core dumped)", "Fatal Python error: Aborted"),
-    },
-    "environment": {
-        "cuda": (
-            "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",
-            "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your "
-            "GPU driver",
-        ),
-        "rocm": (
-            "RuntimeError: HIP error: invalid device function\nHIP kernel errors might be asynchronously reported "
-            "at some other API call",
-            "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
-        ),
-        "neuron": (
-            "ModuleNotFoundError: No module named 'torch_neuronx'",
-            "RuntimeError: Neuron runtime 2.25 is incompatible with the installed driver 2.19",
-        ),
-        "xla": (
-            "RuntimeError: Failed to find libtpu; install the TPU extras or set TPU_LIBRARY_PATH",
-            "ImportError: _XLAC.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN5torch4lazy13MetricFnValueEd",
-        ),
-        "*": ("ModuleNotFoundError: No module named 'transformers'",),
-    },
-    "other": {
-        "*": (
-            "ValueError: Expected input batch_size ({batch}) to match target batch_size ({count}).",
-            "KeyError: 'lm_head.weight'",
-            "FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-{graph}.arrow'",
-        ),
-    },
-}
-EXPLANATIONS = {
-    "oom": (
-        "Activations at seq_len {seq} did not fit; activation checkpointing was off.",
-        "The optimizer state was not sharded: the FSDP config fell back to NO_SHARD.",
-        "Batch {batch} per device is one step too far for {accel} memory.",
-    ),
-    "compile_timeout": (
-        "The decoder layers were unrolled into one graph; compiling one layer and reusing it stays under the limit.",
-        "The compile cache was cold, so every graph compiled from scratch.",
-    ),
-    "unsupported_op": ("{op} has no lowering on this backend yet; the model calls it in the rotary embedding.",),
-    "cpu_fallback": ("{op} runs on the host each step, which shows up as the slow steady state.",),
-    "compile_error": ("A compiler bug, reproduced with a two-layer model; filed upstream.",),
-    "recompile": ("Variable sequence lengths; padding to buckets of 512 stopped the recompiles.",),
-    "graph_break": ("The .item() call in the loss logging breaks the graph; moving it out of the step fixed it.",),
-    "numerical_mismatch": ("bf16 accumulation in the reduction; fp32 accumulation matches the reference.",),
-    "timeout": ("One rank stalled on a slow filesystem read and the collective timed out.",),
-    "crash": ("Reproduces only with {devices} devices; smaller runs pass.",),
-    "environment": ("The image was built for a different driver; rebuilding it fixed the run.",),
-    "other": ("A bug in the training script, not the backend.",),
-}
-OPS = (
-    "aten::nonzero", "aten::_unique2", "aten::_fft_r2c", "aten::linalg_eigh", "aten::upsample_bicubic2d.out",
-    "aten::grid_sampler_2d_backward", "aten::_linalg_svd", "aten::index_put_", "aten::scatter_reduce.two",
-    "aten::searchsorted.Tensor", "aten::_embedding_bag", "aten::bincount", "aten::topk",
-    "aten::_scaled_dot_product_flash_attention", "aten::_weight_int4pack_mm", "aten::angle", "aten::isin.Tensor_Tensor",
-)  # fmt: skip
-FUNCTIONS = ("numpy.random.rand", "torch.Tensor.tolist", "builtins.print", "random.shuffle", "os.environ.get")
-PHASES = {
-    "compile_error": "compile", "compile_timeout": "compile", "recompile": "steady", "graph_break": "compile",
-    "environment": "load", "unsupported_op": "first_step", "cpu_fallback": "steady",
-}  # fmt: skip
-# What had to change, and the backends it makes sense on (empty: any).
-ADAPTATIONS = (
-    ("replaced torch.nonzero in the router with a masked top-k", "code", "2h", ("neuron", "tpu", "xla", "mps")),
-    ("padded sequence lengths to buckets of 512", "code", "1h", ("neuron", "tpu", "xla")),
-    ("set NEURON_CC_FLAGS=--model-type=transformer -O1", "environment", "10m", ("neuron",)),
-    ("set XLA_FLAGS=--xla_tpu_enable_latency_hiding_scheduler=true", "environment", "10m", ("tpu",)),
-    ("set PYTORCH_ENABLE_MPS_FALLBACK=1", "environment", "5m", ("mps",)),
-    ("switched attention to the backend's fused kernel", "kernel", "1d", ()),
-    ("moved the loss .item() logging out of the compiled step", "code", "30m", ()),
-    ("turned on activation checkpointing", "config", "15m", ()),
-    ("lowered the per-device batch and raised gradient accumulation", "config", "15m", ()),
-    ("pinned transformers to the last release before the cache refactor", "environment", "20m", ()),
-    ("rewrote the rotary embedding without complex numbers", "code", "3h", ("neuron", "tpu", "xla", "mps")),
-    (
-        "replaced flex_attention with scaled_dot_product_attention",
-        "code",
-        "1h",
-        ("rocm", "neuron", "tpu", "xla", "mps"),
-    ),
-    ("rebuilt the image against the installed driver", "environment", "2h", ("cuda", "rocm", "neuron")),
-)
-TAGS = (
-    "nightly", "release-check", "regression", "baseline", "flex-attention", "fp8", "fsdp2", "long-context", "moe",
-    "ci", "perf", "triage", "known-issue", "cudagraphs", "dynamic-shapes", "lora", "sweep", "smoke", "accuracy",
-    "scaling", "customer", "mlperf",
-)  # fmt: skip
-AUTHORS = (
-    "ana.r", "bwang", "chen.li", "dpatel", "emma.k", "fjimenez", "g.okafor", "hsato", "ines.m", "jkowalski",
-    "kb-ci", "nightly-bot",
-)  # fmt: skip
-PUBLISHERS = (
-    "SemiAnalysis", "MLCommons", "AWS Machine Learning Blog", "Google Cloud Blog", "AMD ROCm Blogs", "NVIDIA Blog",
-    "Hugging Face Blog", "PyTorch Blog", "Artificial Analysis",
-)  # fmt: skip
 RELEASES: tuple[tuple[str, tuple[tuple[date, Any], ...], str | None], ...] = (
     ("torch", TORCH, None), ("torch-neuronx", NEURONX, "neuron"), ("torch-xla", TORCH_XLA, "xla"), ("jax", JAX, "tpu"),
     ("transformers", TRANSFORMERS, None), ("torch_tpu", TORCH_TPU, "tpu"),
 )  # fmt: skip
-PARALLELISM = ("dp", "fsdp", "fsdp2", "tp=8", "tp=4,pp=2", "fsdp2,tp=4", "zero1", "ep=8,tp=2")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Bodies: sentence templates filled from the entry
 
 
-SENTENCES = (
-    "Ran {model} {task} on {n}x {accel} with torch {torch}, {mode} mode, {dtype}.",
-    "Same script as the baseline; only the device and the compile flag differ.",
-    "Throughput settled after {warmup} warm-up steps; the first step took {first_step} s.",
-    "The steady state was {metric_text}, which is {ratio} of what the vendor quotes for this configuration.",
-    "Compilation took {compile} s with a {cache} compile cache.",
-    "Memory peaked at {peak} GB per device out of {memory} GB.",
-    "Loss curve tracked the reference to the third decimal for the first {steps} steps.",
-    "Batch {batch} per device, {shape}, {parallelism} across {n} devices.",
-    "The run used the stock {model} checkpoint from the hub with no changes to the modelling code.",
-    "Profiler shows the attention kernels at about a third of step time and the all-reduce overlapping well.",
-    "Host-side data loading was not the bottleneck: the loader queue never ran dry.",
-    "Numbers are the median of the steady steps; the p90 is within ten percent of the median.",
-    "This is the configuration customers ask about most, so it gets a run on every release.",
-    "Repeated twice to rule out a noisy neighbour; both runs agree within two percent.",
-    "The compiled graph count stayed at {graphs}, with no recompiles after warm-up.",
-    "Compared with the previous torch release the step time moved by {delta} percent.",
-    "Dynamic shapes were off; every batch had the same shape.",
-    "Gradient accumulation was {accum}, so the global batch was {global_batch} samples.",
-    "No custom kernels: everything went through the default {backend} path.",
-    "Model FLOPs utilisation works out at roughly {mfu} percent of the {accel} peak.",
-    "The optimizer is fused AdamW; unfusing it costs about eight percent of step time.",
-    "Kernel launch overhead is visible at batch {batch}: the GPU idles between small kernels.",
-    "Tensor-parallel all-gathers sit on the critical path; overlapping them is the next thing to try.",
-    "The compile cache was keyed on the exact torch build, so the nightly image recompiled everything.",
-    "Precision was {dtype} throughout; the reference run used the same, so no tolerance games.",
-    "The first steps on {backend} include lazy allocation of the optimizer state, hence the slow warm-up.",
-    "Sharding the embedding table moved the memory peak from the first rank to an even spread.",
-    "This run is the reference point for the {torch} upgrade; later runs link back to it.",
-    "Data comes from shards on local NVMe, so input never stalls the step.",
-    "Gradient clipping and loss scaling were left at the script defaults.",
-    "Nothing on the host was pinned; pinning the loader workers changed nothing measurable.",
-)
-# Only for language models.
-LM_SENTENCES = (
-    "HBM bandwidth, not compute, bounds the decode steps; the prefill steps are compute-bound.",
-    "Regional compilation of the decoder layer cut the cold compile roughly by the layer count.",
-    "The KV cache was preallocated for the full sequence length, which sets the memory floor.",
-    "Tokens come pre-tokenised from the shards; the tokenizer never runs in the loop.",
-)
 LEADS = (SENTENCES[0], SENTENCES[3], SENTENCES[12])
-FAILURE_SENTENCES = (
-    "The run failed in the {phase} phase: {first_line}",
-    "Failed after {wall} s; the log tail below has the traceback.",
-    "Reproduced it twice with the same result, so it is not flaky.",
-    "This is the same class of failure as the last release check on {accel}.",
-    "Filed it with the backend team; no workaround yet beyond the adaptation below.",
-)
-STOP_SENTENCES = {
-    "interrupted": "Stopped by hand at step {done} once it was clear the throughput would not change.",
-    "killed": "The scheduler killed the job at the wall-clock limit ({signal}); partial figures only.",
-}
-NOTE_SUBJECTS = (
-    "{backend} compile cache location matters on shared nodes",
-    "How to read {metric} across backends",
-    "Known issue: {op} on {backend}",
-    "{accel} quota and node pools",
-    "Warm-up steps to discard when comparing {backend} runs",
-    "Why {model} numbers from {publisher} differ from ours",
-)
-NOTE_SENTENCES = (
-    "Keep the compile cache on local disk; on NFS the cached graphs load slower than they compile.",
-    "Compare steady-state step times, never wall time: wall time includes compilation and the download.",
-    "The first three steps are warm-up on every backend we measure; graph compilers need more.",
-    "Reported figures usually use the largest batch that fits; ours use the batch the workload trains with.",
-    "Tokens per second counts input tokens only; the inference runs count generated tokens.",
-    "When a run falls back to the CPU the step time is the thing to look at, not the failure status.",
-    "Quota for the larger pools is granted per quarter; ask before scheduling a 64-device sweep.",
-    "The op is missing a lowering; the fallback works but makes the step several times slower.",
-)
-RELEASE_SENTENCES = (
-    "Headline: better compile times for large graphs and fewer recompiles with dynamic shapes.",
-    "Fixes the {op} lowering that blocked several of our workloads.",
-    "Drops support for Python 3.9; our images are already on 3.11 or newer.",
-    "Changes the default for the compile cache location; check the environment of the nightly jobs.",
-    "Adds FP8 training support on the newer accelerators.",
-    "Our release-check runs on this version are linked from the decision entries.",
-    "Deprecates the old environment variables; the new ones are read first.",
-)
-LOG_START = (
-    "{ts} INFO {script}:88 world_size={n} dtype={dtype} batch={batch} mode={mode} ({shape})",
-    "{ts} INFO modeling.py:41 loaded {model} in {load} s",
-    "{ts} INFO {script}:140 warm-up: {warmup} steps",
-)
-LOG_BACKEND = {
-    "cuda": (
-        "{host}:{pid}:{pid} [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7",
-        "{host}:{pid}:{pid} [0] NCCL INFO Using network IB",
-    ),
-    "rocm": ("{host}:{pid}:{pid} [0] NCCL INFO RCCL version 2.22.3+hip6.4 HEAD:0c1d2e3",),
-    "neuron": (
-        "{ts} {pid} INFO ||NEURON_CC_WRAPPER||: Call compiler with cmd: neuronx-cc compile --framework=XLA "
-        "/tmp/{user}/neuroncc_compile_workdir/model.hlo_module.pb --target=trn2 --model-type=transformer -O1",
-        "{ts} {pid} INFO ||NEURON_CC_WRAPPER||: Using a cached neff at /var/tmp/neuron-compile-cache/"
-        "MODULE_{graph}+4f5d2c1a/model.neff. Exiting with a successfully compiled graph.",
-        "Compiler status PASS",
-    ),
-    "tpu": (
-        "{ts} INFO pjrt: Using {n} TPU devices",
-        "pt-xla-profiler: CompileTime too frequent: 3 counts during 4 steps",
-    ),
-    "xla": ("{ts} INFO pjrt: PJRT_DEVICE set, {n} devices", "pt-xla-profiler: TransferFromDeviceTime: 0.84 s"),
-    "mps": ("{ts} INFO train.py:60 MPS available: True, unified memory {memory} GB",),
-    "cpu": ("{ts} INFO train.py:60 torch.get_num_threads() = {threads}",),
-}
-LOG_COMPILED = (
-    "W{mmdd} {hms} {pid} torch/_inductor/utils.py:1250] [0/0] Not enough SMs to use max_autotune_gemm mode",
-    "I{mmdd} {hms} {pid} torch/_dynamo/convert_frame.py:1121] [0/0] compiled forward in {compile} s",
-)
-# The top of a profiler table, per backend family (tpu and xla share XLA's HLO names).
-KERNELS = {
-    "cuda": (
-        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off",
-        "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>",
-        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-        "triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0",
-        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
-        "triton_poi_fused_cat_mul_silu_2",
-        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::Epilogue>",
-    ),
-    "rocm": (
-        "Cijk_Alik_Bljk_BBS_BH_MT256x256x64_MI32x32x8x1_SN_1LDSB1_AFC1_AFEM1_GRVW8_K1_LBSPP128_MIWT4_4",
-        "ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<bf16, 128>>",
-        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-        "triton_per_fused_add_mean_mul_rsqrt_0",
-        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add>>",
-        "triton_poi_fused_mul_silu_1",
-    ),
-    "neuron": (
-        "NEFF matmul_bf16 (TensorE)",
-        "NEFF flash_attention_fwd (TensorE + ScalarE)",
-        "all-reduce ring (collective engine)",
-        "NEFF rmsnorm (VectorE)",
-        "DMA host-to-device (input staging)",
-        "NEFF silu_mul (ScalarE)",
-        "NEFF transpose (GpSimdE)",
-    ),
-    "xla": (
-        "fusion.142 = bf16[8,4096,4096] convolution(...)",
-        "custom-call.17 (flash attention, Pallas kernel)",
-        "all-reduce.7 = bf16[33554432] all-reduce(...), replica_groups={}",
-        "copy-start.3 (host offload)",
-        "reduce-scatter.2 = f32[4194304] reduce-scatter(...)",
-        "fusion.88 = bf16[8,4096,14336] multiply(silu(...), ...)",
-    ),
-    "mps": (
-        "MPSNDArrayMatrixMultiplication",
-        "aten::_scaled_dot_product_attention_math",
-        "MPSGraph (softmax)",
-        "aten::copy_ (CPU fallback round trip)",
-        "aten::native_layer_norm",
-    ),
-    "cpu": ("aten::addmm (mkldnn)", "aten::_softmax", "aten::gelu", "aten::native_layer_norm", "aten::copy_"),
-}
-TRACEBACK = (
-    "Traceback (most recent call last):",
-    '  File "/home/{user}/project/bench/{script}", line 212, in <module>',
-    "    main()",
-    '  File "/home/{user}/project/bench/{script}", line 171, in main',
-    "    loss = step(model, batch)",
-)
 
 
 @dataclass
@@ -1417,150 +1034,7 @@ class _Generator:
 
     def _text(self, data: dict[str, Any], body: str) -> str:
         entry = new_entry(data.pop("id"), data.pop("title"), data.pop("kind"), **data)
-        return f"{frontmatter.FENCE}\n{_front_matter(entry.data)}{frontmatter.FENCE}\n{body}"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Front matter text, byte for byte what Entry.serialise() writes, about ten times faster.
-#
-# PyYAML builds a node per value in Python before its C emitter runs (about 1.2 ms for a run entry, two minutes
-# for 100,000). The entries here use a small part of YAML: block mappings, indentless block sequences, plain and
-# single-quoted scalars folded at column 100, literal blocks, numbers, booleans and nulls. This writes that part
-# with PyYAML's (libyaml's) rules, and hands any top-level field it cannot prove it writes the same way to
-# kb.frontmatter.dump (a field dumped alone gives the same text it has within the whole mapping). The tests hold
-# every generated entry to Entry.serialise().
-
-WIDTH = 100  # kb.frontmatter.dump's width
-# A single-line printable-ASCII string is a plain scalar unless one of these holds (libyaml's analysis).
-_NOT_PLAIN = re.compile(r"\A(?:[-?:](?: |\Z)|[#,\[\]{}&*!|>'\"%@` ]|---|\.\.\.)|: |:\Z| #| \Z|[^ -~]")
-_PRINTABLE_ASCII = re.compile(r"[ -~]*\Z")
-_RESOLVER = Resolver()  # PyYAML's, which kb.frontmatter's dumper uses to decide what needs quotes
-
-
-class _Unsupported(Exception):
-    """A value outside the subset written here: PyYAML writes that field."""
-
-
-@lru_cache(maxsize=1 << 16)
-def _style(text: str) -> str:
-    """How PyYAML writes a string: 'plain', 'single', 'literal', or 'other' (left to PyYAML)."""
-    if "\n" in text:
-        return "literal" if frontmatter._literal_safe(text) and not text.endswith("\n") else "other"
-    if not _PRINTABLE_ASCII.match(text):
-        return "other"
-    # A plain scalar that would read back as another type (2.10, yes, 2026-01-01, null) gets quoted.
-    if (
-        _NOT_PLAIN.search(text) is None
-        and _RESOLVER.resolve(ScalarNode, text, (True, False)) == Resolver.DEFAULT_SCALAR_TAG
-    ):
-        return "plain"
-    return "single"
-
-
-def _fold(text: str, column: int, indent: int, quoted: bool) -> str:
-    """Break a long plain or single-quoted scalar at single spaces past WIDTH, as libyaml does."""
-    if column + len(text) <= WIDTH:
-        return text
-    out: list[str] = []
-    start, last = 0, len(text) - 1
-    position = text.find(" ")
-    while position != -1:
-        if (
-            column + position - start > WIDTH
-            and text[position - 1 : position] != " "
-            and text[position + 1 : position + 2] != " "
-            and not (quoted and position in (0, last))
-        ):
-            out += [text[start:position], "\n", " " * indent]
-            start, column = position + 1, indent
-        position = text.find(" ", position + 1)
-    out.append(text[start:])
-    return "".join(out)
-
-
-def _string(text: str, column: int, indent: int) -> str:
-    """A string scalar starting at `column`; continuation lines are indented by `indent`."""
-    style = _style(text)
-    if style == "plain":
-        return _fold(text, column, indent, quoted=False)
-    if style == "single":
-        return "'" + _fold(text.replace("'", "''"), column + 1, indent, quoted=True) + "'"
-    if style == "literal":
-        pad = " " * indent
-        return "|-\n" + "\n".join(pad + line if line else "" for line in text.split("\n"))
-    raise _Unsupported
-
-
-def _scalar(value: Any, column: int, indent: int) -> str:
-    kind = type(value)
-    if kind is str:
-        return _string(value, column, indent)
-    if kind is float:
-        return yaml_float_text(value)
-    if kind is int:
-        return str(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    raise _Unsupported
-
-
-@lru_cache(maxsize=1 << 12)
-def _head(prefix: str, key: str) -> str:
-    """'  key:' for a key PyYAML writes plain, as it does every field name kb uses."""
-    if type(key) is not str or _style(key) != "plain" or len(key) > 128:
-        raise _Unsupported
-    return f"{prefix}{key}:"
-
-
-def _mapping(data: dict[str, Any], indent: int, out: list[str], first: str | None = None) -> None:
-    """`indent` is the column of the keys; `first` replaces the indentation of the first key (a sequence's '- ')."""
-    pad = " " * indent
-    for key, value in data.items():
-        head = _head(first or pad, key)
-        first = None
-        kind = type(value)
-        if kind is str and len(head) + 1 + len(value) <= WIDTH and _style(value) == "plain":
-            out.append(f"{head} {value}\n")  # the common case, without the calls below
-        elif kind is dict:
-            if value:
-                out.append(f"{head}\n")
-                _mapping(value, indent + 2, out)
-            else:
-                out.append(f"{head} {{}}\n")
-        elif kind is list:
-            if value:
-                out.append(f"{head}\n")
-                _sequence(value, indent, out)  # block sequences in a mapping are not indented
-            else:
-                out.append(f"{head} []\n")
-        else:
-            out.append(f"{head} {_scalar(value, len(head) + 1, indent + 2)}\n")
-
-
-def _sequence(items: list[Any], indent: int, out: list[str]) -> None:
-    pad = " " * indent
-    for item in items:
-        kind = type(item)
-        if kind is dict and item:
-            _mapping(item, indent + 2, out, first=f"{pad}- ")
-        elif kind is dict or kind is list:
-            raise _Unsupported
-        else:
-            out.append(f"{pad}- {_scalar(item, indent + 2, indent + 2)}\n")
-
-
-def _front_matter(data: dict[str, Any]) -> str:
-    out: list[str] = []
-    for key, value in data.items():
-        size = len(out)
-        try:
-            _mapping({key: value}, 0, out)
-        except _Unsupported:
-            del out[size:]
-            out.append(frontmatter.dump({key: value}))
-    return "".join(out)
+        return f"{frontmatter.FENCE}\n{frontmatter.dump(entry.data)}{frontmatter.FENCE}\n{body}"
 
 
 def _next_minor(version: str) -> str:
@@ -1593,12 +1067,43 @@ def generate(
     start: date = date(2025, 1, 1),
     days: int = 700,
     workers: int | None = None,
+    cache: Path | None = None,
 ) -> KnowledgeBase:
     """Make a knowledge base at root and write `count` entries into it; the same seed gives the same bytes, whatever
-    the number of worker processes (default: one per CPU)."""
+    the number of worker processes (default: one per CPU). With `cache` (a folder), the entries are copied from a
+    base generated before with the same arguments and the same code, else generated and kept there."""
     if not 0 <= count <= MAX_COUNT:
         raise ValueError(f"count must be between 0 and {MAX_COUNT}")
     kb, _ = KnowledgeBase.init(root)
+    kept = cache / _cache_key(count, seed, start, days) if cache is not None else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, kb.entries_path, dirs_exist_ok=True)
+        return kb
+    _write(kb, count, seed, start, days, workers)
+    if kept is not None:
+        making = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.copytree(kb.entries_path, making)
+        making.rename(kept)  # whole or not at all: a run killed while copying leaves only the temporary folder
+    return kb
+
+
+def default_cache() -> Path:
+    """Where the benchmarks keep generated bases: $KB_BENCH_CACHE, else ~/.cache/kb-bench."""
+    return Path(os.environ.get("KB_BENCH_CACHE") or Path.home() / ".cache" / "kb-bench")
+
+
+def _cache_key(count: int, seed: int, start: date, days: int) -> str:
+    """What a base's bytes depend on: the arguments, this generator and its tables, kb's writer and PyYAML's
+    release."""
+    import yaml
+
+    digest = hashlib.sha256(repr((count, seed, start.isoformat(), days, yaml.__version__)).encode())
+    for module in (__file__, VOCABULARY_PATH, frontmatter.__file__, sys.modules[new_entry.__module__].__file__):
+        digest.update(Path(str(module)).read_bytes())
+    return f"{count}-{seed}-{digest.hexdigest()[:16]}"
+
+
+def _write(kb: KnowledgeBase, count: int, seed: int, start: date, days: int, workers: int | None) -> None:
     blocks = range(-(-count // BLOCK))
     write = partial(_write_block, kb.entries_path, seed, count, start, days)
     workers = min(workers or os.cpu_count() or 1, len(blocks))
@@ -1607,7 +1112,6 @@ def generate(
     else:
         with ProcessPoolExecutor(workers) as pool:
             list(pool.map(write, blocks))
-    return kb
 
 
 def main() -> None:
@@ -1616,9 +1120,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000, help="how many entries (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="the seed: the same seed gives the same bytes")
     parser.add_argument("--workers", type=int, default=None, help="processes to write with (default: one per CPU)")
+    parser.add_argument("--cache", type=Path, default=None, help="copy from (else keep in) this folder of bases")
     args = parser.parse_args()
     started = time.perf_counter()
-    kb = generate(args.root, args.count, args.seed, workers=args.workers)
+    kb = generate(args.root, args.count, args.seed, workers=args.workers, cache=args.cache)
     took = time.perf_counter() - started
     size = sum(path.stat().st_size for path in kb.iter_entry_paths())
     print(f"{args.count} entries ({size / 1e6:.1f} MB) in {kb.entries_path} in {took:.2f} s")

@@ -37,7 +37,7 @@ GREP_WORDS = ("timeout", "memory", "attention", "compile_timeout")
 
 
 def run(sizes: tuple[int, ...], repeats: int) -> dict[str, float]:
-    from bench.generate import generate
+    from bench.generate import default_cache, generate
 
     figures: dict[str, float] = {}
     print(f"\nindex and search; {machine()}")
@@ -45,7 +45,7 @@ def run(sizes: tuple[int, ...], repeats: int) -> dict[str, float]:
         with tempfile.TemporaryDirectory(prefix="kb-bench-index-") as folder:
             root = Path(folder) / "kb"
             began = time.perf_counter()
-            kb = generate(root, size, seed=1)
+            kb = generate(root, size, seed=1, cache=default_cache())
             generated = time.perf_counter() - began
             figures |= _measure(kb, size, repeats, generated, with_mlflow=True)
     return figures

@@ -41,13 +41,13 @@ def kb_questions() -> dict[str, list[str]]:
 def measure_size(size: int, folder: Path, rounds: int, quick: bool, peers: Path, mkdocs: Path | None) -> dict[str, Any]:
     """Every figure of rows 4 to 6 at one size, keyed by name; its knowledge base, store and sites in folder
     (removed afterwards: at 10,000 entries they take a gigabyte)."""
-    from bench.generate import generate
+    from bench.generate import default_cache, generate
 
     timeout = next((t for limit, t in sorted(TIMEOUT_S.items()) if size <= limit), max(TIMEOUT_S.values()))
     folder.mkdir()
     try:
         began = time.perf_counter()
-        kb = generate(folder / "kb", size, seed=1)
+        kb = generate(folder / "kb", size, seed=1, cache=default_cache())
         _say(f"{size:,} entries generated in {time.perf_counter() - began:.0f} s; indexing (bench.index) ...")
         index = job(sys.executable, "kb-index-bench", kb.root, size, rounds, cwd=folder, timeout=timeout)
         figures: dict[str, Any] = {"index": _unsized(index.json()), "index_peak_mb": index.peak_mb}

@@ -141,10 +141,10 @@ def run(kb: Path | None = None, count: int = 1000) -> None:
     """The overlap on the knowledge base `kb`, or on one of `count` generated entries."""
     with tempfile.TemporaryDirectory(prefix="kb-bench-parity-") as folder:
         if kb is None:
-            from bench.generate import generate
+            from bench.generate import default_cache, generate
 
             kb = Path(folder) / "kb"
-            generate(kb, count, seed=1)
+            generate(kb, count, seed=1, cache=default_cache())
         rows = measure(kb)
     print(f"\nsite search against kb search, top {TOP}; {machine()}")
     print(f"  {'query':<42} {'kb search':>9} {'site':>6} {'top 10 shared':>14} {'first 3 alike':>14}", end="")

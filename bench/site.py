@@ -59,7 +59,7 @@ nav:
 
 
 def run(sizes: tuple[int, ...], repeats: int, quick: bool) -> dict[str, float]:
-    from bench.generate import generate
+    from bench.generate import default_cache, generate
 
     figures: dict[str, float] = {}
     print(f"\nstatic site (kb site build); {machine()}")
@@ -67,7 +67,7 @@ def run(sizes: tuple[int, ...], repeats: int, quick: bool) -> dict[str, float]:
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="kb-bench-site-") as folder:
             began = time.perf_counter()
-            kb = generate(Path(folder) / "kb", size, seed=1)
+            kb = generate(Path(folder) / "kb", size, seed=1, cache=default_cache())
             generated = time.perf_counter() - began
             figures |= _measure(kb, Path(folder), size, repeats, quick, mkdocs, generated)
     return figures

@@ -19,11 +19,11 @@ SMALL_BASE = 200  # entries in the base `kb ls` lists
 
 
 def run(repeats: int) -> dict[str, float]:
-    from bench.generate import generate
+    from bench.generate import default_cache, generate
 
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
         root = Path(folder) / "kb"
-        generate(root, SMALL_BASE, seed=1)
+        generate(root, SMALL_BASE, seed=1, cache=default_cache())
         env = user_env(KB_HOME=str(root))
         wall([*KB, "index"], env)
         samples = alternate(

@@ -236,3 +236,16 @@ def test_typing_while_building_gives_what_typing_afterwards_gives(
         typed = frontmatter.load(text, path, schema.entry_plan()).data
         afterwards = schema.coerce_entry(frontmatter.load(text, path).data)
         assert json.dumps(typed) == json.dumps(afterwards)  # as JSON: 1, 1.0 and True differ
+
+
+def test_a_cached_base_is_the_generated_one_and_is_copied_from_the_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    fresh = files(generate(tmp_path / "fresh", 120, seed=4, workers=1))
+    assert files(generate(tmp_path / "first", 120, seed=4, workers=1, cache=cache)) == fresh
+    (kept,) = cache.iterdir()
+    marked = next(path for path in sorted(kept.rglob("*.md")))
+    marked.write_bytes(marked.read_bytes() + b"\nfrom the cache\n")
+    again = files(generate(tmp_path / "again", 120, seed=4, workers=1, cache=cache))
+    assert again[str(marked.relative_to(kept))].endswith(b"from the cache\n")
+    assert files(generate(tmp_path / "other", 120, seed=5, workers=1, cache=cache)) != fresh
+    assert len(list(cache.iterdir())) == 2

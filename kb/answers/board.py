@@ -16,26 +16,21 @@ from __future__ import annotations
 import sqlite3
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache, partial
 from typing import Any
 
 from kb.answers import figures, verdict
 from kb.answers.compare import agreement_of
 from kb.answers.figures import Figure
+from kb.answers.intervals import Intervals
 from kb.index import answers
-from kb.index.rows import normalise_package
+from kb.index.rows import BACKEND_PACKAGES, NO_BACKEND, normalise_package
 
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
-NO_BACKEND = "(no backend)"
 LatestRelease = Callable[[tuple[str, ...]], "dict[str, Any] | None"]  # a backend's packages -> their newest release
-# Where a backend's releases come from (kb release PACKAGE): the checklist's "newer than the latest release".
-BACKEND_PACKAGES = {
-    "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
-    "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
-}  # fmt: skip
 LAUNCH_TIMES = figures.LAUNCH_TIMES  # the words compare and trend say too
 SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
 Key = tuple[str, "str | None"]
@@ -155,21 +150,21 @@ class Run:
 def board(
     db: sqlite3.Connection, *, incumbent: str = "", workload: str | None = None, floor: float = verdict.FLOOR
 ) -> Board:
-    # The board's own rows (kb/index/db.py: a few hundred bytes of facts per run), not every front matter.
-    rows = answers.board_entries(db, workload)
+    # What the index keeps for the board (kb/index/schema.py: board_rows, board_cells): each cell's counts, newest
+    # rows and the versions its runs record; then only the runs of each cell's newest release (older ones only where
+    # that release failed), their facts parsed when a verdict reads them: most runs of a large base are history.
     releases = answers.releases(db)
-    failed = [str(row["id"]) for row in rows if row["category"] == "other"]
-    versions = answers.entry_versions(db, failed)  # a failed run keeps no facts: its release comes from here
+    counted = answers.cell_counts(db, workload)
+    newest = answers.newest_per_cell(db, workload, completed=RUNS_LISTED, other=RUNS_LISTED, reports=REPORTS)
+    recorded: dict[tuple[str, Key], list[tuple[str, str]]] = {}
+    for row in answers.cell_versions(db, workload):
+        recorded.setdefault((row["workload"], _key(row)), []).append((row["package"], str(row["version"])))
     failures: dict[tuple[str, Key], dict[str, Any]] = {}
     for row in answers.cell_failures(db, workload):  # the most common failure of each cell, ties to the newest
         key = (row["workload"], _key(row))
         if key not in failures or (row["count"], row["entry"]) > (failures[key]["count"], failures[key]["entry"]):
             failures[key] = {"class": row["class"], "count": row["count"], "message": row["message"],
                              "entry": row["entry"]}  # fmt: skip
-    for row in rows:
-        row["failure_class"] = row["class"]
-        row["data"] = row["facts"] or {"id": row["id"], "recorded": row["recorded"],
-                                       "versions": versions.get(str(row["id"]), {})}  # fmt: skip
 
     @cache  # once per backend's packages, not per cell: the releases grow with the knowledge base
     def latest(packages: tuple[str, ...]) -> dict[str, Any] | None:
@@ -178,16 +173,74 @@ def board(
         known = [r for r in releases if r["package"] in packages and r["version"]]
         return max(known, key=lambda r: version_key(figures.release_of(str(r["version"])))) if known else None
 
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(row["workload"], []).append(row)
-    found = [_workload(name, parts, latest, incumbent, floor, failures, lambda ids: answers.run_flags(db, ids))
-             for name, parts in sorted(grouped.items())]  # fmt: skip
+    grouped: dict[str, Evidence] = {}
+    for row in newest:
+        grouped.setdefault(row["workload"], Evidence(db, recorded)).newest.append(row)
+    for row in counted:
+        grouped[row["workload"]].counted.append(row)
+    bootstrap = Intervals(db)
+    found = [_workload(name, evidence, latest, incumbent, floor, failures, bootstrap)
+             for name, evidence in sorted(grouped.items())]  # fmt: skip
+    bootstrap.save()
     guessed = ""
     if not incumbent and found:
         guessed = (f"No incumbent: each workload's baseline is guessed (its backend with the most completed runs, "
                    f"eager first); {SET_INCUMBENT}.")  # fmt: skip
     return Board(incumbent, found, floor, guessed)
+
+
+@dataclass
+class Evidence:
+    """A workload's evidence as the index keeps it for the board; a cell's runs are read when it is judged."""
+
+    db: sqlite3.Connection
+    recorded: dict[tuple[str, Key], list[tuple[str, str]]]  # (package, version) of a cell's runs, newest first
+    counted: list[dict[str, Any]] = field(default_factory=list)  # per cell: tried and completed runs
+    newest: list[dict[str, Any]] = field(default_factory=list)  # per cell and category the newest rows, newest first
+
+    def runs(
+        self,
+        cell: Cell,
+        raw: str | None,
+        package: str | None,
+        release: str | None,
+        *,
+        within: bool,
+        compiled: bool = False,
+    ) -> list[Run]:
+        """The cell's measured runs (`raw`: its backend as stored) on `release` of `package` (or, not `within`, on
+        another or none), all of them when there is no release; newest first. `compiled`: only the completed runs
+        with a compile time."""
+        recorded = self.recorded.get((cell.workload, (cell.backend, cell.mode)), [])
+        versions = (
+            [v for name, v in recorded if name == package and v and _release_of(v) == release] if release else None
+        )
+        cell_key = (cell.workload, raw, cell.mode)
+        rows = answers.cell_runs(self.db, cell_key, package, versions, within=within, compiled=compiled, make=_Row)
+        for row in rows:
+            row["failure_class"] = row["class"]
+            row["versions"] = {package: str(row["version"])} if package and row["version"] is not None else {}
+        if versions is not None and within:
+            return [Run(row, release) for row in rows]
+        return [Run(row, _release_of(row["versions"][package]) if row["versions"].get(package) else None)
+                for row in rows]  # fmt: skip
+
+    def flagged(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return answers.run_flags(self.db, ids)
+
+
+class _Row(dict[str, Any]):
+    """A board row whose `data` (what the board reads of the entry) is parsed when first read: its facts, or for a
+    run that did not complete (which keeps none) its id, date and the version of its backend's package."""
+
+    def __missing__(self, key: str) -> Any:
+        if key != "data":
+            raise KeyError(key)
+        data = answers.board_facts(self["facts"]) or {
+            "id": self["id"], "recorded": self["recorded"], "versions": self["versions"]
+        }  # fmt: skip
+        self["data"] = data
+        return data
 
 
 def _key(row: dict[str, Any]) -> Key:
@@ -206,6 +259,9 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
     return {_package(k): str(v) for k, v in (data.get("versions") or {}).items()}
 
 
+_release_of = lru_cache(maxsize=4096)(figures.release_of)  # thousands of runs name a few versions
+
+
 @cache  # a few package names, met in every run
 def _package(name: Any) -> str:
     return normalise_package(str(name))
@@ -216,35 +272,36 @@ Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the secti
 
 def _workload(
     name: str,
-    rows: list[dict[str, Any]],
+    evidence: Evidence,
     latest: LatestRelease,
     incumbent: str,
     floor: float,
     failures: dict[tuple[str, Key], dict[str, Any]],
-    flagged: Flagged,
+    bootstrap: verdict.Bootstrap,
 ) -> WorkloadBoard:
-    measured: dict[Key, list[dict[str, Any]]] = {}
     reports: list[tuple[Key, dict[str, Any]]] = []
     coverage: dict[str, dict[str, Any]] = {}
-    for row in rows:  # newest first
-        kind = row["category"]
+    listed: dict[Key, list[str]] = {}
+    for row in evidence.newest:  # newest first
+        kind, data = row["category"], row["facts"] or {}
         if kind == "coverage":
-            coverage.setdefault(_key(row)[0], row["data"])
+            coverage.setdefault(_key(row)[0], data)
         elif kind == "report":
-            measured.setdefault(_key(row), [])
-            if sum(1 for key, _ in reports if key == _key(row)) < REPORTS:
-                reports.append((_key(row), row["data"]))
+            reports.append((_key(row), data))
         else:
-            measured.setdefault(_key(row), []).append(row)
+            listed.setdefault(_key(row), []).append(str(row["id"]))
     cells: dict[Key, Cell] = {}
     states: dict[Key, State] = {}
-    for key, found in measured.items():
-        cells[key] = Cell(name, *key, failure=failures.get((name, key)))
-        states[key] = _state(cells[key], found, flagged)
+    for row in evidence.counted:
+        key = _key(row)
+        cell = cells[key] = Cell(name, *key, failure=failures.get((name, key)))
+        cell.tried, cell.completed = row["tried"], row["completed"]
+        cell.entries = listed.get(key, [])[:RUNS_LISTED]
+        states[key] = _state(cell, row["backend"], evidence.recorded.get((name, key), []), evidence)
     base_key, reason = _baseline(cells, states, incumbent)
     base = states[base_key] if base_key else None
     for key, cell in cells.items():
-        _judge(cell, states[key], base, key == base_key, floor)
+        _judge(cell, states[key], base, key == base_key, floor, bootstrap)
         newest = states[key].figure_runs[0] if states[key].figure_runs else None
         cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
     reported = []
@@ -267,29 +324,24 @@ class State:
     package: str | None
     release: str | None
     current: list[Run]  # newest first
-    older: list[Run]
+    older: list[str]  # the other releases its runs are on
+    on: Callable[[str], list[Run]]  # the runs on one of them, newest first: read only where asked for
     figure_runs: list[Run]  # current, completed, not busy, numerics not failed, with a figure; newest first
     busy_only: bool = False  # figure_runs were all on a busy machine
 
 
-def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
+def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidence: Evidence) -> State:
+    """`recorded`: the (package, version) the cell's runs record, newest first; `raw`: its backend as stored."""
     from kb.index.query import version_key
 
-    cell.tried = len(rows)
-    cell.completed = sum(1 for row in rows if row["status"] == "completed")
-    cell.entries = [str(row["id"]) for row in rows[:RUNS_LISTED]]
-    for row in rows:
-        row["versions"] = _versions(row["data"])
-    package = backend_package(cell.backend, rows)
-    runs = []
-    for row in rows:
-        version = row["versions"].get(package) if package else None
-        runs.append(Run(row, figures.release_of(version) if version else None))
-    known = [run.release for run in runs if run.release]
+    held = {package for package, _ in recorded}
+    package = next((name for name in BACKEND_PACKAGES.get(cell.backend, (cell.backend,)) if name in held), None)
+    versions = [version for name, version in recorded if name == package and version]
+    known = list(dict.fromkeys(_release_of(version) for version in versions))
     release = max(known, key=version_key) if known else None
-    current = [run for run in runs if run.release == release]
-    older = [run for run in runs if run.release != release]
-    _flag(current, flagged)
+    current = evidence.runs(cell, raw, package, release, within=True) if cell.tried else []
+    older = [known_release for known_release in known if known_release != release]
+    _flag(current, evidence.flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]
     usable = [run for run in measured if not figures.busy(run.data)]
@@ -307,14 +359,19 @@ def _state(cell: Cell, rows: list[dict[str, Any]], flagged: Flagged) -> State:
         # Launch times and device times never make one figure: the newest run says which the cell shows.
         cell.launch_times = figures.launch_times(figure_runs[0].data)
         figure_runs = [run for run in figure_runs if figures.launch_times(run.data) == cell.launch_times]
-    state = State(package, release, current, older, figure_runs, cell.busy_only)
+    state = State(package, release, current, older, partial(evidence.runs, cell, raw, package, within=True),
+                  figure_runs, cell.busy_only)  # fmt: skip
     if release and package:
         cell.release = f"{package} {release}"
     if current and not any(run.completed for run in current) and release:
         classes = Counter(run.failure_class for run in current)
         said = ", ".join(f"{name} ×{count}" for name, count in classes.most_common())
         cell.current_failure = f"fails on {package} {release}: {said}"
-    _compiles(cell, [run.data for run in current if run.completed] or [run.data for run in runs if run.completed])
+    # Where the newest release has no completed run, the compile times come from the older ones that have one.
+    completed = [run for run in current if run.completed]
+    if not completed and release:
+        completed = evidence.runs(cell, raw, package, release, within=False, compiled=True)
+    _compiles(cell, (run.data for run in completed))
     return state
 
 
@@ -334,8 +391,10 @@ def _flag(runs: list[Run], flagged: Flagged) -> None:
         run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
 
 
-def _compiles(cell: Cell, runs: list[dict[str, Any]]) -> None:
+def _compiles(cell: Cell, runs: Iterator[dict[str, Any]]) -> None:
     for run in runs:  # newest first
+        if cell.cold_compile and cell.warm_compile and cell.other_compile:
+            break  # the older runs change nothing: each is the newest of its kind
         seconds = (run.get("timings") or {}).get("compile_s")
         kind = figures.compile_kind(run)
         if not isinstance(seconds, (int, float)):
@@ -397,12 +456,14 @@ def _baseline(cells: dict[Key, Cell], states: dict[Key, State], incumbent: str) 
     return most(choices), "guessed: most completed runs"
 
 
-def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: float) -> None:
+def _judge(
+    cell: Cell, state: State, base: State | None, is_base: bool, floor: float, bootstrap: verdict.Bootstrap
+) -> None:
     """The cell's figure (the median of its comparable runs) and its verdict against the baseline's runs."""
     runs = state.figure_runs
     if not runs:
         cell.note = cell.current_failure or _why_empty(cell)
-        _history(cell, state, base, floor)
+        _history(cell, state, base, floor, bootstrap)
         return
     newest = runs[0].data
     # On the CPU there is no accelerator to leave: one answer for the board, its checklist and the site.
@@ -436,7 +497,9 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         cell.verdict = f"not comparable: {base_devices} vs {cell.figure.devices} devices, no throughput to normalise"
         return
     values = [f.value for f in (figures.headline(run.data, name) for run in sample) if f]
-    judged = verdict.judge(base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    judged = verdict.judge(
+        base_values, values, higher_is_better=name in figures.THROUGHPUT, floor=floor, bootstrap=bootstrap
+    )
     if cell.busy_only or base.busy_only:
         judged = replace(judged, verdict="inconclusive", reason="runs on a busy machine decide nothing")
     cell.comparison = judged.as_dict()
@@ -505,12 +568,12 @@ def _who(row: dict[str, Any]) -> tuple[Any, Any, Any]:
     return row.get("author"), row.get("host"), figures.machine(row.get("data") or {})
 
 
-def _history(cell: Cell, state: State, base: State | None, floor: float) -> None:
+def _history(cell: Cell, state: State, base: State | None, floor: float, bootstrap: verdict.Bootstrap) -> None:
     """Where the newest release failed: the figure of the newest older release that passed, as history."""
     if not cell.current_failure:
         return
-    for release in sorted({run.release for run in state.older if run.release}, key=_version_key, reverse=True):
-        runs = [run for run in state.older if run.release == release and run.completed
+    for release in sorted(state.older, key=_version_key, reverse=True):
+        runs = [run for run in state.on(release) if run.completed
                 and not figures.busy(run.data) and figures.headline(run.data)
                 and figures.numerics(run.data) != "failed"]  # fmt: skip
         if not runs:
@@ -523,7 +586,7 @@ def _history(cell: Cell, state: State, base: State | None, floor: float) -> None
                 judged = verdict.judge(
                     [f.value for f in (figures.headline(r.data, name) for r in base.figure_runs) if f],
                     [f.value for f in (figures.headline(r.data, name) for r in runs) if f],
-                    higher_is_better=name in figures.THROUGHPUT, floor=floor,
+                    higher_is_better=name in figures.THROUGHPUT, floor=floor, bootstrap=bootstrap,
                 )  # fmt: skip
                 if judged.ratio is not None:
                     text += f" at ×{judged.ratio:.3g}"

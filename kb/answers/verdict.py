@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 20261206  # fixed: the same runs give the same interval on every machine and every call
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive")
+# (base, other, higher_is_better) -> the interval of the ratio: `interval` below, or one kept between calls
+Bootstrap = Callable[[list[float], list[float], bool], "tuple[float, float]"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,16 @@ def finite(values: list[float]) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
 
 
-def judge(base: list[float], other: list[float], *, higher_is_better: bool, floor: float = FLOOR) -> Verdict:
-    """The verdict on `other` against `base` (each one figure per run)."""
+def judge(
+    base: list[float],
+    other: list[float],
+    *,
+    higher_is_better: bool,
+    floor: float = FLOOR,
+    bootstrap: Bootstrap | None = None,
+) -> Verdict:
+    """The verdict on `other` against `base` (each one figure per run); `bootstrap` gives the interval (default
+    `interval`; kb.answers.intervals keeps them in the index)."""
     base, other = finite(base), finite(other)
     if not base or not other:
         return Verdict("inconclusive", None, None, None, len(base), len(other), floor, "no figure on one side")
@@ -74,7 +85,7 @@ def judge(base: list[float], other: list[float], *, higher_is_better: bool, floo
     if len(base) < MIN_RUNS or len(other) < MIN_RUNS:
         reason = f"too few runs: {MIN_RUNS} on each side give an interval"
         return Verdict("inconclusive", ratio, None, None, len(base), len(other), floor, reason)
-    low, high = interval(base, other, higher_is_better)
+    low, high = (bootstrap or interval)(base, other, higher_is_better)
     if low > 1 + floor:
         word, reason = "faster", ""
     elif high < 1 - floor:

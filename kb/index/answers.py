@@ -7,31 +7,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Iterable
 from types import EllipsisType
 from typing import Any
 
 from kb.index import stored_json
+from kb.index.db import BUSY_TIMEOUT_MS
 from kb.index.rows import normalise_package
 
 
-def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+def _dicts(cursor: sqlite3.Cursor, make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict) -> list[Any]:
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
-
-
-def answer_rows(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
-    """Every run, report and coverage entry of a workload (all workloads when None), newest first, with its
-    failure's message: what the board counts and picks from. Only the columns the index keeps; no JSON."""
-    where = "e.workload = ?" if workload is not None else "e.workload IS NOT NULL"
-    return _dicts(
-        db.execute(
-            "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
-            "e.compile_s, e.step_s_median, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) "
-            "AS failure_message FROM entries e "
-            f"WHERE {where} AND e.kind IN ('run', 'report', 'coverage') ORDER BY e.recorded DESC, e.id DESC",
-            [workload] if workload is not None else [],
-        )
-    )
+    return [make(zip(names, row, strict=True)) for row in cursor]
 
 
 def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -196,6 +183,63 @@ def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str
     return found
 
 
+def cell_versions(db: sqlite3.Connection, workload: str | None = None) -> list[dict[str, Any]]:
+    """Each version of its backend's packages the measured runs (completed or not) of a board cell record (kb/index/
+    rows.py: board_versions): (workload, backend, mode, package, version), newest first by the newest run on it."""
+    where, params = ("WHERE workload = ?", [workload]) if workload is not None else ("", [])
+    # char(1) sorts below any character of a date or an id: the text orders as (recorded, id) does.
+    return _dicts(
+        db.execute(
+            "SELECT workload, backend, mode, package, version, MAX(recorded || char(1) || entry_id) AS newest "
+            f"FROM board_versions {where} GROUP BY workload, backend, mode, package, version ORDER BY newest DESC",
+            params,
+        )
+    )
+
+
+def cell_runs(
+    db: sqlite3.Connection,
+    cell: tuple[str, str | None, str | None],
+    package: str | None,
+    versions: list[str] | None,
+    *,
+    within: bool,
+    compiled: bool = False,
+    make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict,
+) -> list[Any]:
+    """The measured runs (completed or not) of one board cell (workload, backend, mode), newest first, as the board
+    keeps them (`facts` as stored, read with `board_facts`): those whose version of `package` (one of its backend's:
+    kb/index/rows.py BACKEND_PACKAGES) is one of `versions` (`within`), or is not (not `within`), each with that
+    `version` (None within `versions`: one of them); all of them, with their version, when `versions` is None.
+    `compiled`: only the completed runs with a compile time."""
+    on = (
+        "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
+        "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
+    )
+    chosen, params = "", []
+    if versions is not None:
+        chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
+        params = [*cell, package or "", json.dumps(versions)]
+    if compiled:
+        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.id = r.entry_id "
+                   "AND e.compile_s IS NOT NULL)")  # fmt: skip
+    # Within `versions` the release is known: each row's own version is not looked up.
+    version, looked_up = ("NULL", []) if versions is not None and within else (_VERSION, [package or ""])
+    return _dicts(
+        db.execute(
+            "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
+            f"r.class, r.facts, {version} AS version FROM board_rows r WHERE r.workload = ? AND r.backend IS ? "
+            f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
+            "ORDER BY r.recorded DESC, r.entry_id DESC",
+            [*looked_up, *cell, *params],
+        ),
+        make,
+    )
+
+
+_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND b.package = ? LIMIT 1)"
+
+
 # -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):
 # one row per cell and category, whatever the number of entries
 def _workload_clause(workload: str | None) -> tuple[str, list[Any]]:
@@ -246,8 +290,8 @@ def newest_per_cell(
     db: sqlite3.Connection, workload: str | None, *, completed: int, other: int, reports: int
 ) -> list[dict[str, Any]]:
     """The newest entries of each (workload, backend, mode) by category (completed and other measured runs,
-    reports, and the one newest coverage entry), newest first, each with what the board reads of it (`facts`, in
-    the front matter's shape: board_facts in kb/index/rows.py; None for a run that did not complete)."""
+    reports, and the one newest coverage entry), newest first, a report's and a coverage entry's with what the board
+    reads of it (`facts`, in the front matter's shape: board_facts in kb/index/rows.py; None for a run)."""
     where, params = _workload_clause(workload)
     picks = " UNION ALL ".join(
         "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, r.facts "
@@ -260,10 +304,9 @@ def newest_per_cell(
     )
     rows = _dicts(db.execute(picks, [*params, completed, *params, other, *params, reports, *params, 1]))
     rows.sort(key=lambda row: (row["recorded"], row["id"]), reverse=True)  # SQLite's sort of them cost four times more
-    for row in rows:
-        facts = stored_json.loads(row["facts"]) if row["facts"] else None
-        # Absent sections are left out, as in the entry.
-        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
+    for row in rows:  # the runs are listed by id: only a report's or a coverage entry's facts are read
+        measured = row["category"] in ("completed", "other")
+        row["facts"] = None if measured else board_facts(row["facts"])
     return rows
 
 
@@ -316,9 +359,14 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
         )
     )
     for row in rows:
-        facts = json.loads(row["facts"]) if row["facts"] else None
-        row["facts"] = {key: value for key, value in facts.items() if value is not None} if facts else None
+        row["facts"] = board_facts(row["facts"])
     return rows
+
+
+def board_facts(stored: str | None) -> dict[str, Any] | None:
+    """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
+    facts = json.loads(stored) if stored else None
+    return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 
 RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics")
@@ -399,3 +447,28 @@ def workload_candidates(
             terms.append(f"e.{column} IS ?")
             values.append(value)
     return grouped_candidates(db, " AND ".join(terms), values, by, package)
+
+
+# -- the verdicts' bootstrap intervals, kept between calls ------------------------------------------------------------
+def stored_intervals(db: sqlite3.Connection) -> dict[str, tuple[float, float]]:
+    """digest -> (low, high) of every interval kept (kb.answers.intervals)."""
+    return {key: (low, high) for key, low, high in db.execute("SELECT key, low, high FROM intervals")}
+
+
+def store_intervals(db: sqlite3.Connection, found: dict[str, tuple[float, float]]) -> bool:
+    """Keep intervals computed now, in one transaction; False where the index cannot take them at once (read only,
+    or another process writing, or the caller's own transaction open): they are computed again next time, and
+    nothing waits for them."""
+    if db.in_transaction:
+        return False
+    try:
+        db.execute("PRAGMA busy_timeout = 0")
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR REPLACE INTO intervals VALUES (?, ?, ?)",
+                           [(key, low, high) for key, (low, high) in found.items()])  # fmt: skip
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -38,8 +38,19 @@ CHILD_COLUMNS = {
 CHILD_TABLES = tuple(CHILD_COLUMNS)
 BOARD_COLUMNS = ("entry_id", "recorded", "workload", "backend", "mode", "kind", "status", "category", "class", "facts")
 RELEASE_COLUMNS = ("entry_id", "recorded", "package", "version", "date")
+BOARD_VERSION_COLUMNS = ("entry_id", "workload", "backend", "mode", "recorded", "package", "version")
 # The rows derived for the answers, by table: each goes with its entry as the child rows do.
-DERIVED_COLUMNS = {"board_rows": BOARD_COLUMNS, "release_rows": RELEASE_COLUMNS}
+DERIVED_COLUMNS = {
+    "board_rows": BOARD_COLUMNS,
+    "release_rows": RELEASE_COLUMNS,
+    "board_versions": BOARD_VERSION_COLUMNS,
+}
+# The packages whose release is a backend's state, by backend (others: the package named as the backend), the first
+# one its runs record deciding: the board's "newest release" of a cell, and the checklist's "latest release".
+BACKEND_PACKAGES = {
+    "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
+    "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
+}  # fmt: skip
 
 # What the board reads of a run, report or coverage entry (kb/answers/board.py, figures.py), declared here once and
 # kept in its board row's facts, in the front matter's shape, so that judging a cell parses a few hundred bytes per
@@ -57,6 +68,7 @@ BOARD_MEMBERS = {
 # them `device_sync`, which says whether the figures are launch times) with the steps' median only, the count of
 # adaptations, of the accelerators only their counts, and the placement verdict.
 BOARD_RATES = ("tokens_per_s", "samples_per_s")
+NO_BACKEND = "(no backend)"  # the board's name for the cell of runs that name no backend
 _SPAN = ("started", "ended", "wall_s")  # the timings the board does without
 
 
@@ -76,6 +88,8 @@ def rows_of(entry: Entry) -> Rows:
     children = {table: found for table, found in child_rows(entry).items() if found}
     derived = {"board_rows": board_row(entry, row), "release_rows": release_row(entry)}
     children.update({table: [found] for table, found in derived.items() if found is not None})
+    if derived["board_rows"] is not None and (versions := board_versions(entry, derived["board_rows"])):
+        children["board_versions"] = versions
     return Rows(entry.id, entry.lines.get(("id",), 1), row, tuple(document(entry).values()), children)
 
 
@@ -99,6 +113,21 @@ def board_row(entry: Entry, row: tuple) -> tuple | None:
     failure = (failure_class or status or "unknown") if other else None
     facts = None if other else stored_json.dumps(board_facts(entry.data))
     return (entry.id, recorded, workload, backend, mode, kind, status, category, failure, facts)
+
+
+def board_versions(entry: Entry, board: tuple) -> list[tuple]:
+    """A measured run's versions of its backend's packages (BOARD_VERSION_COLUMNS), beside its cell: which release
+    each run is on, read for a whole cell without reading its runs."""
+    entry_id, recorded, workload, backend, mode, _, _, category, _, _ = board
+    if category not in ("completed", "other"):
+        return []
+    packages = BACKEND_PACKAGES.get(backend or NO_BACKEND, (backend or NO_BACKEND,))
+    versions = entry.data.get("versions")
+    return [
+        (entry_id, workload, backend, mode, recorded, normalise_package(str(name)), str(version))
+        for name, version in (versions.items() if isinstance(versions, dict) else ())
+        if normalise_package(str(name)) in packages and version is not None
+    ]
 
 
 def board_facts(data: dict[str, Any]) -> dict[str, Any]:

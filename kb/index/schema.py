@@ -114,6 +114,15 @@ CREATE TABLE board_rows (
 CREATE INDEX board_rows_newest ON board_rows(workload, backend, mode, category, recorded, entry_id);
 CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, recorded, entry_id)
     WHERE class IS NOT NULL;
+-- The versions of its backend's packages (kb/index/rows.py BACKEND_PACKAGES) each measured run records, beside its
+-- cell: the releases of a cell and the runs on one of them, read without reading the cell's other runs.
+CREATE TABLE board_versions (
+    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    workload TEXT NOT NULL, backend TEXT, mode TEXT, recorded TEXT NOT NULL, package TEXT NOT NULL,
+    version TEXT NOT NULL
+);
+CREATE INDEX board_versions_cell ON board_versions(workload, backend, mode, package, version, recorded, entry_id);
+CREATE INDEX board_versions_entry ON board_versions(entry_id, package);
 -- How many board rows each (workload, backend, mode, category, failure class) holds, made again from them for each
 -- cell a sync changed (kb.index.sync): the board reads one row per cell instead of every entry.
 CREATE TABLE board_cells (
@@ -126,6 +135,9 @@ CREATE TABLE release_rows (
     recorded TEXT NOT NULL, package TEXT, version TEXT, date TEXT
 );
 CREATE INDEX release_rows_order ON release_rows(recorded, entry_id);
+-- The bootstrap intervals the verdicts computed (kb/answers/intervals.py), by a digest of what they resampled: the
+-- board judges the same runs on every call, and resampling them again needs scipy, slower to import than the board.
+CREATE TABLE intervals (key TEXT PRIMARY KEY, low REAL NOT NULL, high REAL NOT NULL) WITHOUT ROWID;
 -- How far into `kb watch`'s journal the manifest is up to date (kb/index/watch.py): at most one row.
 CREATE TABLE watch_position (token TEXT NOT NULL, offset INTEGER NOT NULL);
 -- What the last full look found, per folder (kb/index/look.py); folders are bytes: a name need not be UTF-8.
@@ -152,7 +164,7 @@ CREATE VIEW run_metrics AS
 """
 
 # Tables that only grow while a build writes: their indexes are made once at its end (kb.index.db.loading_in_bulk).
-GROWING_TABLES = (*CHILD_TABLES, "board_rows", "release_rows")
+GROWING_TABLES = (*CHILD_TABLES, "board_rows", "release_rows", "board_versions")
 
 
 def statements() -> list[str]:

@@ -21,11 +21,12 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from stat import S_ISDIR
+from typing import TYPE_CHECKING
 
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, schema, signature, watch
@@ -47,6 +48,9 @@ from kb.index.signature import Signature, as_stored
 from kb.progress import counted
 from kb.reading import leads_nowhere
 from kb.store import KnowledgeBase, is_text_name
+
+if TYPE_CHECKING:
+    from kb.index import parse
 
 LOCK_NAME = "index.lock"
 # Where earlier versions of kb kept a Whoosh index: a derived cache, removed when found.
@@ -277,122 +281,172 @@ def _sync(
     fresh: bool,
     unjournaled: bool,
 ) -> None:
-    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed.
-    `fresh`: the index is empty (a build from nothing). `unjournaled`: written without a journal, so that a failure
-    cannot be rolled back (the caller removes the file)."""
+    """Bring the indexes up to date with every entry file, or only with those `watched` names as changed: which
+    files changed (`changes`), their reading and the writing of their rows in batches (`_read`), then the manifest,
+    problems and looks (`_finish`), all in one transaction. `fresh`: the index is empty (a build from nothing).
+    `unjournaled`: written without a journal, so that a failure cannot be rolled back (the caller removes the file)."""
     began = time.time_ns()  # what a file's status-change time is told against (kb.index.signature.as_stored)
     found = changes(kb, db, watched, every_folder=every_folder)
-    candidates, gone, again, full = found.candidates, found.gone, found.again, found.full
     report.unchanged = found.unchanged
-    # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
-    known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, [*gone, *(relative for relative, _ in candidates)])}
-    # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
-    path_of = (lambda _: None) if fresh else partial(_indexed_path, db)
-    moving = {relative for relative, _ in candidates}
-    leaving = set(gone)  # indexed and not there: whatever is indexed and not in it still is
-
     now = (watched.token, watched.offset) if watched else None
     # Nothing changed: no write transaction at all. After a full look (the journal could not vouch) the position
     # is stored, or every command would look at every file again.
-    kept = now == position or (full is None and _close_enough(now, position))
-    if not candidates and not gone and kept and (full is None or not full.stale):
+    kept = now == position or (found.full is None and _close_enough(now, position))
+    if not found.candidates and not found.gone and kept and (found.full is None or not found.full.stale):
         return
-    files: list[tuple[str, int, int, int, int, str, str | None]] = []  # manifest rows to write
-    vanished: list[str] = []  # gone between the look and the read
-    upserts: dict[str, str] = {}  # entry id -> path
-    problems: dict[str, list[Problem]] = {}
-    batch: list[tuple[str, Rows]] = []  # parsed, not yet written: a build never holds every entry in memory
-    from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
-
-    jobs = [
-        (path, kb.root, known[relative].sha256 if relative in known and relative not in again else None)
-        for relative, path in candidates
-    ]
+    # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
+    paths = [*found.gone, *(relative for relative, _ in found.candidates)]
+    known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, paths)}
+    # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
+    path_of = (lambda _: None) if fresh else partial(_indexed_path, db)
+    # gone: indexed and not there (whatever is indexed and not in `leaving` still is)
+    out = _Outcome(found.gone, {relative for relative, _ in found.candidates}, set(found.gone))
     db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
-    cells: set[tuple] = set()  # (workload, backend, mode) of the board rows written or deleted
     db.execute("BEGIN IMMEDIATE")
     try:
         # An empty index has its growing tables' indexes and the board's cells made at the end (db.loading_in_bulk).
         with loading_in_bulk(db) if fresh else contextlib.nullcontext():
-            # A first build of thousands takes a while: say so.
-            for (relative, path), read in zip(counted(candidates, "Indexing"), parse.read_all(jobs), strict=True):
-                if read.gone:  # as above
-                    vanished.append(relative)
-                    if relative in known:
-                        gone.append(relative)
-                        leaving.add(relative)
-                    continue
-                if not read.digest:  # refused unread
-                    problems[relative] = read.problems
-                    files.append((relative, *as_stored(read.signature, began), "", None))
-                    continue
-                indexed = known.get(relative) if relative not in again else None
-                # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id
-                # (then, as if it had been parsed, the first one keeps the id).
-                if indexed is not None and indexed.sha256 == read.digest:
-                    taker = upserts.get(indexed.entry_id) if indexed.entry_id else None
-                    if taker is None:
-                        files.append((relative, *as_stored(read.signature, began), read.digest, indexed.entry_id))
-                        moving.discard(relative)
-                        report.unchanged += 1
-                    else:
-                        problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
-                        files.append((relative, *as_stored(read.signature, began), read.digest, None))
-                    continue
-                rows, found = read.rows, read.problems
-                if rows is not None:
-                    other = upserts[rows.id] if rows.id in upserts else path_of(rows.id)
-                    if (
-                        other is not None
-                        and other != relative
-                        and other not in leaving  # still there
-                        and (other not in moving or rows.id in upserts)
-                    ):
-                        found = [_id_taken(kb, path, rows.id_line, rows.id, other)]
-                        rows = None
-                if found:
-                    problems[relative] = found
-                files.append((relative, *as_stored(read.signature, began), read.digest, rows.id if rows else None))
-                if rows is not None:
-                    upserts[rows.id] = relative
-                    batch.append((relative, rows))
-                    if len(batch) >= WRITE_BATCH:
-                        _write(db, batch, cells)
-                        batch = []
-            _write(db, batch, cells)
-
-        before = {known[r].entry_id for r in [*gone, *moving] if r in known and known[r].entry_id}
-        deletes = before - set(upserts)
-        report.added = len([entry_id for entry_id in upserts if path_of(entry_id) is None])
-        report.updated = len(upserts) - report.added
-        report.removed = len(deletes)
-        report.problems = [p for found in problems.values() for p in found]
-
-        _delete(db, list(deletes), cells)
-        if cells and not fresh:  # (a build counts every cell at its end)
-            count_cells(db, cells)
-        db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in gone])
-        db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*gone, *moving]])
-        db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", files)
-        db.executemany(
-            "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
-            [(r, p.line, p.field, p.message) for r, found in problems.items() for p in found],
-        )
-        if full is not None:  # the folders as they are now, every file looked at
-            full.store(db, {row[0]: row[1:5] for row in files} | dict.fromkeys(vanished))
-        elif files or gone:  # the manifest changed without a full look: the looks no longer stand for it
+            _read(kb, db, found, known, path_of, began, out)
+        _finish(db, report, out, known, path_of, fresh)
+        if found.full is not None:  # the folders as they are now, every file looked at
+            found.full.store(db, {row[0]: row[1:5] for row in out.files} | dict.fromkeys(out.vanished))
+        elif out.files or out.gone:  # the manifest changed without a full look: the looks no longer stand for it
             db.execute("DELETE FROM folder_looks")
         if now != position:
             db.execute("DELETE FROM watch_position")
             if now:
                 db.execute("INSERT INTO watch_position (token, offset) VALUES (?, ?)", now)
-        if len(upserts) >= BULK_ENTRIES:
-            fulltext.optimize(db)
         db.execute("COMMIT")
     except BaseException:
         if not unjournaled:
             db.execute("ROLLBACK")
         raise
+
+
+@dataclass
+class _Outcome:
+    """What a sync's reading decided, for its end to write: the manifest's rows, the problems, the ids written."""
+
+    gone: list[str]  # indexed and no longer there (grows with the files that vanished while being read)
+    moving: set[str]  # read, and perhaps no longer holding the entry they held
+    leaving: set[str]  # indexed and not there
+    files: list[tuple[str, int, int, int, int, str, str | None]] = field(default_factory=list)  # manifest rows
+    vanished: list[str] = field(default_factory=list)  # gone between the look and the read
+    upserts: dict[str, str] = field(default_factory=dict)  # entry id -> path
+    problems: dict[str, list[Problem]] = field(default_factory=dict)
+    cells: set[tuple] = field(default_factory=set)  # (workload, backend, mode) of the board rows written or deleted
+    touched: int = 0  # read, and found as indexed
+
+
+def _read(
+    kb: KnowledgeBase,
+    db: sqlite3.Connection,
+    found: Changes,
+    known: dict[str, _Indexed],
+    path_of: Callable[[str], str | None],
+    began: int,
+    out: _Outcome,
+) -> None:
+    """Read the changed files (in this process, or in worker processes for a large batch: kb.index.parse) and write
+    their rows in batches: a build never holds every entry in memory."""
+    from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
+
+    jobs = [
+        (path, kb.root, known[relative].sha256 if relative in known and relative not in found.again else None)
+        for relative, path in found.candidates
+    ]
+    batch: list[tuple[str, Rows]] = []  # parsed, not yet written
+    # A first build of thousands takes a while: say so.
+    for (relative, path), read in zip(counted(found.candidates, "Indexing"), parse.read_all(jobs), strict=True):
+        rows = _take(kb, relative, path, read, known, relative in found.again, path_of, began, out)
+        if rows is not None:
+            batch.append((relative, rows))
+            if len(batch) >= WRITE_BATCH:
+                _write(db, batch, out.cells)
+                batch = []
+    _write(db, batch, out.cells)
+
+
+def _take(
+    kb: KnowledgeBase,
+    relative: str,
+    path: Path,
+    read: parse.Read,
+    known: dict[str, _Indexed],
+    again: bool,
+    path_of: Callable[[str], str | None],
+    began: int,
+    out: _Outcome,
+) -> Rows | None:
+    """What one file read comes to: its manifest row and problems in `out`, and the rows to write, if any."""
+    if read.gone:  # gone between the look and the read
+        out.vanished.append(relative)
+        if relative in known:
+            out.gone.append(relative)
+            out.leaving.add(relative)
+        return None
+    stored = as_stored(read.signature, began)
+    if not read.digest:  # refused unread
+        out.problems[relative] = read.problems
+        out.files.append((relative, *stored, "", None))
+        return None
+    indexed = known.get(relative) if not again else None
+    # Touched, not changed: it keeps its entry, unless a file before it in this sync took the entry's id (then, as
+    # if it had been parsed, the first one keeps the id).
+    if indexed is not None and indexed.sha256 == read.digest:
+        taker = out.upserts.get(indexed.entry_id) if indexed.entry_id else None
+        if taker is None:
+            out.files.append((relative, *stored, read.digest, indexed.entry_id))
+            out.moving.discard(relative)
+            out.touched += 1
+        else:
+            out.problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
+            out.files.append((relative, *stored, read.digest, None))
+        return None
+    rows, problems = read.rows, read.problems
+    if rows is not None:
+        other = out.upserts[rows.id] if rows.id in out.upserts else path_of(rows.id)
+        still_there = other not in out.leaving and (other not in out.moving or rows.id in out.upserts)
+        if other is not None and other != relative and still_there:
+            problems = [_id_taken(kb, path, rows.id_line, rows.id, other)]
+            rows = None
+    if problems:
+        out.problems[relative] = problems
+    out.files.append((relative, *stored, read.digest, rows.id if rows else None))
+    if rows is not None:
+        out.upserts[rows.id] = relative
+    return rows
+
+
+def _finish(
+    db: sqlite3.Connection,
+    report: SyncReport,
+    out: _Outcome,
+    known: dict[str, _Indexed],
+    path_of: Callable[[str], str | None],
+    fresh: bool,
+) -> None:
+    """After the rows: the entries no file holds any more deleted, the board's cells counted again, the manifest and
+    the problems written, and the report told (the manifest as it was says which ids are new)."""
+    before = {known[r].entry_id for r in [*out.gone, *out.moving] if r in known and known[r].entry_id}
+    deletes = before - set(out.upserts)
+    report.unchanged += out.touched
+    report.added = len([entry_id for entry_id in out.upserts if path_of(entry_id) is None])
+    report.updated = len(out.upserts) - report.added
+    report.removed = len(deletes)
+    report.problems = [p for found in out.problems.values() for p in found]
+    _delete(db, list(deletes), out.cells)
+    if out.cells and not fresh:  # (a build counts every cell at its end)
+        count_cells(db, out.cells)
+    db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in out.gone])
+    db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*out.gone, *out.moving]])
+    db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", out.files)
+    db.executemany(
+        "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
+        [(r, p.line, p.field, p.message) for r, found in out.problems.items() for p in found],
+    )
+    if len(out.upserts) >= BULK_ENTRIES:
+        fulltext.optimize(db)
 
 
 def _id_taken(kb: KnowledgeBase, path: Path, line: int | None, entry_id: str, holder: str) -> Problem:
