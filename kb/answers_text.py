@@ -28,7 +28,7 @@ def figure_text(figure: Figure | None) -> str:
     if figure.name == "step_s":
         return f"{duration(figure.value)}/step"
     unit = SHORT_UNITS.get(figure.unit, figure.unit)
-    return f"{number(round(figure.value))} {unit}" + ("/dev" if figure.devices > 1 else "")
+    return f"{number(figure.value)} {unit}" + ("/dev" if figure.devices > 1 else "")
 
 
 def ratio_text(cell: Cell) -> str:
@@ -56,7 +56,7 @@ def footing_text(cell: Cell) -> str:
 
 
 def _figure_value(figure: Figure, value: float) -> str:
-    return duration(value) if figure.name == "step_s" else number(round(value))
+    return duration(value) if figure.name == "step_s" else number(value)
 
 
 def comparison_text(cell: Cell) -> str:
