@@ -27,6 +27,8 @@ def figure_text(figure: Figure | None) -> str:
         return "-"
     if figure.name == "step_s":
         return f"{duration(figure.value)}/step"
+    if figure.name == "compile_s":
+        return f"compile {duration(figure.value)}"
     unit = SHORT_UNITS.get(figure.unit, figure.unit)
     return f"{number(figure.value)} {unit}" + ("/dev" if figure.devices > 1 else "")
 

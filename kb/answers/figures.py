@@ -170,6 +170,17 @@ def release_of(version: str) -> str:
         return version
 
 
+def peak_memory_gb(data: dict[str, Any], on_host: bool) -> float | None:
+    """The run's peak memory in GB: its device's (capture's `memory.device_peak_gb`, or a `peak_memory_gb`
+    metric), else, for a run on the host's CPU (`on_host`), the process's peak resident memory."""
+    memory = data.get("memory") if isinstance(data.get("memory"), dict) else {}
+    metric = (data.get("metrics") or {}).get("peak_memory_gb")
+    found = [memory.get("device_peak_gb"), metric.get("value") if isinstance(metric, dict) else metric]
+    if on_host:
+        found.append(memory.get("host_peak_rss_gb"))
+    return next((number for number in map(finite_number, found) if number is not None), None)
+
+
 def finite_number(value: Any) -> float | None:
     """A finite number, else None: a NaN or infinite figure is never a good figure."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -319,12 +319,13 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
     return rows
 
 
-RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics")
+RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics", "memory")
 
 
 def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> the sections the board's facts leave out and a verdict needs ({'hardware.load': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ...}: a busy machine, versions read after the fact, NaN and infinity), and
+    ..., 'numerics': ..., 'metrics': ..., 'memory': ...}: a busy machine, versions read after the fact, NaN and
+    infinity, the peak memory), and
     the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
     read (a NaN) is read whole by Python."""
     # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
