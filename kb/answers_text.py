@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from kb.humanize import duration, number
+from kb.humanize import duration, number, size
 
 if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations and regressions
     from kb.answers.board import Board, Cell, WorkloadBoard
@@ -344,9 +344,13 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
         count = len(row.releases)
         releases = f"; runs on {count} release{'s' if count != 1 else ''}, newest {row.releases[-1]}" if count else ""
         lines.append(f"    {row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}")
+        memory = f"peak memory {size(row.peak_memory_gb * 1e9)}" if row.peak_memory_gb is not None else ""
+        due = f"{row.rerun_due} due a rerun on the newest release" if row.rerun_due else ""
+        if memory or due:
+            lines.append("    " + "; ".join(part for part in (memory, due) if part))
     said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
             "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
             f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile: the median over the "
-            "workloads.")  # fmt: skip
+            "workloads, and so is peak memory.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines

@@ -57,3 +57,17 @@ def test_a_reported_wait_is_a_figure_with_its_source(kb: KnowledgeBase) -> None:
     assert "reported, not ranked: neuron · compiled compile 27 min 17 s (SemiAnalysis)" in printed.stdout, (
         printed.stdout
     )
+
+
+def test_the_summary_gives_each_backend_its_peak_memory_and_the_reruns_due(kb: KnowledgeBase) -> None:
+    for day, workload, peak in ((10, "diffusion", 30.0), (11, "lm", 50.0), (12, "vision", 10.0)):
+        write_entry(kb, f"2026-11-{day}-{workload}-cuda-0000{day}", recorded=f"2026-11-{day}T00:00:00Z",
+                    status="completed", backend="cuda", mode="eager", workload={"name": workload},
+                    versions={"torch": "2.10.0" if workload != "vision" else "2.11.0"},
+                    metrics={"samples_per_s": {"value": 3.0, "unit": "samples/s"}},
+                    memory={"device_peak_gb": peak})  # fmt: skip
+    assert run_kb("release", "torch", "2.11.0", "--date", "2026-11-11").returncode == 0
+    rows = json_data(run_kb("board", "--summary", "--json").stdout)["rows"]
+    assert [(row["label"], row["peak_memory_gb"], row["rerun_due"]) for row in rows] == [("cuda · eager", 30.0, 2)]
+    printed = run_kb("board", "--summary").stdout
+    assert "    peak memory 30 GB; 2 due a rerun on the newest release" in printed.splitlines(), printed

@@ -1,6 +1,8 @@
 """One screen per backend and mode across all workloads, the view PyTorch's compiler dashboard gives: the pass
 rate, the geometric mean of the speed-ups over the incumbent where numerics passed (with its interval over the
-workloads), and the median cold and warm compile. Read off the board: the same cells, the same rules."""
+workloads), the median cold and warm compile and peak memory, and how many workloads are due a rerun (their
+evidence older than the backend's newest release, or failed on it). Read off the board: the same cells, the same
+rules."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kb.answers.board import Board, Cell
+from kb.answers.board import QUESTIONS, Board, Cell
 from kb.answers.verdict import CONFIDENCE, MIN_RUNS, RESAMPLES, SEED
+
+CURRENT = QUESTIONS[7]  # the checklist's "evidence newer than the latest release"
 
 
 @dataclass
@@ -24,6 +28,8 @@ class BackendSummary:
     high: float | None
     cold_compile_s: float | None  # the median over workloads of each cell's newest cold compile
     warm_compile_s: float | None
+    peak_memory_gb: float | None  # the median over workloads of each cell's peak memory
+    rerun_due: int  # workloads whose evidence is older than the newest release, or failed on it
     releases: list[str]  # the backend package releases its cells' figures come from, oldest first
 
 
@@ -49,10 +55,12 @@ def _row(label: str, cells: list[Cell]) -> BackendSummary:
     geomean, low, high = _geomean(speedups)
     cold = [c.cold_compile["seconds"] for c in cells if c.cold_compile]
     warm = [c.warm_compile["seconds"] for c in cells if c.warm_compile]
+    peaks = [c.peak_memory_gb for c in cells if c.peak_memory_gb is not None]
+    due = sum(1 for c in cells if any(check.question == CURRENT and check.ok is False for check in c.checklist))
     return BackendSummary(
         label, len(cells), sum(c.completed for c in cells), sum(c.tried for c in cells), len(speedups),
         geomean, low, high, statistics.median(cold) if cold else None, statistics.median(warm) if warm else None,
-        _ordered({c.release for c in cells if c.release}),
+        statistics.median(peaks) if peaks else None, due, _ordered({c.release for c in cells if c.release}),
     )  # fmt: skip
 
 
