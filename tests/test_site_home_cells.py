@@ -4,9 +4,23 @@ and each cell's release and date."""
 
 from __future__ import annotations
 
-from conftest import json_data, run_kb, write_entry
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import browser_fixture, open_tab, serve  # noqa: F401 (fixtures)
+from conftest import REPO, json_data, run_kb, write_entry
+from playwright.sync_api import Browser
 
 from kb.store import KnowledgeBase
+from kb.website.build import build_site
+
+MESSAGE = (
+    "neuronx-cc failed with exit code 70: ERROR 101 [NCC_EVRF009] the operator aten::_scaled_dot_product_flash_"
+    "attention is not supported on Trainium; use --auto-cast=none or rewrite the attention as matmul and softmax"
+)
 
 
 def slow_run(kb: KnowledgeBase, entry_id: str, backend: str, rate: float, **fields) -> None:
@@ -71,3 +85,58 @@ def test_the_summary_gives_each_backend_its_peak_memory_and_the_reruns_due(kb: K
     assert [(row["label"], row["peak_memory_gb"], row["rerun_due"]) for row in rows] == [("cuda · eager", 30.0, 2)]
     printed = run_kb("board", "--summary").stdout
     assert "    peak memory 30 GB; 2 due a rerun on the newest release" in printed.splitlines(), printed
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The shipped knowledge base (its reported 27-minute compile wait) and a diffusion workload: a slow cpu run with
+    its memory, and neuron runs on the newest torch-neuronx that failed with a long compiler message."""
+    base, _ = KnowledgeBase.init(tmp_path_factory.mktemp("cells") / "knowledge-base")
+    shutil.rmtree(base.entries_path)
+    shutil.copytree(REPO / "entries", base.entries_path)
+    slow_run(base, "2026-11-10-diffusion-cpu-000001", "cpu", 0.42, versions={"torch": "2.10.0"},
+             memory={"host_peak_rss_gb": 3.2})  # fmt: skip
+    neuron = {"torch": "2.10.0", "torch-neuronx": "2.27.1"}
+    for day in (11, 12):
+        write_entry(base, f"2026-11-{day}-diffusion-neuron-0000{day}", recorded=f"2026-11-{day}T00:00:00Z",
+                    status="failed", backend="neuron", mode="eager", workload={"name": "diffusion"},
+                    settings={"batch": 1}, versions=neuron,
+                    failure={"class": "compile_error", "message": MESSAGE})  # fmt: skip
+    out = base.root / "site"
+    build_site(base, out)
+    return out
+
+
+def cell_texts(page: str) -> list[str]:
+    return [
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", cell)).strip() for cell in re.findall(r"<td.*?</td>", page, re.S)
+    ]
+
+
+def test_a_workload_page_says_what_matters_in_each_cell(site: Path) -> None:
+    page = (site / "workloads" / "diffusion.html").read_text()
+    cells = cell_texts(page)
+    assert "0.42 smp/s 1 run; torch 2.10.0, 2026-11-10" in cells, cells  # the figure, its release and date
+    assert "3.2 GB" in cells  # peak memory
+    assert f"compile_error ×2 {MESSAGE}" in cells  # the whole message, never cut
+    assert "fails on torch-neuronx 2.27.1: compile_error ×2" in page
+    waits = (site / "workloads" / "gpt-oss-train.html").read_text()
+    assert "neuron · compiled: compile 27 min 17 s</a> (SemiAnalysis, 2025-10-23)" in waits
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_failure_message_wraps_in_its_cell(site: Path, browser: Browser, width: int) -> None:
+    with serve(site) as url, open_tab(browser, f"cells-{width}", viewport={"width": width, "height": 900}) as tab:
+        page = tab.page
+        assert page.goto(url + "workloads/diffusion.html").status == 200
+        failed = page.locator("td.failure").filter(has=page.locator(".message"))
+        message = failed.locator(".message")
+        assert message.inner_text() == MESSAGE
+        box = message.bounding_box()
+        cell = failed.bounding_box()
+        assert box and cell and box["height"] > 40, box  # several lines: wrapped
+        assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 0.5, (box, cell)
+        assert message.evaluate("el => el.scrollWidth <= el.clientWidth")  # nothing hidden past its edge
+        assert page.evaluate("document.documentElement.scrollWidth") == width
+        tab.screenshot("workload")
+        assert tab.problems() == []
