@@ -121,3 +121,12 @@ def test_the_home_page_of_3000_entries_answers_in_one_screen(generated: Path, br
         page.wait_for_url(re.compile(r"workloads/[^/]+\.html$"))
         assert page.locator("table.board-table tbody tr").count() > 0
         assert tab.problems() == [] and tab.failed_responses() == []
+
+
+def test_the_readme_shows_the_home_page_made_by_the_screenshot_script() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "](docs/images/site-home.png)" in readme and "](docs/team.md)" in readme
+    image = REPO / "docs" / "images" / "site-home.png"
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size < 300_000
+    script = (REPO / "docs" / "screenshots.py").read_text()
+    assert '("site-home.png", "index.html", 1280, 800)' in script

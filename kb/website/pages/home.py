@@ -75,8 +75,9 @@ class HomePage(Publisher):
 
 
 def attention_order(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What fails now first, then what failed most, then by name; each with the link to its own page."""
-    ordered = sorted(workloads, key=lambda w: (-w["attention"][0], -w["attention"][1], w["workload"]))
+    """What fails now first, then what failed most, then those with runs, then by name; each with the link to
+    its own page."""
+    ordered = sorted(workloads, key=lambda w: (-w["attention"][0], -w["attention"][1], not w["tried"], w["workload"]))
     return [dict(w, href=workload_path(w["workload"])) for w in ordered]
 
 
