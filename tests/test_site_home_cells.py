@@ -138,5 +138,7 @@ def test_a_failure_message_wraps_in_its_cell(site: Path, browser: Browser, width
         assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 0.5, (box, cell)
         assert message.evaluate("el => el.scrollWidth <= el.clientWidth")  # nothing hidden past its edge
         assert page.evaluate("document.documentElement.scrollWidth") == width
+        # The board needs no sideways scrolling: on a phone each row is a card, its cells one under another.
+        assert page.locator("section.board .scroll").evaluate("el => el.scrollWidth <= el.clientWidth")
         tab.screenshot("workload")
         assert tab.problems() == []

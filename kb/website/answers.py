@@ -80,15 +80,17 @@ def _cell_view(cell: Cell, href: Callable[[str | None], str | None]) -> dict[str
         "failure_href": href(failure["entry"]) if failure else None,
         "current_failure": cell.current_failure,
         "history": cell.history,
-        "note": cell.note or ("" if cell.verdict in SHOWN_VERDICTS or _said(cell) else cell.verdict),
+        "note": _note(cell),
         "href": href(cell.figure.entry if cell.figure else None),
         "runs": [(entry_id, href(entry_id)) for entry_id in cell.entries],
     }
 
 
-def _said(cell: Cell) -> bool:
-    """Whether the verdict only repeats what the figure's column says: the failures on the newest release."""
-    return bool(cell.current_failure) and cell.verdict.startswith(cell.current_failure)
+def _note(cell: Cell) -> str:
+    """Why a cell has no ratio, unless it only repeats what its figure's column says (the failures on the newest
+    release)."""
+    note = cell.note or ("" if cell.verdict in SHOWN_VERDICTS else cell.verdict)
+    return "" if cell.current_failure and note.startswith(cell.current_failure) else note
 
 
 def evidence_ids(front_matter: dict[str, Any]) -> list[str]:
