@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import board, index, instrument, junit, redact, search_parity, secrets_detectors, site, startup
+from bench import board, changepoints, index, instrument, junit, redact, search_parity, secrets_detectors, site, startup
 
 
 def main() -> None:
@@ -17,6 +17,7 @@ def main() -> None:
     junit.run(quick=args.quick)
     index.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
     board.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=2 if args.quick else 5)
+    changepoints.run(sizes=(1_000,) if args.quick else (10_000, 100_000), repeats=1 if args.quick else 3)
     if args.quick:
         site.run(sizes=(300,), repeats=1, quick=True)
     else:

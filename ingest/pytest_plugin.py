@@ -94,7 +94,9 @@ def _record(config: pytest.Config, xml: Path) -> None:
         entry = create_imported(kb, imported, info, tool=TOOL, versions=captured["versions"])
     entry.data["provenance"]["environment"] = "run_time"  # captured in the test process itself
     kb.save(entry)
-    _say(config, f"recorded {entry.id} ({entry.kind}) in {entry.path}: {imported.body.splitlines()[0]}")
+    from kb.plain import with_path
+
+    _say(config, with_path(f"recorded {entry.id} ({entry.kind}): {imported.body.splitlines()[0]}", entry.path))
 
 
 def _expected_failures(files: list[tuple[Path, str]]) -> int:

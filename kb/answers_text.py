@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from kb.humanize import duration, number, size
+from kb.humanize import duration, number
 
 if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations and regressions
     from kb.answers.board import Board, Cell, WorkloadBoard
@@ -249,7 +249,8 @@ def regression_lines(found: Regressions) -> list[str]:
     """What stopped working across releases, then what got slower: two lists, never mixed; lines wrap."""
 
     def wrapped(text: str, indent: int = 2) -> list[str]:
-        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4))
+        return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 4),
+                             break_long_words=False, break_on_hyphens=False)  # fmt: skip
 
     lines = ["Stopped working (completed on the older release, fails on the newer):"]
     for item in found.breakages:
@@ -261,15 +262,14 @@ def regression_lines(found: Regressions) -> list[str]:
         lines.append(f"    now {item.failed_entry}")
     if not found.breakages:
         lines.append("  none")
-    lines += ["", "Slower (each release's runs against the release before, beyond the floor):"]
+    lines += ["", "Slower (where each series changed across releases, beyond the floor):"]
     for slow in found.slowdowns:
-        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> {slow.version} "
-                f"{slow.change:+.1%}")  # fmt: skip
+        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> "
+                f"{slow.first_bad} {slow.change:+.1%}")  # fmt: skip
         lines += wrapped(said)
-        if slow.comparison:
-            from kb.answers.verdict import Verdict
+        from kb.answers.verdict import Verdict
 
-            lines += wrapped(Verdict(**slow.comparison).text(), 6)
+        lines += wrapped(f"{Verdict(**slow.comparison).text()}, t-test p={slow.pvalue:.2g}", 6)
     if not found.slowdowns:
         lines.append("  none")
     return lines
@@ -278,16 +278,7 @@ def regression_lines(found: Regressions) -> list[str]:
 def expectation_lines(outcomes: list[Outcome]) -> list[str]:
     lines = []
     for outcome in outcomes:
-        item = outcome.expectation
-        where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
-        if item.bound is None:
-            bound = f"{item.figure} must pass"
-        else:
-            bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
-        if outcome.actual is not None:
-            actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
-        else:
-            actual = outcome.reason or "no evidence"
+        where, bound, actual = expectation_parts(outcome)
         said = f"{outcome.verdict.upper():<9}{where}: {bound}, {actual}"
         lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 11)
         for note in outcome.notes:
@@ -295,6 +286,21 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
         if outcome.entry:
             lines.append(f"         {outcome.entry}")
     return lines
+
+
+def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
+    """(where, the bound, what the evidence says now) of one expectation, as kb expect and the site word them."""
+    item = outcome.expectation
+    where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
+    if item.bound is None:
+        bound = f"{item.figure} must pass"
+    else:
+        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+    if outcome.actual is not None:
+        actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+    else:
+        actual = outcome.reason or "no evidence"
+    return where, bound, actual
 
 
 def trend_lines(result: Trend, workload: str) -> list[str]:
@@ -328,29 +334,51 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
 
 
 def summary_lines(found: Summary, floor: float) -> list[str]:
-    """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile."""
+    """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile, peak
+    memory; then the same per release of the backend's package."""
+    from kb.humanize import field
+
     if not found.rows:
         return ["No runs yet: nothing to summarise."]
+
+    def rate(completed: int, tried: int) -> str:
+        return f"{completed}/{tried} {completed / tried:.0%}" if tried else "-"
+
+    def speed(geomean: float | None, low: float | None, high: float | None, counted: int) -> str:
+        if geomean is None:
+            return "-"
+        interval = f" [{low:.3g}, {high:.3g}]" if low is not None else ""
+        return f"×{geomean:.3g}{interval} n={counted}"
+
     lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
     for row in found.rows:
-        rate = f"{row.completed}/{row.tried} {row.completed / row.tried:.0%}" if row.tried else "-"
-        if row.geomean is None:
-            speed = "-"
-        else:
-            interval = f" [{row.low:.3g}, {row.high:.3g}]" if row.low is not None else ""
-            speed = f"×{row.geomean:.3g}{interval} n={row.counted}"
         compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
-        lines += textwrap.wrap(f"{row.label:<20} {rate:>14}  {speed:<24} {compiles}", WIDTH, subsequent_indent=" " * 4)
+        shown = speed(row.geomean, row.low, row.high, row.counted)
+        said = f"{row.label:<20} {rate(row.completed, row.tried):>14}  {shown:<24} {compiles}"
+        lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 4)
         count = len(row.releases)
         releases = f"; runs on {count} release{'s' if count != 1 else ''}, newest {row.releases[-1]}" if count else ""
-        lines.append(f"    {row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}")
-        memory = f"peak memory {size(row.peak_memory_gb * 1e9)}" if row.peak_memory_gb is not None else ""
-        due = f"{row.rerun_due} due a rerun on the newest release" if row.rerun_due else ""
-        if memory or due:
-            lines.append("    " + "; ".join(part for part in (memory, due) if part))
+        lines += textwrap.wrap(f"{row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}", WIDTH,
+                               initial_indent=" " * 4, subsequent_indent=" " * 6, break_long_words=False,
+                               break_on_hyphens=False)  # fmt: skip
+        if row.peak_memory_gb is None:
+            lines.append("    peak device memory not recorded")
+        else:
+            lines.append(f"    peak device memory {field('peak_gb', row.peak_memory_gb)} (the median of "
+                         f"{row.memory_workloads} workload{'s' if row.memory_workloads != 1 else ''})")  # fmt: skip
+        if row.rerun_due:
+            lines.append(f"    {row.rerun_due} workload{'s' if row.rerun_due != 1 else ''} due a rerun on the newest "
+                         "release")  # fmt: skip
+        for step in row.history if len(row.history) > 1 else []:
+            said = (f"{step.release:<24} {rate(step.completed, step.tried):>10}  "
+                    f"{speed(step.geomean, step.low, step.high, step.counted)}")  # fmt: skip
+            lines += textwrap.wrap(said, WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 8,
+                                   break_long_words=False, break_on_hyphens=False)  # fmt: skip
     said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
             "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
-            f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile: the median over the "
-            "workloads, and so is peak memory.")  # fmt: skip
+            f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile and peak memory: the "
+            "median over the workloads. Indented below a backend with runs on several releases: each release of "
+            "its package, its runs completed of tried and its speed-up over the baseline's figure now. Due a rerun: "
+            "workloads whose evidence is older than the newest release, or failed on it.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kb import humanize
@@ -135,3 +136,10 @@ def write_csv(rows: list[dict[str, Any]]) -> None:
     writer.writeheader()
     # Read in a terminal as often as by a program: an escape sequence in a title is shown, never sent.
     writer.writerows({k: safe(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
+
+
+def with_path(sentence: str, path: Path) -> str:
+    """`sentence`, then the file it is about on a line of its own: the sentence stays within 80 columns, however
+    long the path is. From the working folder when the file is under it (shorter to read and to paste)."""
+    cwd = Path.cwd()
+    return f"{sentence}\n  {path.relative_to(cwd) if path.is_relative_to(cwd) else path}"

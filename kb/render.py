@@ -152,6 +152,21 @@ def snippet_text(snippet: str) -> Text:
 # One entry: kb show
 
 
+def _joined(facts: list[str], width: int, taken: int) -> str:
+    """`facts` joined by " · ", a fact that would pass `width` begun on a line of its own (`taken`: the columns the
+    first line already holds), so that a long author or tag list never breaks inside a name."""
+    lines: list[str] = []
+    line, used = "", taken
+    for fact in facts:
+        joined = f"{line} · {fact}" if line else fact
+        if line and used + len(joined) + len(" ·") > width:
+            lines.append(line + " ·")
+            line, used = fact, 2
+        else:
+            line = joined
+    return "\n  ".join([*lines, line])
+
+
 def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str], str] = short_id,
                width: int | None = None, progress: list[tuple[str, str]] | None = None) -> Group:  # fmt: skip
     """The answer first (headline), then a running run's `progress`, readable sections, then the notes; every
@@ -171,7 +186,7 @@ def entry_view(entry: Entry, *, everything: bool = False, short: Callable[[str],
         data(entry.title, "bold"), "\n", data(short(entry.id), "bold"),
         *(("  ", data(entry.id, "dim")) if short(entry.id) != entry.id else ()), "\n",
         *((status_text(entry.status), "  ") if entry.status else ()), kind_text(entry.kind, source), "  ",
-        (" · ".join(facts), "dim"),
+        (_joined(facts, width, len(entry.status or "") + 2 + len(kind_label(entry.kind, source)) + 2), "dim"),
     )  # fmt: skip
     parts: list[Any] = [head, Text(""), _pairs(headline(entry), width, styles=HEADLINE_STYLE)]
     if progress:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kb.entry import Entry
 from kb.errors import KbError
 
+CONFLICT = re.compile(r"(?m)^(<{7}|={7}|>{7})( |$)")  # what git leaves in a file it could not merge
 REVIEWS = "reviews"  # in the decision's attachment folder: one file per review, so two reviews merge in git
 
 
@@ -18,10 +20,13 @@ def reviews_of(decision: Entry) -> list[dict[str, Any]]:
     folder = decision.path.with_suffix("") / REVIEWS if decision.path else None
     if folder is not None and folder.is_dir():
         for path in sorted(folder.glob("*.json")):
+            text = ""
             try:
-                item = json.loads(path.read_text("utf-8"))
+                text = path.read_text("utf-8")
+                item = json.loads(text)
             except (OSError, ValueError) as exc:
-                raise KbError(f"{path}: an unreadable review ({exc}); fix or delete the file") from None
+                what = "git conflict markers" if CONFLICT.search(text) else exc
+                raise KbError(f"{path}: an unreadable review ({what}); fix or delete the file") from None
             if isinstance(item, dict):
                 found.append(item)
     return sorted(found, key=lambda r: instant(str(r.get("time") or r.get("date") or "")))

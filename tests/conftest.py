@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("browser")
         if SLOW_FIXTURES & fixtures:
             item.add_marker("slow")
+
+
+class Clock:
+    """The time kb reads (kb.entry.utc_now) for commands run in this process, moved by the test: entries are timed
+    to the second, so a test that needs one entry a second after another ticks the clock rather than sleeping. Each
+    reading moves it on a millisecond, as time does between two commands."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(timezone.utc).replace(microsecond=0)
+
+    def read(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+    def tick(self, seconds: float = 1.0) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    import kb.entry
+
+    moved = Clock()
+
+    class Moved(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+            now = moved.read()
+            return now.astimezone(tz) if tz else now.replace(tzinfo=None)
+
+    monkeypatch.setattr(kb.entry, "datetime", Moved)
+    return moved
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ def record(base: KnowledgeBase, mode: str, rate: float, fields: dict, exit_code:
     )  # fmt: skip
     assert ("recorded " in result.stderr) and result.returncode == exit_code, result.stderr
     time.sleep(1.01 - time.time() % 1)  # entries are recorded to the second: the next one is newer, never a tie
-    return result.stderr.split("recorded ")[1].split(" ")[0]
+    return result.stderr.split("recorded ")[1].split()[0]
 
 
 def hand(kb: KnowledgeBase, entry_id: str, backend: str, rate: float | None, **fields) -> None:

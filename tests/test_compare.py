@@ -37,7 +37,7 @@ def record(batch: int, median: float, p10: float, p90: float, rate: float) -> st
         script,
     )
     assert result.returncode == 0, result.stderr
-    return result.stderr.split("recorded ")[1].split(" ")[0]
+    return result.stderr.split("recorded ")[1].split()[0]
 
 
 def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from conftest import json_data, run_kb, write_entry
+from conftest import Clock, json_data, run_kb, write_entry
 
 from kb.entry import Entry
 from kb.store import KnowledgeBase
@@ -48,7 +46,7 @@ def decide(*triggers: str, extra: tuple[str, ...] = ()) -> str:
         args += ["--trigger", trigger]
     result = run_kb(*args, *extra)
     assert result.returncode == 0, result.stderr
-    return result.stderr.split("decision ")[1].split(" ")[0]
+    return result.stderr.split("decision ")[1].split()[0]
 
 
 def revisit() -> list[dict]:
@@ -85,39 +83,67 @@ def test_a_newer_release_makes_a_decision_due(evidence: KnowledgeBase) -> None:
     assert check.returncode == 1 and f"{decision_id}  gpt-oss stays on CUDA" in check.stdout
 
 
-def test_a_metric_condition_fires_on_new_evidence_only(evidence: KnowledgeBase) -> None:
+def neuron_run(kb: KnowledgeBase, day: str, n: int, compile_s: float, **fields) -> str:
+    entry_id = f"{day}-gpt-oss-neuron-{n:06d}"
+    fields.setdefault("versions", {"torch-neuronx": "2.27.1"})
+    fields.setdefault("status", "completed")
+    write_entry(kb, entry_id, recorded=f"{day}T00:00:{n % 60:02d}Z", backend="neuron",
+                workload={"name": "gpt-oss"}, timings={"compile_s": compile_s}, **fields)  # fmt: skip
+    return entry_id
+
+
+def test_a_metric_condition_fires_on_repeated_runs_never_on_one(evidence: KnowledgeBase) -> None:
     decide("when: compile_s < 600 for workload=gpt-oss backend=neuron")
-    write_entry(
-        evidence,
-        "2099-01-01-gpt-oss-cuda-000002",
-        recorded="2099-01-01T00:00:00Z",
-        status="completed",
-        backend="cuda",
-        workload={"name": "gpt-oss"},
-        timings={"compile_s": 90.0},
-    )
-    write_entry(
-        evidence,
-        "2099-01-02-gpt-oss-neuron-000003",
-        recorded="2099-01-02T00:00:00Z",
-        status="completed",
-        backend="neuron",
-        workload={"name": "gpt-oss"},
-        timings={"compile_s": 900.0},
-    )
+    write_entry(evidence, "2099-01-01-gpt-oss-cuda-000002", recorded="2099-01-01T00:00:00Z", status="completed",
+                backend="cuda", workload={"name": "gpt-oss"}, timings={"compile_s": 90.0})  # fmt: skip
+    neuron_run(evidence, "2099-01-02", 3, 900.0)
     assert revisit() == []  # the fast one is on another backend; the neuron one is still slow
-    write_entry(
-        evidence,
-        "2099-02-01-gpt-oss-neuron-000004",
-        recorded="2099-02-01T00:00:00Z",
-        status="completed",
-        backend="neuron",
-        workload={"name": "gpt-oss"},
-        timings={"compile_s": 540.0},
-    )
+    # One lucky run is no evidence: it meets the condition, but one run gives no interval.
+    neuron_run(evidence, "2099-02-01", 4, 540.0)
+    assert revisit() == []
+    # Nor do runs on a busy machine, at another batch, or that failed.
+    neuron_run(evidence, "2099-02-02", 5, 530.0, hardware={"load": {"busy": True}})
+    neuron_run(evidence, "2099-02-02", 6, 520.0, settings={"batch": 64})
+    neuron_run(evidence, "2099-02-02", 7, 510.0, status="failed")
+    assert revisit() == []
+    runs = [neuron_run(evidence, "2099-02-03", n, value) for n, value in ((8, 550.0), (9, 560.0))]
+    assert revisit() == []  # with the slow run, the interval of the median crosses the bound
+    more = ((10, 545.0), (11, 555.0), (12, 548.0), (13, 552.0))
+    runs += [neuron_run(evidence, "2099-02-04", n, value) for n, value in more]
     (due,) = revisit()
-    assert due["reasons"] == ["new evidence 2099-02-01-gpt-oss-neuron-000004 meets compile_s < 600 (compile_s = 540)"]
-    assert due["entries"] == ["2099-02-01-gpt-oss-neuron-000004"]
+    assert due["reasons"] == ["new evidence meets compile_s < 600: compile_s = 551, the median of 8 runs since, "
+                              "95% interval 545 to 560"]  # fmt: skip
+    (why,) = due["why"]
+    assert why["runs"] == ["2099-01-02-gpt-oss-neuron-000003", "2099-02-01-gpt-oss-neuron-000004", *runs]
+    assert why["releases"] == [] and (why["comparison"]["n"], why["comparison"]["high"]) == (8, 560.0)
+    # The release the runs used, once recorded, is named behind the reason; recording it made nothing due.
+    released = run_kb("release", "torch-neuronx", "2.27.1", "--date", "2026-01-01")
+    release_id = released.stderr.split("recorded release ")[-1].split()[0] if released.returncode == 0 else ""
+    assert release_id.startswith("2026-01-01-torch-neuronx-2-27-1"), released.stderr
+    assert "due for review after this release" not in released.stderr
+    (due,) = revisit()
+    assert due["why"][0]["releases"] == [release_id] and due["entries"] == [*why["runs"], release_id]
+
+
+def test_a_faster_by_trigger_fires_on_a_verdict_that_says_so(evidence: KnowledgeBase) -> None:
+    for n, value in ((2, 1650.0), (3, 1620.0)):
+        neuron_run(evidence, "2025-10-24", n, value, versions={"torch-neuronx": "2.26.0"})
+    decide("when: compile_s faster by 10% for workload=gpt-oss backend=neuron")
+    noisy = [neuron_run(evidence, "2099-01-01", n, value) for n, value in ((4, 900.0), (5, 1700.0), (6, 1500.0))]
+    assert revisit() == []  # one fast run among noisy ones: the interval straddles the 10% floor
+    for path in noisy:
+        (evidence.entries_path / f"{path}.md").unlink()
+    runs = [neuron_run(evidence, "2099-01-02", n, value) for n, value in ((7, 1300.0), (8, 1320.0), (9, 1290.0))]
+    (due,) = revisit()
+    (reason,) = due["reasons"]
+    assert reason.startswith("new evidence is faster by more than 10%: compile_s faster ×1.26 (n=3 vs 3, 95% ")
+    assert reason.endswith(", floor 10%)")
+    (why,) = due["why"]
+    assert why["runs"] == runs and why["comparison"]["verdict"] == "faster" and why["comparison"]["low"] > 1.1
+    shown = " ".join(run_kb("show", due["id"]).stdout.split())
+    assert "fired when: compile_s faster by 10% for workload=gpt-oss backend=neuron" in shown
+    text = run_kb("revisit").stdout  # wrapped at 80 columns; ids whole
+    assert max(len(line) for line in text.splitlines()) <= 80 and all(f" {run}" in text for run in runs)
 
 
 def test_dates_and_newer_evidence(evidence: KnowledgeBase) -> None:
@@ -162,15 +188,17 @@ def test_a_superseded_decision_is_no_longer_due(evidence: KnowledgeBase) -> None
     assert run_kb("revisit").stdout == "No decision is due (1 decision checked).\n"
 
 
-def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_seen(evidence: KnowledgeBase) -> None:
+def test_reaffirming_with_versioned_evidence_is_not_due_for_the_release_it_has_seen(
+    evidence: KnowledgeBase, clock: Clock
+) -> None:
     old = decide("release: torch-neuronx")
     assert run_kb("release", "torch-neuronx", "2.27.1").returncode == 0
     assert [d["id"] for d in revisit()] == [old]
-    time.sleep(1.1)  # entries are timed to the second: the new decision is recorded after the release
+    clock.tick()  # entries are timed to the second: the new decision is recorded after the release
     again = decide("release: torch-neuronx", extra=("--supersedes", old))
     assert revisit() == []
     assert run_kb("revisit", "--check").returncode == 0
-    time.sleep(1.1)
+    clock.tick()
     assert run_kb("release", "torch-neuronx", "2.28.0").returncode == 0
     (due,) = revisit()
     assert due["id"] == again and due["reasons"][0].startswith("evidence uses torch-neuronx 2.26.0; 2.28.0 released on")
@@ -182,8 +210,8 @@ def test_bad_decisions_write_nothing(evidence: KnowledgeBase) -> None:
     assert bad_trigger.returncode == 1
     assert bad_trigger.stderr == (
         "kb: error: trigger 'when compile fast' does not parse; the forms are: release: "
-        "PACKAGE; when: NAME OP NUMBER [for key=value ...]; after: YYYY-MM-DD; "
-        "newer-evidence\n"
+        "PACKAGE; when: NAME OP NUMBER [for key=value ...]; when: NAME faster|slower by N% "
+        "[for key=value ...]; after: YYYY-MM-DD; newer-evidence\n"
     )
     bad_filter = run_kb(
         "decide",

@@ -28,7 +28,7 @@ INDEXERS = 2
 SEARCHERS = 2
 SECONDS = float(os.environ.get("KB_FAULT_SECONDS", "10"))
 MARK = "quokka"  # a word every recorded command prints, so a search finds every run
-RECORDED = re.compile(r"kb: recorded (\S+) \(completed\) in (\S+)\n")
+RECORDED = re.compile(r"kb: recorded (\S+) \(completed\)\n  (\S+)\n")
 
 
 @dataclass

@@ -78,7 +78,10 @@ def test_a_cpu_trace_becomes_a_run_entry_with_the_split_and_top_operators(
     result = run_kb("ingest", "profile", str(traces.small), "--workload", "tiny", "--backend", "cpu")
     assert result.returncode == 0, result.stderr
     entry = only_entry(kb)
-    assert result.stderr.splitlines()[0] == f"kb: recorded {entry.id} (run) in {entry.path}"
+    assert result.stderr.splitlines()[:2] == [
+        f"kb: recorded {entry.id} (run)",
+        f"  {entry.path.relative_to(Path.cwd())}",
+    ]
     assert result.stdout == f"{entry.id}\n"
     assert (entry.title, entry.kind, entry.status) == ("Profile: trace", "run", "completed")
     assert entry.data["workload"] == {"name": "tiny"} and entry.data["backend"] == "cpu"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_kb_in_terminal
@@ -55,3 +56,23 @@ def test_the_pipe_line_estimates_the_rest() -> None:
     job.started -= 10.0  # 100 done in 10 s: 300 more take about 30 s
     job.done = 100
     assert job.line() == "migrating: 100 of 400 files (25%), about 30 s left"
+
+
+def test_a_site_build_in_a_pipe_says_how_far_in_lines_that_fit(many: KnowledgeBase) -> None:
+    code = "import kb.progress as p, sys; p.PIPE_EVERY_S = 0.0; from kb.cli import main"
+    code += "; sys.argv = ['kb', 'site', 'build']; main()"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    told = [line for line in result.stderr.splitlines() if line.startswith("kb: rendering: ")]
+    assert told and " pages (" in told[-1] and "(100%)" in told[-1]
+    assert result.stdout.startswith("Site: ")
+    opened = f"Open {Path.cwd() / 'knowledge-base' / 'site' / 'index.html'}"  # a path is as long as it is
+    assert opened in result.stdout.splitlines()
+    assert max(len(line) for line in result.stdout.splitlines() if line != opened) <= 80, result.stdout
+
+
+def test_a_site_build_on_a_terminal_shows_kbs_bar(many: KnowledgeBase) -> None:
+    status, output = run_kb_in_terminal("site", "build")
+    assert status == 0
+    text = output.decode()
+    assert "Rendering" in text and "pages" in text and "about" in text  # the estimate of kb's one progress display

@@ -51,7 +51,7 @@ def test_what_stopped_working_is_apart_from_what_got_slower(kb: KnowledgeBase) -
     assert cases["cases"] == ["test_b"]
     # A failed run is a breakage, never a slowdown; the eager step time doubled on the newer torch-neuronx.
     (slow,) = found["slowdowns"]
-    said = (slow["series"], slow["figure"], slow["package"], slow["last_good"], slow["version"])
+    said = (slow["series"], slow["figure"], slow["package"], slow["last_good"], slow["first_bad"])
     assert said == ("neuron · eager", "step_s", "torch-neuronx", "2.26.0", "2.27.1")
     assert 0.99 < slow["change"] < 1.01 and slow["comparison"]["verdict"] == "slower"
     assert slow["comparison"]["high"] < 0.98 and slow["comparison"]["n"] == 3

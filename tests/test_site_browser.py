@@ -142,7 +142,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltSite]:
                     "Where does tiny-lm train?", "--choice", "CUDA", "--alternative", "Trainium",
                     "--rationale", "neuronx-cc times out compiling 2.9.0", "--evidence", NEURON_FAILED,
                     "--evidence", CUDA_NEW, "--trigger", "release: torch-neuronx", "--date", "2025-10-21")  # fmt: skip
-    decision = re.search(r"recorded decision (\S+) ", decided).group(1)
+    decision = re.search(r"recorded decision (\S+)", decided).group(1)
     out = kb.root.parent / "out"
     kb_ok(kb, "site", "build", "--out", str(out))
     www = kb.root.parent / "www"
@@ -359,8 +359,12 @@ NAV = {
     "Comparisons": "compare/index.html",
     "Trends": "trends/index.html",
     "Decisions": "decisions.html",
+    "Checklist": "checklist/index.html",
+    "Regressions": "regressions.html",
+    "Expectations": "expectations.html",
     "Search": "search.html",
 }
+HEADINGS = {"Entries": "All entries", "Checklist": "Evidence checklist", "Regressions": "Regressions across releases"}
 
 
 def test_navigation_and_search_work_under_a_sub_path(site: BuiltSite, tab: Tab) -> None:
@@ -380,7 +384,7 @@ def test_navigation_and_search_work_under_a_sub_path(site: BuiltSite, tab: Tab) 
         page.goto(base + "list/version-torch/2.9.0.html")
         assert click_and_load(tab, page.locator("header.top nav a", has_text=label)) == 200, label
         assert page.url == base + target, label
-        expect(page.locator("main h1")).to_have_text(label if label != "Entries" else "All entries")
+        expect(page.locator("main h1")).to_have_text(HEADINGS.get(label, label))
     assert click_and_load(tab, page.locator("header.top a.brand")) == 200
     assert page.url == base + "index.html"
 

@@ -322,3 +322,18 @@ def test_show_labels_rates_graph_break_sites_memory_and_whole_keys_at_80_columns
     assert "torch_num_interop_threads  1" in lines  # the key whole; the long value below it folds instead
     note = next(n for n, line in enumerate(lines) if line.startswith("note "))
     assert lines[note].startswith("note                       a value long") and lines[note + 1].startswith(" " * 27)
+
+
+def test_show_breaks_its_facts_line_between_facts_never_inside_a_name() -> None:
+    from kb.render import entry_view
+
+    author = "Alexandra Konstantinopoulou <a.konstantinopoulou@lab.example>"
+    entry = new_entry("2026-11-30-tiny-lm-cpu-eager-2fd50f", "tiny-lm cpu eager", "run", status="completed",
+                      recorded="2026-11-30T07:54:22Z", workload={"name": "tiny-lm"}, backend="cpu", mode="eager",
+                      author=author, tags=["demo"])  # fmt: skip
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(entry_view(entry, width=80))
+    lines = console.file.getvalue().splitlines()
+    assert all(cell_len(line) <= 80 for line in lines)
+    assert f"  by {author} · tags demo" in lines  # the name and its address whole, on the next line
+    assert lines[2].endswith("recorded 2026-11-30T07:54:22Z ·")

@@ -44,6 +44,7 @@ from ingest.pytorch.compile_evidence import CompileWatch
 from ingest.pytorch.device_use import DeviceSampler
 from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
 from kb.entry import iso
+from kb.plain import with_path
 
 # Where a run outside `kb record` writes its run folder: this, else the knowledge base's cache (the folder is
 # removed once its entry is written), else ./kb-runs when no knowledge base is reachable.
@@ -591,7 +592,7 @@ class Run:
 
         entry = record_after(self._kb, RunInfo(), AfterTheFact(from_dir=folder))
         shutil.rmtree(folder)  # copied into the entry's attachments: the cache copy has done its job
-        print(f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", file=sys.stderr)
+        print(with_path(f"kb: recorded {entry.id} ({entry.status})", entry.path), file=sys.stderr)
 
     def _identity(self) -> dict[str, Any]:
         """Who the run says it is, for the entry (under `kb record`, options given to it win)."""

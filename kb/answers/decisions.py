@@ -4,26 +4,35 @@ A decision entry names its evidence (entry ids) and its triggers, written in a s
 can read and edit in the front matter:
 
     release: torch-neuronx                                        a newer release of the package is recorded
-    when: compile_s < 600 for workload=gpt-oss-train backend=neuron   new evidence meets a condition
+    when: compile_s < 600 for workload=gpt-oss-train backend=neuron   new runs meet a condition, by their interval
+    when: step_s faster by 10% for workload=gpt-oss-train backend=neuron   new runs beat the older ones by that much
     after: 2027-03-01                                             a date has passed
     newer-evidence                                                any newer run of the same workload and backend
+
+A `when:` trigger is judged as every comparison kb prints is (kb.answers.verdict): on repeated comparable runs
+(completed, measured, off a busy machine, the same shapes, device count and way of timing), never on one run.
+A condition holds when the whole 95% interval of the new runs' median meets it; "faster by 10%" holds when the
+verdict of the new runs against those recorded before is faster with 10% as the floor.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import sqlite3
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kb.answers import verdict
 from kb.entry import Entry, entry_now, iso
 from kb.errors import KbError
 from kb.index import answers
-from kb.reviews import REVIEWS, instant, reviews_of
+from kb.reviews import CONFLICT, REVIEWS, instant, reviews_of
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
 OPEN_STATUSES = ("proposed", "accepted")  # the ones worth revisiting
@@ -31,9 +40,11 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
 }  # fmt: skip
 FILTER_COLUMNS = answers.WHEN_COLUMNS
-FORMS = ("release: PACKAGE", "when: NAME OP NUMBER [for key=value ...]", "after: YYYY-MM-DD", "newer-evidence")
+FORMS = ("release: PACKAGE", "when: NAME OP NUMBER [for key=value ...]",
+         "when: NAME faster|slower by N% [for key=value ...]", "after: YYYY-MM-DD", "newer-evidence")  # fmt: skip
 _WHEN = re.compile(
-    r"(?P<name>[A-Za-z0-9_:+-]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?)"
+    r"(?P<name>[A-Za-z0-9_:+-]+)\s*(?:(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[-+]?\d+(?:\.\d+)?)"
+    r"|\s+(?P<direction>faster|slower)\s+by\s+(?P<percent>\d+(?:\.\d+)?)\s*%)"
     r"(?:\s+for\s+(?P<filters>.+))?\Z"
 )
 
@@ -48,6 +59,7 @@ class Trigger:
     value: float | None = None
     filters: tuple[tuple[str, str], ...] = ()
     day: date | None = None
+    direction: str | None = None  # `faster by N%` / `slower by N%`: value is N as a fraction
 
 
 def parse_trigger(text: str) -> Trigger:
@@ -66,6 +78,9 @@ def parse_trigger(text: str) -> Trigger:
             pass
     if head == "when" and (match := _WHEN.match(rest)):
         filters = tuple(_filter(part, clean) for part in (match["filters"] or "").split())
+        if match["direction"]:
+            return Trigger("when", clean, name=match["name"], value=float(match["percent"]) / 100, filters=filters,
+                           direction=match["direction"])  # fmt: skip
         return Trigger("when", clean, name=match["name"], op=match["op"], value=float(match["value"]), filters=filters)
     raise KbError(f"trigger {text!r} does not parse; the forms are: {'; '.join(FORMS)}")
 
@@ -86,8 +101,11 @@ class TriggerState:
     text: str
     fired: bool
     reason: str | None = None
-    entries: list[str] = field(default_factory=list)
-    current: str | None = None  # `when:` triggers: the newest value of the figure, whichever side it is on
+    entries: list[str] = field(default_factory=list)  # the runs and releases behind it, to look at
+    current: str | None = None  # `when:` triggers: where the figure stands now, whichever side it is on
+    runs: list[str] = field(default_factory=list)  # the run entries behind it
+    releases: list[str] = field(default_factory=list)  # the release entries behind it
+    comparison: dict[str, Any] | None = None  # `faster by`: kb.answers.verdict.Verdict; a condition: its interval
 
 
 @dataclass
@@ -97,6 +115,7 @@ class Due:
     decision: Entry
     reasons: list[str]
     entries: list[str]
+    fired: list[TriggerState] = field(default_factory=list)  # each fired trigger, with its runs and releases
 
 
 @dataclass
@@ -122,7 +141,7 @@ def due(decisions: list[Entry], db: sqlite3.Connection, today: date) -> list[Due
         fired = [state for state in trigger_states(decision, db, today) if state.fired]
         if fired:
             entries = list(dict.fromkeys(e for state in fired for e in state.entries))
-            found.append(Due(decision, [state.reason or state.text for state in fired], entries))
+            found.append(Due(decision, [state.reason or state.text for state in fired], entries, fired))
     return found
 
 
@@ -188,7 +207,7 @@ def _check(trigger: Trigger, decision: Entry, db: sqlite3.Connection, today: dat
             newer += answers.runs_after(db, workload, backend, since)
         if newer:
             reason = f"{len(newer)} newer run{'s' if len(newer) > 1 else ''} of the same workload and backend"
-            return TriggerState(trigger.text, True, reason, newer)
+            return TriggerState(trigger.text, True, reason, newer, runs=newer)
         return TriggerState(trigger.text, False)
     return _when(trigger, since, db)
 
@@ -228,25 +247,127 @@ def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> Trigg
     if review:
         basis += f", reviewed {str(review.get('date'))[:10]}"
     reason = f"{basis}; {release['version']} released on {str(release['date'] or release['recorded'])[:10]}"
-    return TriggerState(trigger.text, True, reason, [release["id"]])
+    return TriggerState(trigger.text, True, reason, [release["id"]], releases=[release["id"]])
 
 
 def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
-    compare = OPERATORS[trigger.op or "<"]
-    condition = f"{trigger.name} {trigger.op} {trigger.value:g}"
-    every = [
-        (entry_id, value, recorded)
-        for entry_id, value, recorded in answers.figure_after(db, trigger.name or "", "", trigger.filters)
-        if value is not None
+    """A condition on the runs recorded since the decision (or its last review), by the verdict rule: never one
+    run; the comparable repeats of the newest run's configuration."""
+    name = trigger.name or ""
+    before, after = _comparable_runs(db, name, trigger.filters, since)
+    if not after:
+        last = f"; the last before: {name} = {before[-1][1]:g} in {before[-1][0]}" if before else ""
+        return TriggerState(trigger.text, False, current=f"no comparable run with {name} since it was decided{last}")
+    ids = [entry_id for entry_id, _ in after]
+    if trigger.direction:
+        return _relative(trigger, [v for _, v in before], [v for _, v in after], ids, db)
+    values = [v for _, v in after]
+    low, high = _median_interval(values)
+    median = statistics.median(values)
+    condition = f"{name} {trigger.op} {trigger.value:g}"
+    interval = f", 95% interval {low:g} to {high:g}" if low is not None else ""
+    current = f"{name} = {median:g}, the median of {len(values)} run{'s' if len(values) > 1 else ''} since{interval}"
+    comparison = {"median": median, "n": len(values), "low": low, "high": high}
+    if len(values) < verdict.MIN_RUNS or low is None or high is None:
+        current += f" (too few runs: {verdict.MIN_RUNS} give an interval)"
+        return TriggerState(trigger.text, False, current=current, comparison=comparison)
+    if not _meets(trigger.op or "<", low, high, trigger.value or 0.0):
+        return TriggerState(trigger.text, False, current=current, comparison=comparison)
+    releases = _releases_of(db, ids)
+    reason = f"new evidence meets {condition}: {current}"
+    return TriggerState(trigger.text, True, reason, [*ids, *releases], current, ids, releases, comparison)
+
+
+def _relative(
+    trigger: Trigger, before: list[float], after: list[float], ids: list[str], db: sqlite3.Connection
+) -> TriggerState:
+    """`faster by 10%`: the verdict of the new runs against the older ones, with 10% as the floor."""
+    from kb.answers.compare import guess_better
+
+    name = trigger.name or ""
+    higher = (guess_better(name, None) or "lower") == "higher"
+    judged = verdict.judge(before, after, higher_is_better=higher, floor=trigger.value or 0.0)
+    current = f"{name} since: {judged.text()}"
+    if judged.verdict != trigger.direction:
+        return TriggerState(trigger.text, False, current=current, comparison=judged.as_dict())
+    releases = _releases_of(db, ids)
+    reason = f"new evidence is {trigger.direction} by more than {trigger.value:.0%}: {name} {judged.text()}"
+    return TriggerState(trigger.text, True, reason, [*ids, *releases], current, ids, releases, judged.as_dict())
+
+
+def _comparable_runs(
+    db: sqlite3.Connection, name: str, filters: tuple[tuple[str, str], ...], since: str
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """(id, value) of the runs recorded up to `since` and after it, oldest first: completed, measured runs off a
+    busy machine, of the newest such run's shapes, device count and way of timing (launch times apart)."""
+    from kb.answers import figures
+
+    rows = [
+        (e, v, r) for e, v, r in answers.figure_after(db, name, "", filters) if figures.finite_number(v) is not None
     ]
-    current = f"{trigger.name} = {every[-1][1]:g} in {every[-1][0]}" if every else f"no {trigger.name} recorded yet"
-    meeting = [(e, v) for e, v, recorded in every if recorded > since and compare(v, trigger.value or 0.0)]
-    if not meeting:
-        return TriggerState(trigger.text, False, current=current)
-    entry_id, value = meeting[0]
-    more = f" (and {len(meeting) - 1} more)" if len(meeting) > 1 else ""
-    reason = f"new evidence {entry_id} meets {condition} ({trigger.name} = {value:g}){more}"
-    return TriggerState(trigger.text, True, reason, [e for e, _ in meeting], current)
+    data = answers.front_matters(db, [e for e, _, _ in rows])
+
+    def usable(entry_id: str) -> bool:
+        found = data.get(entry_id) or {}
+        source = (found.get("provenance") or {}).get("source") if isinstance(found.get("provenance"), dict) else None
+        return found.get("kind") == "run" and found.get("status") == "completed" and source != "reported" and not (
+            figures.busy(found))  # fmt: skip
+
+    def setup(entry_id: str) -> tuple[Any, ...]:
+        found = data.get(entry_id) or {}
+        return repr(sorted(figures.shapes(found).items())), figures.devices(found), figures.launch_times(found)
+
+    runs = [(e, float(v), r) for e, v, r in rows if usable(e)]
+    newer = [run for run in runs if run[2] > since]
+    if not newer:
+        return [(e, v) for e, v, _ in runs], []
+    wanted = setup(newer[-1][0])
+    same = [(e, v, r) for e, v, r in runs if setup(e) == wanted]
+    return [(e, v) for e, v, r in same if r <= since], [(e, v) for e, v, r in same if r > since]
+
+
+def _median_interval(values: list[float]) -> tuple[float | None, float | None]:
+    """The bootstrap 95% interval of the median of the runs (as kb.answers.verdict resamples), from MIN_RUNS."""
+    if len(values) < verdict.MIN_RUNS:
+        return None, None
+    import warnings
+
+    import numpy as np
+    from scipy import stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # identical runs leave nothing to resample: the interval is the one value
+        found = stats.bootstrap(
+            (np.asarray(values),), np.median, n_resamples=verdict.RESAMPLES, method="percentile",
+            confidence_level=verdict.CONFIDENCE, rng=np.random.default_rng(verdict.SEED),
+        )  # fmt: skip
+    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = float(np.median(values))
+    return round(low, 6), round(high, 6)
+
+
+def _meets(op: str, low: float, high: float, value: float) -> bool:
+    """Whether every value in the interval meets the condition."""
+    if op == "==":
+        return low == value == high
+    if op == "!=":
+        return not low <= value <= high
+    return OPERATORS[op](high, value) if op in ("<", "<=") else OPERATORS[op](low, value)
+
+
+def _releases_of(db: sqlite3.Connection, ids: list[str]) -> list[str]:
+    """The release entries (kb release) of the versions the runs used, where one is recorded."""
+    found: list[str] = []
+    for versions in answers.entry_versions(db, ids).values():
+        for package, version in versions.items():
+            try:
+                release = recorded_release(db, package, version)
+            except ValueError:  # not a PEP 440 version: no release entry can name it
+                continue
+            if release and release not in found:
+                found.append(release)
+    return found
 
 
 def review(kb: Any, ref: str, *, note: str, by: str | None, when: datetime) -> Entry:
@@ -404,9 +525,6 @@ def check_names(trigger: Trigger, known: Known | None) -> None:
         if name not in names:
             raise KbError(f"trigger {trigger.text!r}: no {what} {name!r} in this knowledge base, so it could never "
                           f"fire{did_you_mean(name, names)}")  # fmt: skip
-
-
-CONFLICT = re.compile(r"(?m)^(<{7}|={7}|>{7})( |$)")
 
 
 def unreadable_decisions(problems: list[Any]) -> list[tuple[str, str]]:

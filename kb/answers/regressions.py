@@ -5,7 +5,8 @@ The release is the backend's own package where runs record it (torch-neuronx for
 xla ...), else torch; local labels (`+cu126`) fold into their release. Only comparable runs pair: the same
 workload, backend, mode, shapes (batch, dtype ...) and device count, ordered by release, and the failing run
 recorded after the passing one. A run its user interrupted (Ctrl-C) is no evidence of anything. What got
-slower is located by `kb trend`'s rule: the last good and the first bad release, with the change's interval.
+slower is located by change points (kb.answers.changepoints): the last good and the first bad release, with the
+change's interval by the one verdict rule.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 
 from kb.answers import figures
 from kb.answers.board import backend_package
+from kb.answers.changepoints import Change, changes, release_in
 from kb.answers.compare import case_changes
+from kb.answers.verdict import FLOOR
 from kb.entry import Entry
-from kb.errors import KbError
 from kb.index import answers
 from kb.index.query import version_key
 
@@ -42,22 +44,9 @@ class Breakage:
 
 
 @dataclass
-class Slowdown:
-    workload: str
-    series: str
-    figure: str
-    package: str
-    version: str  # the first bad release
-    change: float  # of the median against the last good release's, as a fraction
-    entries: list[str]
-    last_good: str | None = None
-    comparison: dict[str, Any] | None = None  # kb.answers.verdict.Verdict: ratio, interval, n, floor
-
-
-@dataclass
 class Regressions:
     breakages: list[Breakage]
-    slowdowns: list[Slowdown]
+    slowdowns: list[Change]  # what got slower, located by kb.answers.changepoints
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,7 +55,9 @@ class Regressions:
 NOT_EVIDENCE = ("interrupted", "running")  # a user's Ctrl-C, a run still going
 
 
-def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None = None) -> Regressions:
+def regressions(
+    db: sqlite3.Connection, entries_path: Path, workload: str | None = None, floor: float = FLOOR
+) -> Regressions:
     rows = [
         r for r in answers.workload_evidence(db, workload)
         if r["kind"] in ("run", "coverage") and r["source"] != "reported" and r["status"] not in NOT_EVIDENCE
@@ -80,10 +71,10 @@ def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None
         package = backend_package(backend, found) or "torch"
         packages.setdefault(name, set()).add((backend, package))
         for row in reversed(found):  # oldest first
-            version = {k.lower().replace("_", "-"): v for k, v in (row["data"].get("versions") or {}).items()}
-            if package not in version:
+            release = release_in(row["data"], package)
+            if release is None:
                 continue
-            row = dict(row, release=figures.release_of(str(version[package])), package=package)
+            row = dict(row, release=release, package=package)
             data = row["data"]
             setup = repr(sorted(figures.shapes(data).items())), figures.devices(data)
             cells.setdefault((name, backend, row["mode"], row["kind"], *setup), []).append(row)
@@ -104,7 +95,7 @@ def regressions(db: sqlite3.Connection, entries_path: Path, workload: str | None
                 )
             elif kind == "coverage":
                 breakages += _cases(db, entries_path, name, backend, mode, old, new)
-    return Regressions(breakages, _slowdowns(db, packages))
+    return Regressions(breakages, _slowdowns(by_backend, packages, floor))
 
 
 def _cases(
@@ -123,26 +114,12 @@ def _cases(
                      failure, failing)]  # fmt: skip
 
 
-def _slowdowns(db: sqlite3.Connection, packages: dict[str, set[str]]) -> list[Slowdown]:
-    """Flagged regressions of each workload's headline figure, across the releases of each backend's package."""
-    from kb.answers.trend import trend
-
+def _slowdowns(
+    by_backend: dict[tuple[str, str], list[dict[str, Any]]], packages: dict[str, set[tuple[str, str]]], floor: float
+) -> list[Change]:
+    """What got slower in each workload's headline figure, across the releases of each backend's package."""
     found = []
-    for name, backends in sorted(packages.items()):
-        for package in sorted({package for _, package in backends}):
-            mine = {backend for backend, p in backends if p == package}
-            for figure in figures.HEADLINES:
-                try:
-                    result = trend(db, figure, name, package=package)
-                except KbError:  # the workload has no such figure
-                    continue
-                for series in result.series:
-                    if (series.group or "").split(" · ")[0] not in mine:
-                        continue
-                    for point in series.points:
-                        if point.flag == "regression" and point.change is not None:
-                            found.append(Slowdown(name, series.group or "", figure, package, point.version,
-                                                  point.change, point.entries, point.previous,
-                                                  point.comparison))  # fmt: skip
-                break  # the headline figure only: throughput and step time share one verdict
+    for (name, backend), rows in sorted(by_backend.items()):
+        for package in sorted(p for b, p in packages[name] if b == backend):
+            found += [change for change in changes(name, package, rows, floor) if change.verdict == "slower"]
     return found

@@ -71,4 +71,4 @@ def register(app: typer.Typer) -> None:
             metrics=metrics, settings=settings, versions=parse_versions(version), caveats=caveat, tags=tag, note=note,
         )  # fmt: skip
         entry = new_report(knowledge_base(ctx), report)
-        written.report_written(entry, f"kb: recorded report {entry.id} in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded report {entry.id}", json_)

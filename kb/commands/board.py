@@ -38,7 +38,9 @@ def register(app: typer.Typer) -> None:
             False, "--regressions", help="What stopped working across releases, apart from what got slower."
         ),
         summary: bool = typer.Option(
-            False, "--summary", help="One line per backend and mode: pass rate, geomean speed-up, compile."
+            False,
+            "--summary",
+            help="One line per backend and mode: pass rate, geomean speed-up, compile, peak memory, per release.",
         ),
         markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for a pull request or a wiki)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -53,7 +55,7 @@ def register(app: typer.Typer) -> None:
             from kb.answers.regressions import regressions as across_releases
 
             with reading(db):
-                found = across_releases(db, kb.entries_path, workload)
+                found = across_releases(db, kb.entries_path, workload, kb.config.answers.floor)
             if json_:
                 print_json(found.as_dict())
                 return
@@ -64,16 +66,17 @@ def register(app: typer.Typer) -> None:
         chosen = kb.config.answers.incumbent if incumbent is None else incumbent
         with reading(db):
             result = board(db, incumbent=chosen, workload=workload, floor=kb.config.answers.floor)
-        if summary:
-            from kb.answers.summary import summary as per_backend
+            if summary:  # the summary reads the cells' runs too: under the same read
+                from kb.answers.summary import summary as per_backend
 
-            found = per_backend(result)
+                summarised = per_backend(result, db)
+        if summary:
             if json_:
-                print_json(found.as_dict())
+                print_json(summarised.as_dict())
                 return
             from kb.answers_text import summary_lines
 
-            typer.echo("\n".join(summary_lines(found, result.floor)))
+            typer.echo("\n".join(summary_lines(summarised, result.floor)))
             return
         if json_:
             print_json(result.as_dict())

@@ -14,8 +14,13 @@ checked to exist) and when to look at it again. Triggers (repeatable --trigger):
 \b
   release: PACKAGE         a newer release of PACKAGE is recorded (kb release)
   when: NAME OP NUMBER [for key=value ...]
-                           new evidence meets a condition, e.g.
+                           the 95% interval of the median of the comparable runs
+                           since meets a condition (3 runs at least), e.g.
                            'when: compile_s < 600 for workload=gpt-oss-train backend=neuron'
+  when: NAME faster|slower by N% [for key=value ...]
+                           the runs since, against those before, get that verdict
+                           with N% as the floor, e.g.
+                           'when: step_s faster by 10% for workload=gpt-oss-train backend=neuron'
   after: YYYY-MM-DD        the date has passed
   newer-evidence           a newer run of the same workload and backend exists
 
@@ -84,4 +89,4 @@ def register(app: typer.Typer) -> None:
             author=current_author(kb.root),
             known=known,
         )
-        written.report_written(entry, f"kb: recorded decision {entry.id} in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded decision {entry.id}", json_)

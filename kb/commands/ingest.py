@@ -11,6 +11,7 @@ import typer
 
 from kb.commands import describing, written
 from kb.errors import KbError
+from kb.plain import with_path
 
 JUNIT_HELP = """Import test results written as JUnit XML (pytest --junitxml=..., and other producers) as a
 coverage entry: totals, failures and skips grouped by reason, and every case's outcome attached, so that
@@ -197,8 +198,10 @@ def _import(
         else:
             entry = create_imported(kb, imported, info, tool=tool, versions=parse_versions(given.versions))
     summary = imported.body.strip().splitlines()[0] if imported.body.strip() else ""
-    sentence = f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind}) in {entry.path}"
-    written.report_written(entry, sentence + (f"\n{summary}" if summary else ""), json_)
+    sentence = f"kb: {'added to' if to else 'recorded'} {entry.id} ({entry.kind})"
+    written.report_written(entry, sentence, json_)
+    if summary:
+        typer.echo(summary, err=True)
 
 
 def _info(given: Given):  # -> RunInfo, imported lazily
@@ -222,7 +225,7 @@ def _import_many(ctx: typer.Context, read: Callable, given: Given, json_: bool) 
     with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:
         outcome = read(kb, _info(given), Path(work))
     for entry in outcome.entries:
-        typer.echo(f"kb: recorded {entry.id} ({entry.kind}) in {entry.path}", err=True)
+        typer.echo(with_path(f"kb: recorded {entry.id} ({entry.kind})", entry.path), err=True)
         if not json_:
             typer.echo(entry.id)
     if json_:

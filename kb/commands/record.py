@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
                         raise typer.Exit(recorded.exit_code)
                 # The command's output is on stdout: the id goes there only when --json asks for it.
                 of = f" (run {number} of {repeat}, {group})" if group else ""
-                written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}){of} in {entry.path}", json_,
+                written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}){of}", json_,
                                        stdout_free=False)  # fmt: skip
                 first_failure = first_failure or recorded.exit_code
                 if not recorded.started or entry.status in ("interrupted", "killed"):
@@ -182,7 +182,7 @@ def register(app: typer.Typer) -> None:
             edit=edit if edit is not None else (interactive and note is None),
         )
         entry = with_adaptations(kb, record_after(kb, info, after), adaptation)
-        written.report_written(entry, f"kb: recorded {entry.id} ({entry.status}) in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded {entry.id} ({entry.status})", json_)
         failure_found = entry.data.get("failure") or {}
         if failure_found.get("assigned") == "auto" and failure_found.get("evidence"):
             typer.echo(

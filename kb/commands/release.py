@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         if existing is not None:
             raise KbError(f"{package} {version} is already recorded as {existing}; nothing written")
         entry = new_release(kb, package, version, when=when, url=url, notes=notes, author=current_author(kb.root))
-        written.report_written(entry, f"kb: recorded release {entry.id} in {entry.path}", json_)
+        written.report_written(entry, f"kb: recorded release {entry.id}", json_)
         # On stderr: stdout holds the new id (or its JSON), for scripts.
         made_due = due_by(ctx, entry.id)
         for item in made_due:
@@ -62,7 +62,7 @@ def due_by(ctx: typer.Context, release_id: str) -> list:
     """The decisions a newly recorded release makes due (those whose fired triggers point at it)."""
     from datetime import date
 
-    from kb.answers.decisions import due
+    from kb.answers.decisions import TriggerState, due, parse_trigger
     from kb.commands.common import synced
     from kb.entry import Entry
     from kb.index import answers
@@ -71,4 +71,10 @@ def due_by(ctx: typer.Context, release_id: str) -> list:
     kb, db = synced(ctx)
     with reading(db):
         decisions = [Entry.read(kb.entries_path / path) for path in answers.decision_paths(db)]
-        return [item for item in due(decisions, db, date.today()) if release_id in item.entries]
+        found = due(decisions, db, date.today())
+
+    def by_release(state: TriggerState) -> bool:
+        # A `when:` trigger names the releases its runs used too, but runs made it due, not this release.
+        return release_id in state.releases and parse_trigger(state.text).kind == "release"
+
+    return [item for item in found if any(by_release(state) for state in item.fired)]

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 if TYPE_CHECKING:
+    from kb.answers.decisions import Due, TriggerState
     from kb.entry import Entry
 
 
@@ -49,12 +50,13 @@ def register(app: typer.Typer) -> None:
             from kb.answers.decisions import review
             from kb.authors import current_author
             from kb.entry import utc_now
+            from kb.plain import with_path
 
             if not note:
                 raise KbError("--ack needs --note: say what was re-checked, e.g. --note 're-checked on 2.27.1'")
             kb = knowledge_base(ctx)
             entry = review(kb, ack, note=note, by=by or current_author(kb.root), when=utc_now())
-            typer.echo(f"kb: recorded a review of {entry.id} in {entry.path}", err=True)
+            typer.echo(with_path(f"kb: recorded a review of {entry.id}", entry.path), err=True)
             return
         if note or by:
             raise KbError("--note and --by go with --ack ID")
@@ -71,25 +73,39 @@ def register(app: typer.Typer) -> None:
                 f"kb: error: {where}: a decision kb cannot read ({what}); fix the file, then run again", err=True
             )
         if json_:
-            print_json(
-                [
-                    {"id": d.decision.id, "title": d.decision.title, "reasons": d.reasons, "entries": d.entries}
-                    for d in found
-                ]
-            )
+            print_json([{"id": d.decision.id, "title": d.decision.title, "reasons": d.reasons, "entries": d.entries,
+                         "why": [_why(state) for state in d.fired]} for d in found])  # fmt: skip
         elif not found:
             checked = sum(1 for d in decisions if (d.data.get("decision") or {}).get("status") in OPEN_STATUSES)
             typer.echo(f"No decision is due ({checked} decision{'s' if checked != 1 else ''} checked).")
         for item in [] if json_ else found:
-            typer.echo(f"{item.decision.id}  {item.decision.title}")
-            for reason in item.reasons:
-                typer.echo(f"  - {reason}")
-            if item.entries:
-                typer.echo(f"  look at: {', '.join(item.entries[:10])}" + (" ..." if len(item.entries) > 10 else ""))
+            typer.echo("\n".join(_due_lines(item)))
         if check and unreadable:
             raise typer.Exit(UNREADABLE)
         if check and found:
             raise typer.Exit(DUE)
+
+
+def _due_lines(item: Due) -> list[str]:
+    """A due decision, its reasons and the entries to look at, wrapped at 80 columns (ids never cut)."""
+    import textwrap
+
+    def wrapped(text: str, first: str) -> list[str]:
+        return textwrap.wrap(text, 80, initial_indent=first, subsequent_indent="    ", break_long_words=False,
+                             break_on_hyphens=False)  # fmt: skip
+
+    lines = [f"{item.decision.id}  {item.decision.title}"]
+    for reason in item.reasons:
+        lines += wrapped(reason, "  - ")
+    if item.entries:
+        lines += wrapped(", ".join(item.entries[:10]) + (" ..." if len(item.entries) > 10 else ""), "  look at: ")
+    return lines
+
+
+def _why(state: TriggerState) -> dict[str, Any]:
+    """One fired trigger for --json: its reason and the runs and releases behind it (the site links them)."""
+    return {"trigger": state.text, "reason": state.reason, "runs": state.runs, "releases": state.releases,
+            "comparison": state.comparison}  # fmt: skip
 
 
 def revisit_lines(ctx: typer.Context, decision: Entry) -> list[str]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from kb.progress import Progress
 
 BUILD_HELP = """Render every entry, listing, comparison, trend and decision into a static site (default: site/
 in the knowledge base). Only pages whose inputs changed are rewritten; the same entries give the same
@@ -36,13 +40,14 @@ def register(app: typer.Typer) -> None:
         from kb.website.build import build_site
 
         kb = knowledge_base(ctx)
-        with _progress() as progress:
+        with _Pages() as progress:
             report = build_site(
                 kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets
             )
         report_problems(report.problems)
-        typer.echo(f"Site: {report.summary()}")
-        typer.echo(f"Open {report.out / 'index.html'}; for search, run `kb site serve`.")
+        typer.echo(textwrap.fill(f"Site: {report.summary()}", width=80, subsequent_indent="  "))
+        typer.echo(f"Open {report.out / 'index.html'}")
+        typer.echo("For search, serve it: kb site serve")
 
     @site.command("serve", help=SERVE_HELP)
     def site_serve(
@@ -60,27 +65,19 @@ def register(app: typer.Typer) -> None:
         serve(knowledge_base(ctx), out, host=host, port=port, watch=watch, echo=typer.echo, settle=settle_orphan)
 
 
-def _progress():  # a bar on a terminal, nothing in a pipe
-    import contextlib
-    import sys
+class _Pages:
+    """The build's page count, shown by kb's one progress display (a bar on a terminal, a line every few seconds in a
+    pipe), started once the build knows how many pages it renders."""
 
-    if not sys.stderr.isatty():
-        return contextlib.nullcontext(None)
-    return _Bar()
-
-
-class _Bar:
-    def __enter__(self):
-        from rich.progress import Progress
-
-        self.bar = Progress(transient=True)
-        self.bar.start()
-        self.task = self.bar.add_task("Rendering pages", total=None)
+    def __enter__(self) -> Callable[[int, int], None]:
+        self.shown: Progress | None = None
         return self.update
 
     def update(self, done: int, total: int) -> None:
-        if done % 50 == 0 or done == total:
-            self.bar.update(self.task, completed=done, total=total)
+        if self.shown is None:
+            self.shown = Progress("Rendering", total, "pages").__enter__()
+        self.shown(done - self.shown.done)
 
     def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
+        if self.shown is not None:
+            self.shown.__exit__(*exc)

@@ -14,11 +14,13 @@ JSON = typer.Option(False, "--json", help="Print the new entry's id, short id, p
 
 
 def report_written(entry: Entry, sentence: str, json_: bool, *, stdout_free: bool = True) -> None:
-    """`sentence` on stderr; the id on stdout when stdout is kb's own (`stdout_free`), the JSON when asked."""
+    """`sentence` on stderr, then the entry's file on a line of its own (a path is as long as it is, the sentence
+    stays within 80 columns); the id on stdout when stdout is kb's own (`stdout_free`), the JSON when asked."""
     from kb.commands.envelope import print_json
     from kb.ids import short_id
+    from kb.plain import with_path
 
-    typer.echo(sentence, err=True)
+    typer.echo(with_path(sentence, entry.path), err=True)
     if json_:
         fields = {"id": entry.id, "short_id": short_id(entry.id), "path": str(entry.path), "kind": entry.kind}
         print_json({**fields, "status": entry.status})

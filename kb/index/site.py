@@ -135,3 +135,12 @@ def workload_entries(db: sqlite3.Connection) -> Iterator[tuple[str, str | None, 
             "AND workload IS NOT NULL ORDER BY recorded, id"
         )
     )
+
+
+def workload_packages(db: sqlite3.Connection, workload: str) -> list[tuple[str | None, str]]:
+    """(backend, package) of every package version the workload's runs and reports record."""
+    return db.execute(
+        "SELECT DISTINCT e.backend, v.package FROM entries e JOIN versions v INDEXED BY versions_entry "
+        f"ON v.entry_id = e.id WHERE e.workload = ? AND e.kind IN ({_KINDS}) ORDER BY 2, 1",
+        [workload],
+    ).fetchall()

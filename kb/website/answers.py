@@ -1,6 +1,6 @@
-"""The answers as the site shows them: the board (home and workload pages, comparisons index), each decision's evidence
-with its key figure and the release that made it due, and the decisions citing an entry. Plain data for
-the templates, links relative to the page's folder depth."""
+"""The answers as the site shows them: the board (home and workload pages, comparisons index), each decision's
+evidence with its key figure (a failed run or failed numerics said first), and the decisions citing an entry. Plain
+data for the templates, links relative to the page's folder depth."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def decision_evidence(db: sqlite3.Connection, ids: list[str], paths: dict[str, s
             found.append({"id": entry_id, "title": entry_id, "figure": "not in the knowledge base", "href": None})
             continue
         found.append({"id": entry_id, "title": entry.get("title") or entry_id, "figure": key_figure(entry),
-                      "href": paths.get(entry_id)})  # fmt: skip
+                      "failed": failed(entry), "href": paths.get(entry_id)})  # fmt: skip
     return found
 
 
@@ -119,6 +119,9 @@ def key_figure(entry: dict[str, Any]) -> str:
         return f"{coverage.get('passed', '?')} of {coverage.get('total', '?')} cases passed"
     headline = figures.headline(entry)
     text = figure_text(headline) if headline else ""
+    if figures.numerics(entry) == "failed":  # a figure that is wrong is no result: said before the figure
+        why = figures.nonfinite(entry)
+        text = "numerics failed" + (f" ({why})" if why else "") + (f", {text}" if text else "")
     status = entry.get("status")
     if status and status != "completed":
         failure = (entry.get("failure") or {}).get("class") if isinstance(entry.get("failure"), dict) else None
@@ -128,14 +131,10 @@ def key_figure(entry: dict[str, Any]) -> str:
     return text or "no figure"
 
 
-def fired_by(db: sqlite3.Connection, entry_ids: list[str], paths: dict[str, str]) -> list[dict[str, Any]]:
-    """The release entries among a due decision's entries: the releases that made it due."""
-    data = answers.front_matters(db, entry_ids)
-    return [
-        {"id": entry_id, "title": data[entry_id].get("title") or entry_id, "href": paths.get(entry_id)}
-        for entry_id in entry_ids
-        if (data.get(entry_id) or {}).get("kind") == "release"
-    ]
+def failed(entry: dict[str, Any]) -> bool:
+    """Whether an evidence entry is a run that did not complete, or whose numerics failed: marked wherever listed."""
+    status = entry.get("status")
+    return figures.numerics(entry) == "failed" or (bool(status) and status not in ("completed", "running"))
 
 
 def comparison_rows(comparison: Any) -> list[dict[str, Any]]:

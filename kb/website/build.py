@@ -103,9 +103,14 @@ def build_site(
             with reading(db):  # damage no sync reads: removed, for the next build to rebuild
                 today = today or date.today()
                 decisions = [Entry.read(kb.entries_path / path) for path in index_site.decision_paths(db)]
-                due = {item.decision.id: item for item in due_decisions(decisions, db, today)}
+                due, unreadable = {}, {}
+                for decision in decisions:  # one decision whose review file is unreadable never stops the build
+                    try:
+                        due |= {item.decision.id: item for item in due_decisions([decision], db, today)}
+                    except KbError as exc:
+                        unreadable[decision.id] = str(exc)
                 site = Site(kb, db)
-                pages = publish(site, Build(due, report.problems, base_url))
+                pages = publish(site, Build(due, report.problems, base_url, today, unreadable))
                 _write(kb, out, pages, partial(search_page, site), base_url, report, progress)
         finally:
             db.close()

@@ -35,7 +35,9 @@ def trend_svg(result: Trend, title: str, colours: dict[str | None, int]) -> Mark
     def y(value: float) -> float:
         return TOP + (high - value) / (high - low) * plot_h
 
-    parts = _frame(title, plot_h)
+    legend = _legend_places([series.group or "all" for series in result.series])
+    height = HEIGHT + legend[-1][1] if legend else HEIGHT
+    parts = _frame(title, plot_h, height)
     for tick in _ticks(low, high):
         parts.append(f'<line class="grid" x1="{LEFT}" y1="{y(tick):.1f}" x2="{WIDTH - RIGHT}" y2="{y(tick):.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.4g}</text>')
@@ -57,13 +59,30 @@ def trend_svg(result: Trend, title: str, colours: dict[str | None, int]) -> Mark
                 f'<circle class="dot {css}{flag}" cx="{x(point.version):.1f}" cy="{y(point.value):.1f}" r="4">'
                 f"<title>{escape(label)}</title></circle>"
             )
-        legend_x = LEFT + index * 120
-        parts.append(f'<rect class="{css}" x="{legend_x}" y="{HEIGHT - 20}" width="12" height="12"/>')
+        legend_x, below = legend[index]
+        parts.append(f'<rect class="{css}" x="{legend_x}" y="{HEIGHT - 20 + below}" width="12" height="12"/>')
         parts.append(
-            f'<text class="legend" x="{legend_x + 16}" y="{HEIGHT - 10}">{escape(series.group or "all")}</text>'
+            f'<text class="legend" x="{legend_x + 16}" y="{HEIGHT - 10 + below}">{escape(series.group or "all")}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+LEGEND_CHAR = 7  # wider than an average character of the legend's 11 px text: labels never meet
+LEGEND_ROW = 16
+
+
+def _legend_places(labels: list[str]) -> list[tuple[int, int]]:
+    """(x, how far below the first legend row) of each label's swatch: side by side while they fit the width,
+    then on the next row, so that long labels (`neuron · compiled · batch=8`) never print over each other."""
+    places, x, below = [], LEFT, 0
+    for label in labels:
+        width = 16 + LEGEND_CHAR * len(label) + 14
+        if x > LEFT and x + width > WIDTH - RIGHT:
+            x, below = LEFT, below + LEGEND_ROW
+        places.append((x, below))
+        x += width
+    return places
 
 
 def _versions(result: Trend) -> list[str]:
@@ -189,9 +208,9 @@ def _span(low: float, high: float) -> tuple[float, float]:
     return (min(low, 0) if 0 <= low < high * 0.5 else low), high  # from zero unless that flattens the line
 
 
-def _frame(title: str, plot_h: int) -> list[str]:
+def _frame(title: str, plot_h: int, height: int = HEIGHT) -> list[str]:
     return [
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" '
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}" '
         'xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
         f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - RIGHT}" y2="{TOP + plot_h}"/>',

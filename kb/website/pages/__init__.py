@@ -8,6 +8,7 @@ made after them (search.search_page).
 
 from __future__ import annotations
 
+from kb.website.pages.answer_pages import ChecklistPage, ExpectationsPage, RegressionsPage
 from kb.website.pages.base import Build, Page, Publisher, Site, digest, entry_page_path, facet_path, slug
 from kb.website.pages.compare import ComparePages
 from kb.website.pages.decisions import DecisionsPage
@@ -19,7 +20,8 @@ from kb.website.pages.search import search_page
 from kb.website.pages.trends import TrendPages
 
 PUBLISHERS: tuple[type[Publisher], ...] = (
-    EntryPages, HomePage, DecisionsPage, ListPages, ComparePages, TrendPages, NotFoundPage
+    EntryPages, HomePage, DecisionsPage, ListPages, ComparePages, TrendPages, ChecklistPage, RegressionsPage,
+    ExpectationsPage, NotFoundPage,
 )  # fmt: skip
 
 

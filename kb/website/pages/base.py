@@ -13,7 +13,8 @@ import re
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from typing import Any
 
@@ -57,11 +58,14 @@ class Page:
 
 @dataclass(frozen=True)
 class Build:
-    """What a build hands every publisher besides the index: decisions due, broken files, where it is served."""
+    """What a build hands every publisher besides the index: decisions due (or unreadable), broken files, where it
+    is served, and the day it was built for."""
 
     due: dict[str, Any]  # decision id -> its revisit state (kb.answers.decisions.due)
     problems: list[Problem]
     base_url: str
+    today: date = field(default_factory=date.today)  # the day the decisions' dates are checked against
+    unreadable: dict[str, str] = field(default_factory=dict)  # decision id -> why its reviews cannot be read
 
 
 def digest(*parts: Any) -> str:
@@ -130,9 +134,18 @@ class Site:
 
     @cached_property
     def failure_notes(self) -> dict[str, str]:
-        """Each failed entry's reason in one line, for the lists."""
+        """Each failed entry's reason in one line, for the lists; a completed run whose numerics failed says so,
+        since its status alone reads as a result."""
+        from kb.answers.figures import nonfinite, numerics
+        from kb.index.answers import board_entries
+
+        notes = {}
+        for row in board_entries(self.db):
+            if row["facts"] and numerics(row["facts"]) == "failed":
+                why = nonfinite(row["facts"])
+                notes[row["id"]] = "numerics failed" + (f": {why}" if why else "")
         rows = index_site.failure_texts(self.db)
-        return {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
+        return notes | {entry_id: note for entry_id, *texts in rows if (note := failure_note(*texts))}
 
     def compared_workloads(self) -> list[str]:
         return index_site.compared_workloads(self.db)

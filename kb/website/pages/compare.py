@@ -32,6 +32,7 @@ class ComparePages(Publisher):
 
     def _context(self, workload: str) -> dict[str, Any]:
         from kb.answers.compare import compare, newest_usable
+        from kb.answers.figures import numerics
 
         site = self.site
         # As kb compare picks them: never a failed, killed or running run beside the others, nor as the baseline.
@@ -43,4 +44,5 @@ class ComparePages(Publisher):
             "comparison": comparison,
             "rows": site_answers.comparison_rows(comparison) if comparison else [],
             "left_out": left_out,
+            "numerics_failed": [e.id for e in entries if numerics(e.data) == "failed"],  # its figures are no result
         }

@@ -17,6 +17,7 @@ from kb.index import site as index_site
 from kb.sections import IDENTITY, SECTIONS, flatten
 from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
+from kb.website.pages.answer_pages import shown_error
 from kb.website.pages.base import Build, Page, Publisher, digest, entry_page_path, facet_path, href
 from kb.website.search_text import search_text
 
@@ -90,8 +91,14 @@ class EntryPages(Publisher):
             "timing_rows": flatten({k: v for k, v in timings.items() if k not in PHASE_KEYS}),
             "failure": failure or None,
             "failure_rows": flatten({k: v for k, v in failure.items() if k not in ("class", "message", "explanation")}),
-            "decision_rows": flatten(data["decision"]) if data.get("decision") else [],
+            "decision_rows": flatten({k: v for k, v in data["decision"].items() if k != "reviews"})
+            if data.get("decision")
+            else [],
+            "reviews": _reviews(entry, str(self.site.kb.root)) if entry.kind == "decision" else None,
             "due": due_state,
+            "due_entries": [(i, href(paths[i], depth) if i in paths else None) for i in due_state.entries[:10]]
+            if due_state
+            else [],
             "sections": sections,
             "links": self._links(data.get("links") or {}, depth),
             "attachments": attachments,
@@ -110,6 +117,22 @@ class EntryPages(Publisher):
             targets = [targets] if isinstance(targets, str) else list(targets or [])
             found.append((role, [(t, href(paths[t], depth) if t in paths else None) for t in targets]))
         return found
+
+
+def _reviews(decision: Entry, root: str) -> dict[str, Any]:
+    """A decision's reviews, oldest first, each as date, reviewer and note; or the review file kb cannot read."""
+    from kb.errors import KbError
+    from kb.reviews import reviews_of
+
+    try:
+        found = reviews_of(decision)
+    except KbError as exc:  # a review file with git conflict markers, say: named within the knowledge base
+        return {"items": [], "unreadable": shown_error(exc, root)}
+    items = [
+        {"date": str(r.get("date") or r.get("time") or "")[:10], "by": r.get("by"), "note": r.get("note")}
+        for r in found
+    ]
+    return {"items": items, "unreadable": None}
 
 
 def _facts(entry: Entry) -> list[tuple[str, str, str | None]]:

@@ -65,7 +65,7 @@ class HomePage(Publisher):
             "due_count": len(due),
             "problems": problems[:PROBLEMS_SHOWN],
             "problem_count": len(problems),
-            "summary": [summary_row(row) for row in summary(result).rows],
+            "summary": [summary_row(row) for row in summary(result, site.db).rows],
             "floor": result.floor,
             "guessed": result.guessed,
             "attention": [(w, w["href"]) for w in workloads[:ATTENTION]],

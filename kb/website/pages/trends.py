@@ -1,4 +1,5 @@
-"""Trends: per workload, each metric across torch versions by backend and mode, as charts and tables."""
+"""Trends: per workload, each metric across the releases of torch and of each backend's own package its runs
+record (torch-neuronx, torch-xla, openvino ...), by backend and mode, as charts and tables."""
 
 from __future__ import annotations
 
@@ -31,19 +32,21 @@ class TrendPages(Publisher):
         from kb.website.charts import trend_svg
 
         db = self.site.db
+        names = index_site.trended_names(db, workload)
         results = []
-        for name in index_site.trended_names(db, workload):
-            try:
-                result = trend(db, name, workload, package="torch")
-            except KbError:
-                continue
-            if result.series:
-                results.append((name, result))
-        groups = sorted({s.group or "" for _, r in results for s in r.series})
+        for package in release_packages(index_site.workload_packages(db, workload)):
+            for name in names:
+                try:
+                    result = trend(db, name, workload, package=package)
+                except KbError:
+                    continue
+                if result.series:
+                    results.append((package, name, result))
+        groups = sorted({s.group or "" for *_, r in results for s in r.series})
         colours = {group or None: index for index, group in enumerate(groups)}
-        charts = []
-        for name, result in results:
-            title = f"{name} of {workload} across torch versions, by backend and mode ({result.better} is better)"
+        sections: dict[str, list[dict[str, Any]]] = {}
+        for package, name, result in results:
+            title = f"{name} of {workload} across {package} versions, by backend and mode ({result.better} is better)"
             series = [
                 {
                     "group": s.group or "all",
@@ -51,5 +54,21 @@ class TrendPages(Publisher):
                 }
                 for s in result.series
             ]
-            charts.append({"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series})
-        return {"workload": workload, "charts": charts}
+            chart = {"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series}
+            sections.setdefault(package, []).append(chart)
+        return {"workload": workload, "sections": list(sections.items())}
+
+
+def release_packages(recorded: list[tuple[str | None, str]]) -> list[str]:
+    """The packages whose releases a workload's trends follow: torch, and each backend's own package, the first of
+    its packages its runs record (torch-neuronx for neuron, torch-xla for xla, openvino ...), as the board and
+    `kb board --regressions` take a backend's release."""
+    from kb.answers.board import BACKEND_PACKAGES
+
+    by_backend: dict[str, set[str]] = {}
+    for backend, package in recorded:
+        by_backend.setdefault(backend or "", set()).add(package)
+    own = set()
+    for backend, packages in by_backend.items():
+        own |= {next((p for p in BACKEND_PACKAGES.get(backend, (backend,)) if p in packages), "torch")}
+    return ["torch", *sorted(own - {"torch"})]

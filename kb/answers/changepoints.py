@@ -1,0 +1,226 @@
+"""Where a series of runs changed across releases: E-Divisive means with a t-test, as Apache Otava (formerly
+Hunter) locates performance changes.
+
+The method (Fleming et al., "Hunter: Using Change Point Detection to Hunt for Performance Regressions", ICPE 2023,
+https://doi.org/10.1145/3578244.3583719, built on Matteson and James, "A Nonparametric Approach for Multiple
+Change Point Analysis of Multivariate Data", https://doi.org/10.48550/arXiv.1306.4933):
+
+1. Split: within each stretch between the change points found so far, the candidate is the split tau, with the
+   end kappa of its right-hand side, that maximises the energy statistic Q(tau, kappa) (how far apart the two
+   sides' distributions are, against the spread within each); it is kept while a two-sided t-test between the
+   two sides E-Divisive found (start to tau, tau to kappa) is significant (p below ten times the final threshold:
+   these are the "weak" change points). Otava tests start to tau against tau to the stretch's end and finds
+   local changes by sliding windows of 50 points over a long series of one point per commit; kb's series are
+   tens of runs, where that test would let a change the next release undid hide the change itself.
+2. Merge: the weakest change point (highest p, or below the significance threshold the smallest relative change)
+   is dropped while its p is not below the threshold or its change is within the practical floor, and its
+   neighbours are tested again against their new stretches.
+
+kb's series are the runs of one program (workload, backend, mode, shapes, device count, how it was timed) ordered
+by release and then by time, and a change can only fall between two releases: runs of one release are repeats.
+Each change point left is then judged by kb's one verdict rule (kb.answers.verdict: the bootstrap interval of the
+ratio of medians against the floor) between the runs of the stretches on either side; only a verdict of faster
+or slower is a change.
+
+Runs left out: any that did not complete (a failed run has no figure; what stopped working is
+kb.answers.regressions' job), runs on a busy machine, reported figures, and launch times (nothing waited for the
+device) are a series of their own, never compared with times the device was waited for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kb.answers import figures, verdict
+from kb.index.query import version_key
+
+MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely under "no change"
+FIRST_PASS = 10  # the split step keeps candidates at ten times the threshold, as Otava does
+
+
+@dataclass
+class Run:
+    """One completed run's figure in a series."""
+
+    id: str
+    release: str  # of the backend's package, local labels folded
+    recorded: str
+    value: float
+
+
+@dataclass
+class Change:
+    """Where a series changed: the last release before the change and the first after it, by how much."""
+
+    workload: str
+    series: str  # backend · mode, and whatever else makes it another program
+    figure: str
+    package: str
+    last_good: str  # the last release before the change
+    first_bad: str  # the first release after it (for an improvement, the first better one)
+    verdict: str  # faster or slower (kb.answers.verdict)
+    change: float  # of the median after against the median before, as a fraction
+    pvalue: float  # of the t-test between the two stretches
+    comparison: dict[str, Any]  # kb.answers.verdict.Verdict: ratio, interval, n, floor
+    before: list[str] = field(default_factory=list)  # the runs of the stretch before, oldest first
+    after: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...], list[Run]]:
+    """The series of one workload and backend's evidence rows (kb.index.answers.workload_evidence, any order):
+    key -> runs in release order, then time order. The key: (series label, figure, higher is better)."""
+    found: dict[tuple[Any, ...], list[Run]] = {}
+    for row in rows:
+        data = row["data"]
+        if row["kind"] != "run" or row["status"] != "completed" or row["source"] == "reported" or figures.busy(data):
+            continue
+        release, figure = release_in(data, package), figures.headline(data)
+        if release is None or figure is None:
+            continue
+        key = (_label(row, data), figure.name, figure.name in figures.THROUGHPUT)
+        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
+    for runs in found.values():
+        runs.sort(key=lambda run: (version_key(run.release), run.recorded, run.id))
+    return found
+
+
+def release_in(data: dict[str, Any], package: str) -> str | None:
+    """The release of `package` a run used (local labels folded), None where it names none."""
+    from kb.index.rows import normalise_package
+
+    for name, version in (data.get("versions") or {}).items():
+        if normalise_package(str(name)) == package:
+            return figures.release_of(str(version))
+    return None
+
+
+def _label(row: dict[str, Any], data: dict[str, Any]) -> str:
+    parts = [row["backend"] or "?", *([row["mode"]] if row["mode"] else [])]
+    count = figures.devices(data)
+    if count > 1:
+        parts.append(f"{count} devices")
+    shapes = figures.shapes(data)
+    parts += [f"{name}={shapes[name]}" for name in sorted(shapes) if name not in figures.DEVICE_SETTINGS]
+    if figures.launch_times(data):
+        parts.append("launch times")
+    return " · ".join(parts)
+
+
+def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: float = verdict.FLOOR) -> list[Change]:
+    """Every change beyond the floor in the series of one workload's runs on one backend package."""
+    found = []
+    for (label, figure, higher), runs in sorted(series_of(rows, package).items()):
+        values = [run.value for run in runs]
+        boundaries = [i for i in range(1, len(runs)) if runs[i].release != runs[i - 1].release]
+        points = locate(values, boundaries, floor=floor)
+        edges = [0, *points, len(runs)]
+        for start, point, stop in zip(edges, edges[1:], edges[2:], strict=False):
+            before, after = runs[start:point], runs[point:stop]
+            judged = verdict.judge([r.value for r in before], [r.value for r in after], higher_is_better=higher,
+                                   floor=floor)  # fmt: skip
+            if judged.verdict not in ("faster", "slower"):
+                continue
+            old, new = statistics.median(r.value for r in before), statistics.median(r.value for r in after)
+            found.append(Change(
+                workload, label, figure, package, before[-1].release, after[0].release, judged.verdict,
+                round((new - old) / abs(old), 4) if old else 0.0, _test(values[start:point], values[point:stop]),
+                judged.as_dict(), [r.id for r in before], [r.id for r in after],
+            ))  # fmt: skip
+    return found
+
+
+def locate(
+    values: list[float], boundaries: list[int], *, floor: float = 0.0, max_pvalue: float = MAX_PVALUE
+) -> list[int]:
+    """The indices where the series changes (each the first value after a change), chosen among `boundaries`:
+    the split step, then the merge step (module docstring)."""
+    if len(boundaries) == 0 or len(values) < 3:
+        return []
+    import numpy as np
+
+    series = np.asarray(values, dtype=float)
+    distances = np.abs(series[:, None] - series[None, :])
+    prefix = np.zeros((len(series) + 1, len(series) + 1))
+    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    allowed = np.asarray(boundaries)
+    points: list[int] = []
+    while True:  # split: the best candidate of all stretches, while significant at the first-pass threshold
+        edges = [0, *points, len(series)]
+        best = None
+        for start, stop in itertools.pairwise(edges):
+            found = _candidate(prefix, start, stop, allowed)
+            if found is not None and (best is None or found[2] > best[2]):
+                best = (start, *found)
+        if best is None:
+            break
+        start, point, end, _ = best
+        if not _test(values[start:point], values[point:end]) < max_pvalue * FIRST_PASS:
+            break
+        points = sorted([*points, point])
+    while points:  # merge: drop the weakest until every one left is significant and beyond the floor
+        edges = [0, *points, len(series)]
+        stats = [(_test(values[a:p], values[p:b]), _magnitude(values[a:p], values[p:b]))
+                 for a, p, b in zip(edges, edges[1:], edges[2:], strict=False)]  # fmt: skip
+        weakest = max(range(len(points)), key=lambda i: stats[i][0])
+        if stats[weakest][0] < max_pvalue:
+            weakest = min(range(len(points)), key=lambda i: stats[i][1])
+            if stats[weakest][1] > floor:
+                break
+        del points[weakest]
+    return points
+
+
+def _candidate(prefix: Any, start: int, stop: int, allowed: Any) -> tuple[int, int, float] | None:
+    """(tau, kappa, Q): the split tau of values[start:stop] among the allowed ones, and the end kappa of its
+    right-hand side, that maximise Q(tau, kappa) (Matteson and James' energy statistic, from the prefix sums of
+    the distances)."""
+    import numpy as np
+
+    taus = allowed[(allowed > start) & (allowed < stop)]
+    if taus.size == 0:
+        return None
+    tau, kappa = np.meshgrid(taus, np.arange(start + 1, stop + 1), indexing="ij")
+    valid = kappa > tau
+
+    def block(a: Any, b: Any, c: Any, d: Any) -> Any:  # the sum of distances[a:b, c:d]
+        return prefix[b, d] - prefix[a, d] - prefix[b, c] + prefix[a, c]
+
+    n, m = tau - start, kappa - tau
+    between = block(start, tau, tau, kappa)
+    within_left = block(start, tau, start, tau) / 2
+    within_right = block(tau, kappa, tau, kappa) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left = np.where(n > 1, 2 * m * within_left / ((m + n) * (n - 1)), 0.0)
+        right = np.where(m > 1, 2 * n * within_right / ((m + n) * (m - 1)), 0.0)
+        q = np.where(valid, 2 * between / (m + n) - left - right, -np.inf)
+    i, j = np.unravel_index(np.argmax(q), q.shape)
+    return int(tau[i, j]), int(kappa[i, j]), float(q[i, j])
+
+
+def _test(left: list[float], right: list[float]) -> float:
+    """The two-sided t-test's p between two stretches (1 where it cannot say: a side of one run and no spread)."""
+    import warnings
+
+    from scipy import stats
+
+    if len(left) + len(right) <= 2:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant sides: scipy warns and answers p=0 or NaN, read below
+        p = float(stats.ttest_ind(left, right).pvalue)
+    return p if math.isfinite(p) else 1.0
+
+
+def _magnitude(left: list[float], right: list[float]) -> float:
+    """The larger relative change of the means, either way round (Otava's magnitude)."""
+    a, b = statistics.fmean(left), statistics.fmean(right)
+    if not a or not b:
+        return 0.0
+    return max(abs(b / a - 1), abs(a / b - 1))
