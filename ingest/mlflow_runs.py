@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from kb.errors import KbError
 METRICS_KEPT = 200  # per run; a run logging more keeps the first by name and says how many were left out
 ARTIFACTS_LISTED = 1_000
 PAGE = 1_000
+IMPORT_TIMEOUT_S = 1800.0  # the whole import: a slow server answering many small requests cannot make it hours
 REQUEST_TIMEOUT_S = 30.0  # a tracking server's answer to one request; MLflow's own is 120 s, tried 8 times
 REQUEST_TRIES = 2
 STATUS = {"FINISHED": "completed", "FAILED": "failed", "KILLED": "killed", "RUNNING": "running"}
@@ -44,6 +46,27 @@ class MlflowRun:
     imported: Imported | None  # None when it could not be read, or was imported before
     problem: str | None = None
     already: bool = False
+
+
+class TimeUp(Exception):
+    """The import's time bound passed."""
+
+
+@dataclass
+class Deadline:
+    """When the whole import must end: looked at before each request to the store, each of which a server has
+    at most REQUEST_TIMEOUT_S (and no more than the whole bound) to answer."""
+
+    seconds: float
+    ends: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(seconds, time.monotonic() + seconds)
+
+    def check(self) -> None:
+        if time.monotonic() >= self.ends:
+            raise TimeUp()
 
 
 def open_client(store: str, workdir: Path, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
@@ -113,9 +136,16 @@ def _local_folder(uri: str | None) -> Path | None:
 
 
 def iter_runs(
-    client: Any, store: str, experiments: list[str], skip: set[str], workdir: Path, artifacts: Artifacts
+    client: Any,
+    store: str,
+    experiments: list[str],
+    skip: set[str],
+    workdir: Path,
+    artifacts: Artifacts,
+    deadline: Deadline,
 ) -> Iterator[MlflowRun]:
-    """Every run of the store (or of the named experiments): read, or with its problem, or `already` (in skip)."""
+    """Every run of the store (or of the named experiments): read, or with its problem, or `already` (in skip).
+    Raises TimeUp when the deadline passes, after the runs read whole before it."""
     from mlflow.entities import ViewType
 
     try:
@@ -134,6 +164,7 @@ def iter_runs(
     for experiment in chosen:
         token = None
         while True:
+            deadline.check()
             try:
                 page = client.search_runs(
                     [experiment.experiment_id], run_view_type=ViewType.ALL, max_results=PAGE, page_token=token
@@ -150,8 +181,10 @@ def iter_runs(
                 folder = workdir / run.info.run_id
                 folder.mkdir()
                 try:
-                    imported, problem = _read_run(client, run, experiment, store, folder, artifacts)
+                    imported, problem = _read_run(client, run, experiment, store, folder, artifacts, deadline)
                     yield MlflowRun(run.info.run_id, label, imported, problem)
+                except TimeUp:
+                    raise
                 except Exception as problem:
                     yield MlflowRun(run.info.run_id, label, None, _short(problem))
             token = page.token
@@ -167,16 +200,29 @@ def import_mlflow(
     workdir: Path,
     copy_artifacts: bool = False,
     artifacts_from: tuple[Path, ...] = (),
-    timeout_s: float = REQUEST_TIMEOUT_S,
+    timeout_s: float = IMPORT_TIMEOUT_S,
 ) -> Any:
-    """Every run of the store not imported yet, as an entry; see create_each for what a bad run does."""
+    """Every run of the store not imported yet, as an entry; see create_each for what a bad run does. Past
+    `timeout_s` the runs read whole are imported and the rest reported, for the same command to import later."""
     from ingest.batch_import import create_each
 
     own = store_folder(store)
     roots = (*((own,) if own else ()), *(folder.resolve() for folder in artifacts_from))
-    client = open_client(store, workdir, timeout_s)
+    client = open_client(store, workdir, min(REQUEST_TIMEOUT_S, timeout_s))
+    deadline = Deadline.after(timeout_s)  # from the first request: loading MLflow takes seconds of its own
     skip = imported_run_ids(kb.iter_entries([]))
-    runs = list(iter_runs(client, store, experiments, skip, workdir, Artifacts(roots, copy_artifacts)))
+    runs: list[MlflowRun] = []
+    try:
+        for run in iter_runs(client, store, experiments, skip, workdir, Artifacts(roots, copy_artifacts), deadline):
+            runs.append(run)
+    except TimeUp:
+        read = sum(run.imported is not None for run in runs)
+        why = (
+            f"stopped after {timeout_s:g} s, the bound --timeout sets for the whole import, with {read} new "
+            f"run{'s' if read != 1 else ''} read; run the same command again to import the rest (runs imported "
+            "are skipped), or give a longer --timeout"
+        )
+        runs.append(MlflowRun("", store, None, why))
     fresh = ((run.label, run.imported, run.problem) for run in runs if not run.already)
     outcome = create_each(kb, fresh, info, "kb ingest mlflow")
     outcome.already = sum(run.already for run in runs)
@@ -193,7 +239,7 @@ def imported_run_ids(entries: Iterator[Any]) -> set[str]:
 
 
 def _read_run(
-    client: Any, run: Any, experiment: Any, store: str, folder: Path, allowed: Artifacts
+    client: Any, run: Any, experiment: Any, store: str, folder: Path, allowed: Artifacts, deadline: Deadline
 ) -> tuple[Imported, str | None]:
     """The run as an import, and a problem to report beside it (artifacts it may not read), or None."""
     info, data = run.info, run.data
@@ -207,6 +253,7 @@ def _read_run(
         notes.append(f"The run logged {len(keys)} metrics; the first {METRICS_KEPT} by name are imported.")
     names = metric_names(keys[:METRICS_KEPT])  # distinct: `val.loss` and `val_loss` keep a curve each
     for key in keys[:METRICS_KEPT]:
+        deadline.check()
         history = sorted(client.get_metric_history(info.run_id, key), key=lambda m: (m.step, m.timestamp))
         last = history[-1] if history else None
         kb_name = names[key]
@@ -227,11 +274,12 @@ def _read_run(
         notes.append(f"The run's artifacts are not read: {why}.")
         problem = f"its artifacts are not read: {why}" if allowed.copy else None  # asked for and not done
     else:
-        artifacts = _artifacts(client, info.run_id)
+        artifacts = _artifacts(client, info.run_id, deadline)
     if allowed.copy and artifacts:
         if local is not None:  # read here, so that a link in it is not followed and only regular files travel
             files += _local_files(local, ARTIFACTS_LISTED)
         else:
+            deadline.check()
             fetched = Path(client.download_artifacts(info.run_id, "", str(folder / "artifacts")))
             files += _local_files(fetched, ARTIFACTS_LISTED)
     fields: dict[str, Any] = {
@@ -277,11 +325,12 @@ def _local_files(folder: Path, most: int) -> list[tuple[Path, str]]:
     return found
 
 
-def _artifacts(client: Any, run_id: str) -> list[dict[str, Any]]:
+def _artifacts(client: Any, run_id: str, deadline: Deadline) -> list[dict[str, Any]]:
     """The run's artifact files, walked breadth first, at most ARTIFACTS_LISTED."""
     found: list[dict[str, Any]] = []
     folders = [None]
     while folders and len(found) < ARTIFACTS_LISTED:
+        deadline.check()
         for item in client.list_artifacts(run_id, folders.pop(0)):
             if item.is_dir:
                 folders.append(item.path)

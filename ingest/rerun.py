@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ingest import environment
 from ingest.describe import RunInfo
@@ -53,7 +54,8 @@ def check(kb: KnowledgeBase, ref: str) -> tuple[Entry, list[str], Path, list[str
     return original, argv, folder, warnings
 
 
-def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
+def rerun(kb: KnowledgeBase, ref: str, stdout: BinaryIO | None = None) -> Rerun:
+    """Run the original's command again and record it; its output goes to `stdout` (kb's own by default)."""
     original, argv, folder, warnings = check(kb, ref)
     data = original.data
     info = RunInfo(
@@ -67,4 +69,4 @@ def rerun(kb: KnowledgeBase, ref: str) -> Rerun:
         signed_by=current_author(kb.root),
     )
     # Nobody stated these today: what the run says now (its settings, the threads it had) replaces them.
-    return Rerun(original, record_command(kb, list(argv), info, cwd=folder, given=[]), warnings)
+    return Rerun(original, record_command(kb, list(argv), info, cwd=folder, stdout=stdout, given=[]), warnings)

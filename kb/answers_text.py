@@ -297,7 +297,8 @@ def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
     else:
         bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
     if outcome.actual is not None:
-        actual = f"now {outcome.actual:g}" + (f" (median of {outcome.n} runs)" if outcome.n > 1 else "")
+        pooled = f" (median of {outcome.n} runs, {outcome.noise:.0%} apart)" if outcome.n > 1 else ""
+        actual = f"now {outcome.actual:g}{pooled}" + (f"; {outcome.left_out} left out" if outcome.left_out else "")
     else:
         actual = outcome.reason or "no evidence"
     return where, bound, actual
@@ -308,28 +309,49 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
     and the verdict on it (the flag and the number from the same figure); long lines wrap."""
     from kb.humanize import field
 
-    lines = [f"{result.metric} of {workload} across {result.package} versions ({result.better} is better)"]
-    lines += textwrap.wrap(f"each release against the one before: n runs a side, floor {result.floor:.0%}", WIDTH)
+    whole = {"width": WIDTH, "break_long_words": False, "break_on_hyphens": False}  # a version is never cut
+    head = f"{result.metric} of {workload} across {result.package} versions ({result.better} is better)"
+    lines = textwrap.wrap(head, **whole)
+    said = f"changes located across releases, each judged on the runs either side: floor {result.floor:.0%}"
+    lines += textwrap.wrap(said, **whole)
+    if result.busy:
+        lines += textwrap.wrap(
+            f"({result.busy} run{'s' if result.busy > 1 else ''} on a busy machine left out)", **whole
+        )
     for series in result.series:
-        lines += ["", f"{series.group or 'all'}  {series.sparkline()}"]
+        lines += ["", *textwrap.wrap(f"{series.group or 'all'}  {series.sparkline()}", **whole)]
         for point in series.points:
-            change = "" if point.change is None else f"  {point.change:+.1%} vs {point.previous}"
-            flag = f"  {point.flag.upper()}" if point.flag else f"  ({point.note})" if point.note else ""
+            change = "" if point.change is None else f"{point.change:+.1%} vs {point.previous}"
+            flag = point.flag.upper() if point.flag else f"({point.note})" if point.note else ""
             said = f"  {point.version:<12} {field(result.metric, point.value):>12}  n={point.count:<3} {point.last}"
-            lines += textwrap.wrap(said + change + flag, WIDTH, subsequent_indent="      ")
+            lines += _phrases([said, change, flag], "      ")
             if point.flag and point.comparison:
                 from kb.answers.verdict import Verdict
 
-                lines += textwrap.wrap(Verdict(**point.comparison).text(), WIDTH, initial_indent="      ",
-                                       subsequent_indent="        ")  # fmt: skip
+                lines += textwrap.wrap(Verdict(**point.comparison).text(), initial_indent="      ",
+                                       subsequent_indent="        ", **whole)  # fmt: skip
             builds = [label for label in point.labels if label != point.version]
             if builds:
-                lines += textwrap.wrap(f"builds: {', '.join(builds)}", WIDTH, initial_indent="    ")
+                lines += textwrap.wrap(f"builds: {', '.join(builds)}", initial_indent="    ", **whole)
     if result.skipped:
         plural = "ies" if result.skipped > 1 else "y"
         lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]
     if result.unfinished:
         lines.append(f"({result.unfinished} run{'s' if result.unfinished > 1 else ''} that did not complete left out)")
+    return lines
+
+
+def _phrases(phrases: list[str], indent: str) -> list[str]:
+    """Phrases joined two spaces apart on lines of WIDTH, a phrase moved whole to the next line where it does not fit
+    (a release and its change are never cut apart); a phrase longer than a line is wrapped at its spaces."""
+    lines: list[str] = []
+    for phrase in filter(None, phrases):
+        joined = f"{lines[-1]}  {phrase}" if lines else phrase
+        if len(joined) <= WIDTH:
+            lines[-1:] = [joined]
+        else:
+            lines += textwrap.wrap(phrase, WIDTH, initial_indent=indent, subsequent_indent=indent,
+                                   break_long_words=False, break_on_hyphens=False)  # fmt: skip
     return lines
 
 

@@ -16,8 +16,8 @@ Masking errs towards hiding: a harmless value next to a secret-looking name is m
 look-alikes that evidence needs (commit hashes, digests, UUIDs, versions, `TOKENIZERS_PARALLELISM=false`,
 `num_tokens: 4096`, state-dict keys, Inductor's `"key": "f..."` cache keys) are kept. Every pattern is linear in
 the text's length, and each is tried only where it can match (a context shape on a line holding its fixed text, a
-token where a run of 16 token characters is, an assignment where a secret word is): 3 to 7 MB of log a second,
-0.3 MB where every line holds a URL.
+token where a run of 16 token characters is, an assignment where a secret word is): 10 to 15 MB of log a second
+of CPU time, 3.5 MB where every line holds a URL, 4 MB on one endless line (`python -m bench.redact`).
 """
 
 from __future__ import annotations
@@ -68,55 +68,85 @@ _PEM = re.compile(
 # before its password option, and the password.
 _PROGRAM = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 _BEFORE = r"\b[^\n|;&]{0,200}?[ \t]"
-_ARGUMENT = r"[^\s'\"]+"
+_ARGUMENT = r"(?:[^\s'\"\\]|\\(?![nrt]))+"  # to a blank, a quote or an escaped line break (JSON's `\n`)
 # An argument: a quoted string (its quotes escaped too, as in JSON) or a run without quotes, after an `=`
 # (`-p"X"`, `-p='X'`, `-p\"X\"`, `-pX`): a mask never stops at a quote, nor runs past the string the argument is
 # in (`name="... -pX"`).
-_SHELL_WORD = r"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\"]+)"
+_SHELL_WORD = rf"=?(?:\\\"[^\"\r\n]*?\\\"|\"[^\"\r\n]*\"|'[^'\r\n]*'|{_ARGUMENT})"
 
-# Credentials recognisable by their shape. Each starts where no word goes on before it, so every
+# Credentials recognisable by their shape and the fixed texts (lower case) every match of each holds: a line is
+# searched for a shape only where it holds one of them. Each starts where no word goes on before it, so every
 # start is tried once. The groups named in _KEPT are context, kept in front of the mask.
-_CONTEXT_SHAPES = (
+_CONTEXT_ALTERNATIVES: tuple[tuple[tuple[str, ...], str], ...] = (
     # scheme://user:password@host, the password up to the host's @ (it may hold @ itself)
-    r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#\"'<>\[\]]*[^\s/?#@\"'<>\[\]](?=@[^\s/?#@\"'<>\[\]]*(?:[/?#\s\"'<>]|$))"
+    (
+        ("://",),
+        r"(?P<url>://[^\s:/?#@\"'<>\[\]]*:)[^\s/?#\"'<>\[\]]*[^\s/?#@\"'<>\[\]](?=@[^\s/?#@\"'<>\[\]]*(?:[/?#\s\"'<>]|$))",
+    ),
     # scheme://token@host: a user name of 20 letters and digits, with both in it, is a token
-    r"|(?P<userinfo>://)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}(?=@)"
+    (("://",), r"(?P<userinfo>://)(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}(?=@)"),
     # a password given on a command line: mysql -pX, docker login -p X, sshpass -p X, curl -u user:X
-    rf"|(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=\S)(?!assword)"
-    rf"{_SHELL_WORD}"
+    (
+        ("mysql", "mariadb"),
+        rf"(?P<cli>{_PROGRAM}(?:mysql(?:dump|admin|sh|import)?|mariadb(?:-dump)?){_BEFORE}-p)(?=\S)(?!assword)"
+        rf"{_SHELL_WORD}",
+    ),
     # positional passwords: Oracle's `user/PASSWORD@db`; the secret after an account or key id (`b2 authorize-account
     # ID KEY`, `mc alias set NAME URL ACCESS SECRET`, `htpasswd -b FILE USER PASSWORD`); a token as a command's argument
-    rf"|(?P<oracle>{_PROGRAM}(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-\S+)*[ \t]+['\"]?[A-Za-z0-9_$#.]+/)"
-    r"[^\s@'\"/]+"
-    rf"|(?P<after_id>{_PROGRAM}(?:b2[ \t]+authorize[-_]account|twilio[ \t]+login|htpasswd[ \t]+-\S*b\S*[ \t]+\S+"
-    rf"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)[ \t]+\S+[ \t]+){_SHELL_WORD}"
-    rf"|(?P<token_arg>{_PROGRAM}(?:ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken|vault[ \t]+login(?:[ \t]+-\S+)*"
-    rf"|(?:aws|gcloud|az)[ \t]+configure?[ \t]+set[ \t]+\S*(?i:secret|token|key|password)\S*)[ \t]+)(?!-){_SHELL_WORD}"
-    rf"|(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
-    rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}"
-    rf"|(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"
-    rf"|(?P<cli_w>{_PROGRAM}ldap(?:search|modify|add|delete|whoami|passwd){_BEFORE}-w[ \t]*['\"]?){_ARGUMENT}"
-    rf"|(?P<cli_a>{_PROGRAM}redis-cli{_BEFORE}(?:-a|--pass)[ \t]*['\"]?){_ARGUMENT}"
-    rf"|(?P<cli_smb>{_PROGRAM}smbclient{_BEFORE}(?:-U|--user)[ \t]*['\"]?[^\s%'\"]+%){_ARGUMENT}"
-    rf"|(?P<cli_user>{_PROGRAM}(?:curl|wget|http){_BEFORE}(?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:){_ARGUMENT}"
-    rf"|(?P<cli_pass>-pass(?:in|out)?[ \t]+pass:){_ARGUMENT}"  # openssl
-    rf"|(?P<wandb>{_PROGRAM}wandb[ \t]+login[ \t]+(?:--relogin[ \t]+)?)[0-9a-f]{{40}}\b"
+    (
+        ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl"),
+        rf"(?P<oracle>{_PROGRAM}(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-\S+)*[ \t]+['\"]?[A-Za-z0-9_$#.]+/)"
+        r"[^\s@'\"/]+",
+    ),
+    (
+        ("authorize", "twilio", "htpasswd", "alias", "config"),
+        rf"(?P<after_id>{_PROGRAM}(?:b2[ \t]+authorize[-_]account|twilio[ \t]+login|htpasswd[ \t]+-\S*b\S*[ \t]+\S+"
+        rf"|mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+)[ \t]+\S+[ \t]+){_SHELL_WORD}",
+    ),
+    (
+        ("authtoken", "vault", "config"),
+        rf"(?P<token_arg>{_PROGRAM}(?:ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken|vault[ \t]+login(?:[ \t]+-\S+)*"
+        rf"|(?:aws|gcloud|az)[ \t]+configure?[ \t]+set[ \t]+\S*(?i:secret|token|key|password)\S*)[ \t]+)(?!-)"
+        rf"{_SHELL_WORD}",
+    ),
+    (
+        ("login", "sshpass", "twine"),
+        rf"(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
+        rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}",
+    ),
+    (("sqlcmd", "bcp", "osql"), rf"(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"),
+    (
+        ("ldap",),
+        rf"(?P<cli_w>{_PROGRAM}ldap(?:search|modify|add|delete|whoami|passwd){_BEFORE}-w[ \t]*['\"]?){_ARGUMENT}",
+    ),
+    (("redis-cli",), rf"(?P<cli_a>{_PROGRAM}redis-cli{_BEFORE}(?:-a|--pass)[ \t]*['\"]?){_ARGUMENT}"),
+    (
+        ("smbclient",),
+        rf"(?P<cli_smb>{_PROGRAM}smbclient{_BEFORE}(?:-U|--user)[ \t]*['\"]?[^\s%'\"]+%){_ARGUMENT}",
+    ),
+    (
+        ("curl", "wget", "http"),
+        rf"(?P<cli_user>{_PROGRAM}(?:curl|wget|http){_BEFORE}(?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:){_ARGUMENT}",
+    ),
+    (("-pass",), rf"(?P<cli_pass>-pass(?:in|out)?[ \t]+pass:){_ARGUMENT}"),  # openssl
+    (("wandb",), rf"(?P<wandb>{_PROGRAM}wandb[ \t]+login[ \t]+(?:--relogin[ \t]+)?)[0-9a-f]{{40}}\b"),
     # .netrc: `machine h login u password X`, or `password X` alone on its line
     # (the password ends at a quote or backslash too: inside a JSON string those end it, or escape a line break)
-    r"|(?P<netrc>\blogin[ \t]+\S+[ \t]+password[ \t]+)[^\s\"\\]+"
-    r"|(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)[^\s\"\\]+(?=[ \t]*(?m:$))"
+    (("password",), r"(?P<netrc>\blogin[ \t]+\S+[ \t]+password[ \t]+)[^\s\"\\]+"),
+    (("password",), r"(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)[^\s\"\\]+(?=[ \t]*(?m:$))"),
     # webhooks whose path is the secret
-    r"|(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
-    r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+"
-    r"|(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"
+    (
+        ("discord", "hooks.zapier.com", "webhook.office.com", "maker.ifttt.com", "chat.googleapis.com"),
+        r"(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
+        r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+",
+    ),
+    (("/hooks/",), r"(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"),
 )
-# A name joins words with hyphens (`run-7-ghp_...`): after one, only the prefixes whose token holds no hyphen
-# may start, so that a run of hyphenated parts is not tried at each of its hyphens.
-_AFTER_HYPHEN = r"(?<=-)(?=(?:gh[pousr]|github_pat|hf|npm|gsk|fw|glc|glsa|figd|r8)_)"
+_CONTEXT_SHAPES = "|".join(pattern for _, pattern in _CONTEXT_ALTERNATIVES)
 # Tokens recognisable by their shape alone. Each starts where no word goes on before it; every one is a run of
 # 16 token characters or more, or holds a fixed text of _HINTS.
-_TOKEN_SHAPES = (
-    rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})(?:"
+_TOKEN_BODY = (
+    r"(?:"
     r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|hf_(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{30,}"  # Hugging Face; the capital spares `hf_` identifiers
     r"|gh[pousr]_[A-Za-z0-9]{36,}"  # GitHub classic tokens
@@ -179,6 +209,7 @@ _TOKEN_SHAPES = (
     r"|ewoJImF1dGhzIjog[A-Za-z0-9+/=]{16,}|ewogICJhdXRocyI6[A-Za-z0-9+/=]{16,}"  # the same, indented
     r")"
 )
+_TOKEN_SHAPES = rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])){_TOKEN_BODY}"
 _SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
@@ -188,19 +219,19 @@ def shapes() -> re.Pattern[str]:
     return re.compile(_SHAPES)
 
 
-# What every match of _CONTEXT_SHAPES holds, and every match of _TOKEN_SHAPES that is not a run of 16 token
-# characters or more (_run_lines finds the lines of those), compared in lower case: a line holding neither is not
-# searched, since the shapes cost 1 to 10 microseconds a character and most lines of a log hold neither; a line
-# holding only a run is searched for tokens where one can start. A shape added above needs its text here
-# (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot tokens have no fixed text:
-# _SHAPELESS finds their middle part.
-_HINTS = (
-    "://", "mysql", "mariadb", "login", "sshpass", "twine", "sqlcmd", "bcp", "osql", "ldap", "redis-cli", "smbclient",
-    "curl", "wget", "http", "-pass", "wandb", "password", "discord", "hooks.zapier.com", "webhook.office.com",
-    "maker.ifttt.com", "chat.googleapis.com", "/hooks/", "hooks.slack.com/", "eyj", "xox", "xapp-", "q~", "sk", "-us",
-    "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "authorize", "twilio", "htpasswd", "alias", "config",
-    "authtoken", "vault",
-)  # fmt: skip
+# What every match of _TOKEN_SHAPES that is not a run of 16 token characters or more holds (_run_lines finds the
+# lines of those), compared in lower case, beside the context shapes' own (_CONTEXT_ALTERNATIVES): a line holding
+# none is not searched, since the shapes cost 1 to 10 microseconds a character and most lines of a log hold none; a
+# line holding only a run is searched for tokens where one can start; a line holding a context shape's text is
+# searched for that shape and the tokens only (one pattern of all shapes costs ten times more a character). A shape
+# added needs its text here (tests/test_redact_hints.py checks each against samples of its shape). Discord's bot
+# tokens have no fixed text: _SHAPELESS finds their middle part.
+_TOKEN_HINTS = ("hooks.slack.com/", "eyj", "xox", "xapp-", "q~", "sk", "-us")
+_HINTS = (*dict.fromkeys(hint for hints, _ in _CONTEXT_ALTERNATIVES for hint in hints), *_TOKEN_HINTS)
+# hint -> the context shapes (their indices in _CONTEXT_ALTERNATIVES) a line holding it is searched for
+_HINTED_SHAPES = {
+    hint: frozenset(at for at, (hints, _) in enumerate(_CONTEXT_ALTERNATIVES) if hint in hints) for hint in _HINTS
+}
 _SHAPELESS = re.compile(r"\.[A-Za-z0-9_-]{6}\.")
 # The letters that a case-insensitive pattern matches and lower() does not make: the long s is s, the dotless i
 # and the dotted capital I are i (which lowers to two characters). The Kelvin sign lowers to k.
@@ -348,7 +379,7 @@ _RUN_NEEDLE = "a" * 16
 # keys, `"k"` of a symmetric one).
 _LONG_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<secret>v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)?)"
-    r'|"(?:d|p|q|dp|dq|qi|k)"[ \t]*:[ \t]*"(?P<jwk>[A-Za-z0-9_-]{40,})"'
+    r'|\\?"(?:d|p|q|dp|dq|qi|k)\\?"[ \t]*:[ \t]*\\?"(?P<jwk>[A-Za-z0-9_-]{40,})\\?"'  # also inside a JSON string
 )
 
 
@@ -357,8 +388,9 @@ def mask_found(text: str) -> str:
     spans: list[tuple[int, int]] = []
     for start, end in _line_runs(_run_lines(text)):
         piece = text[start:end]
-        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece)
-        found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
+        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece) + _after_hyphens(piece)
+        if '"' in piece or ".local." in piece or ".public." in piece:  # what every match of _LONG_SHAPES holds
+            found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
         spans += [(start + a, start + b) for a, b in found]
     if not spans:
         return text
@@ -371,6 +403,34 @@ def mask_found(text: str) -> str:
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+@functools.cache
+def _token_body() -> re.Pattern[str]:
+    return re.compile(_TOKEN_BODY)
+
+
+_HYPHEN_START = re.compile(r"-[A-Za-z0-9]")  # a literal first: searched for as fast as str.find
+_HYPHEN_WINDOW = 512  # a token after a hyphen is looked for this far first: a long run of hyphens stays linear
+
+
+def _after_hyphens(text: str) -> list[tuple[int, int]]:
+    """Spans of kb's token shapes that start after a hyphen, inside a name (`run-7-ghp_...`, `job-sk-ant-...`)."""
+    found: list[tuple[int, int]] = []
+    done = 0
+    for start in _HYPHEN_START.finditer(text):
+        at = start.start() + 1
+        if at < done:
+            continue
+        window = min(at + _HYPHEN_WINDOW, len(text))
+        match = _token_body().match(text, at, window)
+        if match and match.end() == window:  # a token as long as the window (a JWT): the whole of it
+            match = _token_body().match(text, at)
+        if match:
+            kept = match["hook"] or match["bearer"] or ""
+            found.append((at + len(kept), match.end()))
+            done = match.end()
+    return found
 
 
 def _gitleaks():
@@ -393,26 +453,63 @@ _SNAKE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+){3,}")
 
 def tokens(text: str) -> list[tuple[int, int]]:
     """Spans of machine-made tokens that no rule knows: a word and `-` or `_` in front of 20 or more characters of
-    high entropy (`napi_...`, `tskey-auth-...`), and a long random part of a URL's path (`/bot/<token>/send`).
-    Kept as evidence: hashes and UUIDs (hex whatever their prefix), parts made of words and numbers
-    (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such (`sha256-...`)."""
+    high entropy (`napi_...`, `tskey-auth-...`), hex after a short prefix and `_` (`sbp_<hex>`), and a long random
+    part of a URL's path (`/bot/<token>/send`). Kept as evidence: hashes and UUIDs (hex after a word or `-`), parts
+    made of words and numbers (`triton_poi_fused_add_0`, `run-20260101_120000-3kx9q2ab`), digests named as such
+    (`sha256-...`)."""
     found = []
     for match in _TOKEN_RUN.finditer(text):
         word = match[0]
         prefix, _, rest = word.replace("-", "_").partition("_")
-        prefixed = len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha()
-        if (
-            prefixed
-            and prefix.lower() not in _DIGEST_NAMES
-            and not _SNAKE_NAME.fullmatch(rest)
-            and _random_part(rest, 16, 3.5)
+        prefixed = (
+            len(rest) >= 20 and 1 <= len(prefix) <= 16 and prefix[0].isalpha() and prefix.lower() not in _DIGEST_NAMES
+        )
+        if prefixed and (
+            (not _SNAKE_NAME.fullmatch(rest) and _random_part(rest, 16, 3.5)) or _short_prefix_hex(word, prefix, rest)
         ):
             found.append(match.span())
             continue
         start = match.start()
-        if start and text[start - 1] == "/" and _in_url(text, start) and _random_part(word, 24, 4.0, mixed_case=True):
+        if start and text[start - 1] == "/" and _in_url(text, start) and _random_segment(word):
             found.append(match.span())
     return found
+
+
+# Words that name what a hex value after them is a hash of, in names evidence keeps (`run_<hex>`, `ckpt_<sha>`).
+_HASH_OWNERS = frozenset({"run", "job", "id", "ids", "hash", "ckpt", "step", "node", "rank", "task", "seed",
+                          "uuid", "cache", "image", "build", "model", "trace", "graph", "file", "blob",
+                          "tree"})  # fmt: skip
+
+
+def _short_prefix_hex(word: str, prefix: str, rest: str) -> bool:
+    """Hex after a short prefix of letters and `_` (`sbp_<40 hex>`, `sk_<48 hex>`): how vendors mark a token; a
+    hash is named by a longer word or joined by `-` (`docker-<id>.scope`, `commit_<sha>`, `run-<hex>`)."""
+    return (
+        word[len(prefix)] == "_"
+        and 2 <= len(prefix) <= 5
+        and prefix.isalpha()
+        and prefix.lower() not in _HASH_OWNERS
+        and re.fullmatch(r"[0-9a-f]{32,}|[0-9A-F]{32,}", rest) is not None
+        and shannon(rest) >= 3.0
+    )
+
+
+def _random_segment(segment: str) -> bool:
+    """Whether a URL path segment is random base64url: its `-` and `_` are characters of the token, not joins
+    between words (`1RKQGzG-1ev_I8_TI8O-...`, unlike `models--meta-llama--Llama-3-8B`)."""
+    parts = re.split(r"[-_]", segment)
+    if _random_part(segment, 24, 4.0, mixed_case=True):
+        return True
+    if all(part.isalpha() or part.isdigit() or len(part) <= 3 for part in parts):
+        return False
+    joined = "".join(parts)
+    return (
+        len(joined) >= 24
+        and not joined.islower()
+        and not joined.isupper()
+        and any(c.isdigit() for c in joined)
+        and shannon(joined) >= 4.0
+    )
 
 
 def _random_part(text: str, length: int, entropy: float, mixed_case: bool = False) -> bool:
@@ -444,7 +541,7 @@ def _mask_shapes(text: str) -> str:
     hinted = _hinted_lines(text, lowered)
     runs = {start: end for start, end in _run_lines(text).items() if start not in hinted}
     marked = {start: (end, _mask_tokens_on_line) for start, end in runs.items()}
-    masked = _on_lines(text, marked | {start: (end, _mask_shapes_on_line) for start, end in hinted.items()})
+    masked = _on_lines(text, marked | {start: (end, _shapes_masker(shown)) for start, (end, shown) in hinted.items()})
     # The masks are ASCII and each character lowers to one: the masked text's lower case lines up with it too.
     return _mask_assignments(masked, _starts(masked, masked.translate(_FOLDS).lower()))
 
@@ -470,8 +567,12 @@ def _lowered(text: str) -> str | None:
     return lowered if len(lowered) == len(text) else None
 
 
-def _mask_shapes_on_line(line: str) -> str:
-    return shapes().sub(_mask_shape, line)
+@functools.cache
+def _shapes_masker(context: frozenset[int]) -> Callable[[str], str]:
+    """What masks a line with the context shapes `context` (indices in _CONTEXT_ALTERNATIVES) and every token shape,
+    in the order _SHAPES has them, so that a line gets what _SHAPES would give it."""
+    pattern = re.compile("|".join([*(_CONTEXT_ALTERNATIVES[at][1] for at in sorted(context)), _TOKEN_SHAPES]))
+    return functools.partial(pattern.sub, _mask_shape)
 
 
 @functools.cache
@@ -479,19 +580,31 @@ def _token_shapes() -> re.Pattern[str]:
     return re.compile(_TOKEN_SHAPES)
 
 
-# Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it.
-_TOKEN_START = re.compile(rf"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt])|{_AFTER_HYPHEN})[A-Za-z0-9]")
+# Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it (the start of a run
+# of word characters), or after an escaped line break. Runs are found whole: a lookbehind tried at every character
+# costs ten times more.
+_WORD_RUN = re.compile(r"[A-Za-z0-9_-]+")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _token_starts(line: str) -> Iterator[int]:
+    for run in _WORD_RUN.finditer(line):
+        at = run.start()
+        if line[at] in _ALNUM:
+            yield at
+        if at and line[at - 1] == "\\" and line[at] in "nrt" and at + 1 < run.end() and line[at + 1] in _ALNUM:
+            yield at + 1
 
 
 def _mask_tokens_on_line(line: str) -> str:
-    """What _mask_shapes_on_line gives on a line holding no hint (only the token shapes can match there), trying
+    """What _shapes_masker gives on a line holding no hint (only the token shapes can match there), trying
     them only where a token can start: a line of one long run is tried once, not at each of its characters."""
     out: list[str] = []
     done = 0
-    for start in _TOKEN_START.finditer(line):
-        if start.start() < done:
+    for start in _token_starts(line):
+        if start < done:
             continue
-        match = _token_shapes().match(line, start.start())
+        match = _token_shapes().match(line, start)
         if match:
             kept = match["hook"] or match["bearer"] or ""
             out += (line[done : match.start()], kept + MASK)
@@ -500,19 +613,21 @@ def _mask_tokens_on_line(line: str) -> str:
     return "".join(out)
 
 
-def _hinted_lines(text: str, lowered: str) -> dict[int, int]:
-    """start -> end (after its newline) of each line holding one of _HINTS or what _SHAPELESS finds."""
-    lines: dict[int, int] = {}
+def _hinted_lines(text: str, lowered: str) -> dict[int, tuple[int, frozenset[int]]]:
+    """start -> (end after its newline, the context shapes its hints call for) of each line holding one of _HINTS or
+    what _SHAPELESS finds."""
+    lines: dict[int, tuple[int, frozenset[int]]] = {}
     for hint in _HINTS:
         at = lowered.find(hint)
         while at >= 0:
             start, end = _line_around(text, at, at + len(hint))
-            lines[start] = end
+            known = lines.get(start)
+            lines[start] = (end, known[1] | _HINTED_SHAPES[hint] if known else _HINTED_SHAPES[hint])
             at = lowered.find(hint, end)
     found = _SHAPELESS.search(text)
     while found:  # once a line (every match on a long line looking for its ends would be quadratic)
         start, end = _line_around(text, found.start(), found.end())
-        lines[start] = end
+        lines.setdefault(start, (end, frozenset()))
         found = _SHAPELESS.search(text, end)
     return lines
 
@@ -592,13 +707,14 @@ _KEPT = ("hook", "bearer", "userinfo", "cli", "cli_login", "cli_upper", "cli_w",
 
 
 def _mask_shape(match: re.Match[str]) -> str:
-    if match["url"]:  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
-        user = match["url"][3:-1]
-        return f"://{MASK}:{MASK}" if token_like(user) else shapes().sub(_mask_shape, match["url"]) + MASK
-    if match["userinfo"] and not token_like(match[0][3:]):
+    groups = match.groupdict()  # a line's pattern holds only the shapes its hints call for
+    if groups.get("url"):  # the user name can be a token too: `https://<token>:x-oauth-basic@github.com`
+        user = groups["url"][3:-1]
+        return f"://{MASK}:{MASK}" if token_like(user) else shapes().sub(_mask_shape, groups["url"]) + MASK
+    if groups.get("userinfo") and not token_like(match[0][3:]):
         return match[0]  # a long user name of words and numbers: `jenkins_build_agent_2026`
-    kept = next((group for group in _KEPT if match[group]), None)
-    return (match[kept] if kept else "") + MASK
+    kept = next((group for group in _KEPT if groups.get(group)), None)
+    return (groups[kept] if kept else "") + MASK
 
 
 def _mask_assignments(text: str, starts: Iterable[int]) -> str:
@@ -682,7 +798,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
 
 
 # What follows an HTTP auth scheme: a list of parameters (`username="u", response="..."`) or one token (RFC 9110).
-_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|[^\s,"]*)'
+_AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|\\"(?:[^"\\\r\n]|\\[^"\r\n])*\\"|[^\s,"\\]*)'
 _AUTH_CREDENTIALS = re.compile(rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*")
 
 

@@ -4,7 +4,8 @@ Layout:
     kb.toml                 settings; its presence marks the root
     entries/<id>.md         one entry: YAML front matter + Markdown body (the truth)
     entries/<id>/           that entry's attachments (logs, diffs, traces, the run folder)
-    .kb/                    derived caches, ignored by git and safe to delete
+    .kb/                    derived caches, ignored by git and safe to delete (where there is none and none can be
+                            made, a folder of the user's in the temporary folder: see `borrowed_cache`)
 Entries may be moved into sub-folders of entries/ by hand; every scan looks at the whole tree.
 """
 
@@ -30,6 +31,21 @@ ATTACHMENT_NAME_MAX = 128
 NAME_MAX = 200  # bytes: the temporary file written beside a file adds about 30 to its name, and 255 is the limit
 TEXT_SNIFF = 8192
 REDACT_BLOCK = 1 << 20
+
+
+def borrowed_cache(root: Path) -> Path:
+    """Where the caches of a knowledge base that has no `.kb/` and cannot be written (a fresh clone on a read-only
+    mount) are kept: a folder named by its path in one of the user's own (0700) in the temporary folder, so that
+    every reading command answers from an index built there."""
+    import getpass
+    import hashlib
+    import tempfile
+
+    mine = Path(tempfile.gettempdir()) / f"kb-{getpass.getuser()}"
+    mine.mkdir(mode=0o700, exist_ok=True)
+    if mine.is_symlink() or mine.stat().st_uid != os.getuid() or stat.S_IMODE(mine.stat().st_mode) & 0o077:
+        raise KbError(f"{root} cannot be written and {mine}, where kb would index it, is not yours alone; remove it")
+    return mine / f"{root.name}-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}"
 
 
 def _scan_enters(folder: os.DirEntry, files: set[str]) -> bool:
@@ -106,9 +122,15 @@ class KnowledgeBase:
     def entries_path(self) -> Path:
         return self.root / ENTRIES
 
-    @property
+    @cached_property
     def cache_path(self) -> Path:
-        return self.root / CACHE
+        own = self.root / CACHE
+        return own if own.is_dir() or os.access(self.root, os.W_OK) else borrowed_cache(self.root)
+
+    @property
+    def cache_borrowed(self) -> bool:
+        """Whether the caches are kept outside the knowledge base, which has no `.kb/` and cannot be written."""
+        return self.cache_path != self.root / CACHE
 
     @cached_property
     def config(self) -> Config:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,37 @@ def test_the_persistent_compile_cache_says_whether_it_was_empty(kb: KnowledgeBas
     # The first run found no cache (torch_xla makes the folder); only the second could find it populated.
     assert sorted(state["state"] for state in states) == ["absent", "populated"]
     assert all(state["path"] == str(cache) and state["read_only"] is False for state in states)
+
+
+def test_reading_back_an_unsynced_logged_value_is_not_the_runs_compile(kb: KnowledgeBase) -> None:
+    """A value logged after the last step has a graph nothing ran: kb reads it after the run's own figures are
+    taken, and what that costs is kept apart, never in the run's CompileTime or compile_s."""
+    ran = run_script("logged", 4)
+    said = dict(re.findall(r"(own_compiles|own_compile_s|pending)=(\S+)", ran.stdout))
+    data = only_entry(kb).data
+    xla = data["backend_evidence"]["xla_metrics"]
+    assert xla["run"]["CompileTime"] == int(said["own_compiles"])
+    assert abs(data["timings"]["compile_s"] - float(said["own_compile_s"])) < 1e-5
+    assert xla["kb_readback"]["CompileTime"] >= 1  # the graph kb could not avoid, on its own account
+    assert abs(data["metrics"]["pending"]["value"] - float(said["pending"])) < 1e-5
+    assert data["metrics"]["loss"]["step"] == 3  # the synced values, read as before
+
+
+def test_a_flush_leaves_a_pending_lazy_tensor_for_later_and_runs_no_graph() -> None:
+    """The stream reads back logged values as the run goes: never one whose graph has not run."""
+    import torch
+    import torch_xla
+    import torch_xla.debug.metrics as met
+
+    from ingest.pytorch.instrument import _unread
+
+    device = torch_xla.device()
+    ready = torch.randn(4, 4, device=device).sum()
+    torch_xla.sync()
+    pending = ready * 2
+    before = met.metric_data("CompileTime")
+    assert _unread([1.0, ready, pending, ready], 0) == 2
+    assert _unread([1.0, ready], 0) == 2
+    assert met.metric_data("CompileTime") == before  # asking ran nothing
+    torch_xla.sync()  # the run's own sync: now it has data
+    assert _unread([1.0, ready, pending, ready], 2) == 4

@@ -110,3 +110,34 @@ def test_a_read_only_knowledge_base_changed_since_its_index_answers_from_it_and_
     assert "may be stale" in result.stderr and "Traceback" not in result.stderr
     rebuilt = _run_read_only(kb, prefix, "index", "--rebuild")
     assert rebuilt.returncode == 1 and "make" in rebuilt.stderr and "writable" in rebuilt.stderr, rebuilt.stderr
+
+
+def test_a_read_only_clone_without_its_index_folder_answers_from_an_index_built_elsewhere(
+    kb: KnowledgeBase, answers: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.rmtree(kb.cache_path)  # a fresh clone: `.kb/` is never committed
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    prefix = _mounted_read_only(kb.root)
+    if prefix is None:
+        if os.geteuid() == 0:
+            pytest.skip("no mount namespace to be had here, and root writes whatever the modes say")
+        subprocess.run(["chmod", "-R", "a-w", str(kb.root)], check=True)
+    try:
+        for args in READERS:
+            result = _run_read_only(kb, prefix, "--kb", str(kb.root), *args)
+            assert result.returncode == answers[args].returncode, (args, result.stderr)
+            if args != ("index",):  # it builds the index anew here: its counts differ
+                assert result.stdout == answers[args].stdout, args
+            assert "Read-only" not in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+            if args[0] not in ("show", "index"):  # the commands that read the index say where it is
+                assert f"kb: {kb.root} has no .kb folder and cannot be written: indexed in {temporary}" in (
+                    result.stderr
+                ), (args, result.stderr)
+    finally:
+        if prefix is None:
+            subprocess.run(["chmod", "-R", "u+w", str(kb.root)], check=True)
+    assert not (kb.root / ".kb").exists()
+    (borrowed,) = (temporary / next(temporary.iterdir()).name).iterdir()
+    assert (borrowed / "index.db").is_file() and oct(borrowed.parent.stat().st_mode & 0o777) == "0o700"

@@ -52,6 +52,7 @@ ELSEWHERE = {
     "ingest profile": "test_ingest_profile.py",
     "ingest compile-trace": "test_ingest_compile_trace.py",
     "export": "test_export.py",
+    "rerun": "test_rerun_json.py",
 }
 
 

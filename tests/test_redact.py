@@ -5,6 +5,7 @@ Every secret below is fake and assembled from pieces, so that no secret scanner 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -342,3 +343,52 @@ def test_pieces_of_a_one_line_file_are_masked_as_the_whole() -> None:
 )
 def test_kernel_names_of_a_profile_are_kept(name: str) -> None:
     assert redact_text(f"| `{name}` | 43.5 | 1528 |") == f"| `{name}` | 43.5 | 1528 |"
+
+
+@pytest.mark.parametrize("token", [OPENAI, ANTHROPIC, SLACK_BOT, "xai-" + "Qw3Er4Ty5Ui6" * 6])
+@pytest.mark.parametrize("name", ["run-7-{}", "job-{}-retry", "ckpt-step-{}.pt"])
+def test_a_token_after_any_hyphenated_word_is_masked(name: str, token: str) -> None:
+    masked = redact_text(f"saved {name.format(token)}")
+    assert token[8:24] not in masked and MASK in masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "supabase login sbp_" + "9f3e1b7c2d4a6e8f0b1c3d5e7f9a2b4c6d8e0f1a",
+        "key sk_" + "1f30de08383a3bf9abddb466658d944fcdd6307a9e977208",
+        "POST https://api.chat.example/bot/" + "1RKQGzG-1ev_I8_TI8O-8bHdEYN4eTLF9SNv_13th6VNUr" + "/send",
+    ],
+    ids=["hex-after-prefix", "hex-after-sk", "dash-split-url-part"],
+)
+def test_hex_after_a_vendor_prefix_and_a_dash_split_url_part_are_masked(text: str) -> None:
+    assert MASK in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker-" + "3f" * 32 + ".scope",
+        "loaded run_" + "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
+        "at git_" + "8cde5ca8380496c9a6cc7ef3a8b46a0372a1d920",
+        "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/model-00001-of-00004.safetensors",
+    ],
+)
+def test_hashes_named_by_a_word_and_model_paths_are_kept(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ('step 1\nAuthorization: Digest username="u", response="b5c67ab88393e0527ef134dc2d19375b"', "b5c67ab88393e"),
+        ('{"kty":"RSA","d":"' + "yE1gH5frhctbPJXiRO0w" * 4 + '"}', "yE1gH5frhctbPJXiRO0w"),
+        ("b2 authorize-account 0051a2b3 K005abcDEF12\nmc alias set s https://s3 AKIAID WBzSgBMbW8lefn2q", "WBzSgBMbW8"),
+        ("aws configure set aws_secret_access_key Xq9Lm3\nngrok config add-authtoken 44PFmE7P0445ea9Tm", "44PFmE7P04"),
+    ],
+    ids=["digest-params", "jwk-member", "argument-then-mc", "argument-then-ngrok"],
+)
+def test_a_credential_inside_a_json_string_is_masked(text: str, secret: str) -> None:
+    """JSON escapes the quotes and line breaks: a parameter's `\\"` and a value's end at `\\n` are the text's own."""
+    inside = json.dumps({"message": text})
+    assert secret not in redact_text(inside) and secret not in redact_text(text)

@@ -100,6 +100,13 @@ SHAPES = _alternatives(redact._SHAPES)
 CONTEXT = _alternatives(redact._CONTEXT_SHAPES)
 CHOICES = sorted({choice for alternative in SHAPES for choice in _expansions(alternative)})
 CONTEXT_CHOICES = {choice for alternative in CONTEXT for choice in _expansions(alternative)}
+# Each context shape's choices, with the hints a line is searched for that shape by.
+OWN_HINTS = sorted(
+    (choice, hints)
+    for hints, pattern in redact._CONTEXT_ALTERNATIVES
+    for alternative in _alternatives(pattern)
+    for choice in _expansions(alternative)
+)
 
 
 def _hinted(text: str, runs: bool = True) -> bool:
@@ -131,6 +138,16 @@ def test_every_credential_of_the_corpus_is_masked_as_a_search_everywhere_masks_i
     for secret in SECRETS:
         assert redact._mask_shapes(secret.text) == redact._mask_everywhere(secret.text), secret.id
         assert secret.probe not in redact.redact_text(secret.text), secret.id
+
+
+@pytest.mark.parametrize(("choice", "hints"), OWN_HINTS)
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_match_of_a_context_shape_holds_one_of_its_own_hints(
+    choice: str, hints: tuple[str, ...], data: st.DataObject
+) -> None:
+    sample = data.draw(st.from_regex(choice, fullmatch=True)).translate(redact._FOLDS).lower()
+    assert any(hint in sample for hint in hints), f"no hint of {hints} in {sample!r}, a match of {choice}"
 
 
 def test_the_folds_cover_every_letter_a_case_insensitive_pattern_matches() -> None:

@@ -102,3 +102,14 @@ def test_a_release_the_next_one_undid_is_located_with_its_own_runs(kb: Knowledge
     (slow,) = slowdowns()
     assert (slow["last_good"], slow["first_bad"]) == ("2.8.0", "2.9.0")
     assert (slow["comparison"]["n_base"], slow["comparison"]["n"]) == (3, 3) and len(slow["after"]) == 3
+
+
+def test_launch_times_are_never_judged_even_against_launch_times(kb: KnowledgeBase) -> None:
+    # How long work took to queue says nothing of how long it ran: kb trend never ranks it, nor does the board.
+    launch = {"timings": {"device_sync": "none: launch times"}}
+    runs(kb, {"2.8.0": [0.100, 0.1002, 0.0999], "2.9.0": [0.100, 0.1001, 0.0998],
+              "2.10.0": [0.300, 0.301, 0.299], "2.11.0": [0.300, 0.302, 0.299]}, **launch)  # fmt: skip
+    assert slowdowns() == []
+    trend = json_data(run_kb("trend", "step_s", "--workload", "lm", "--package", "torch-neuronx", "--json").stdout)
+    points = [point for series in trend["series"] for point in series["points"]]
+    assert len(points) == 4 and not any(point.get("flag") for point in points)

@@ -1,6 +1,6 @@
 """Names are a channel too: ids and file names made from titles, attachment and curve file names, run-folder file
 and folder names, tags, setting keys, backend and mode names, and the site pages made from them. Every credential
-of the held-out half that masking finds in text is planted in them; none reaches a name or a byte. A file that
+of the independent corpus that masking finds in text is planted in them; none reaches a name or a byte. A file that
 cannot be masked where it is (a name of 236 to 255 bytes) is kept masked under a short name, and the run's own
 outcome stands."""
 
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 from conftest import run_kb
-from data.secrets_corpus_independent import HELD_OUT_SECRETS
-from test_secrets_held_out import KNOWN_LEAKS
+from data.secrets_corpus_independent import SECRETS as CORPUS
+from test_secrets_held_out import TUNING_LEAKS
 
 from kb.entry import Entry
 from kb.ids import new_id
 from kb.redact import MASK, redact_text
 from kb.store import KnowledgeBase, masked_name, safe_name
 
-ONE_LINE = [s for s in HELD_OUT_SECRETS if s.id not in KNOWN_LEAKS and "\n" not in s.text and "/" not in s.value]
+ONE_LINE = [s for s in CORPUS if s.id not in TUNING_LEAKS and "\n" not in s.text and "/" not in s.value]
 NAMEABLE = [s for s in ONE_LINE if MASK in redact_text(s.value)]  # recognisable without the words around it
 
 

@@ -77,7 +77,7 @@ def test_the_regressions_in_chromium(served: tuple, browser: Browser, width: int
                          f"{b['after']}: {b['failure']}" for b in found["breakages"]]  # fmt: skip
         slow = said(tab, "section.slowdowns h3")
         assert slow == [f"{s['workload']} {s['figure']} on {s['series']}: {s['package']} {s['last_good']} → "
-                        f"{s['version']} {s['change']:+.1%}" for s in found["slowdowns"]]  # fmt: skip
+                        f"{s['first_bad']} {s['change']:+.1%}" for s in found["slowdowns"]]  # fmt: skip
         first_bad = found["breakages"][0]["failed_entry"]
         tab.page.locator("section.breakages a", has_text=first_bad).click()
         expect(tab.page).to_have_url(re.compile(rf"entries/{first_bad}\.html$"))

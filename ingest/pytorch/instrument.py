@@ -54,6 +54,9 @@ RANK_TIMEOUT_S = 60.0
 FD2_LOG = "fd2.log"  # file descriptor 2 while the run ran, where a backend logs its fallbacks only there
 PACKAGES = "packages.txt"  # every installed distribution, attached: the entry's versions keep the configured ones
 SIGNIFICANT = 6
+# What reading back the run's unsynced lazy tensors cost on XLA, after the run's own figures were taken: kb's, kept
+# apart from the run's compile time and counters.
+KB_READBACK = "kb_readback"
 
 
 class CompileTimeout(Exception):
@@ -409,15 +412,16 @@ class Run:
             (self.tokens_per_step, self.samples_per_step), self.world_size,
         )  # fmt: skip
 
-    def _flush(self, now: float) -> None:
-        """Into the run folder: the steps and values since the last flush, and this rank's summary so far."""
+    def _flush(self, now: float, final: bool = False) -> None:
+        """Into the run folder: the steps and values since the last flush, and this rank's summary so far. Before
+        the end (`final`), a logged lazy tensor still waiting for its graph waits here too (_unread)."""
         try:
-            self._flush_stream(now)
+            self._flush_stream(now, final)
         except Exception as exc:  # a value that cannot be read back, say: the stream stops, the run goes on
             self._stream.failed = f"{type(exc).__name__}: {exc}"
             self._flush_due = float("inf")
 
-    def _flush_stream(self, now: float) -> None:
+    def _flush_stream(self, now: float, final: bool) -> None:
         timed = now >= self._flush_due  # else a full buffer of steps: the summary waits for its time
         start, end = self._flushed, len(self._times)
         lines = []
@@ -429,10 +433,11 @@ class Run:
         self._pending.clear()
         for name, (at, values) in self._logs.items():
             done = self._streamed.get(name, 0)
-            if done < len(values):
-                read = _values(values[done:])
-                lines.append(json.dumps({"log": name, "steps": at[done:], "values": read}, default=str) + "\n")
-                self._streamed[name] = len(values)
+            until = len(values) if final else _unread(values, done)
+            if done < until:
+                read = _values(values[done:until])
+                lines.append(json.dumps({"log": name, "steps": at[done:until], "values": read}, default=str) + "\n")
+                self._streamed[name] = until
         self._stream.write(lines, self._times[start:end], self._ends[start:end])
         self._flushed = end
         if timed:
@@ -460,12 +465,16 @@ class Run:
 
     def _finish(self, status: str) -> None:
         ended = datetime.now(timezone.utc)
-        self._flush(time.perf_counter())
+        # The run's own evidence is taken first: reading back what it logged and never synced runs that value's
+        # graph (a compile and an execution on XLA), which is kb's doing, not the run's; it is kept apart.
+        compile_section = self._compile.stop()
+        fallback_watch = self._fallbacks.stop()
+        xla_end = xla_metrics.snapshot()
+        self._flush(time.perf_counter(), final=True)
+        readback = xla_metrics.delta(xla_end, xla_metrics.snapshot()) if xla_end is not None else {}
         self._stream.close()
         if self._stream.failed:
             self._notes.append(f"The step stream stopped ({self._stream.failed}): a kill would have lost the steps.")
-        compile_section = self._compile.stop()
-        fallback_watch = self._fallbacks.stop()
         sections: dict[str, Any] = {}
         timings = self._timings()
         later = [index for index in sorted(self._compiled) if index >= self.warmup_steps]
@@ -513,9 +522,13 @@ class Run:
             if warning:
                 self._notes.append(warning)
         evidence: dict[str, Any] = {}
-        xla_run = xla_metrics.delta(self._xla_start, xla_metrics.snapshot())
-        if xla_run or self._xla_phases:
-            evidence["xla_metrics"] = {"run": xla_run, **self._xla_phases}
+        xla_run = xla_metrics.delta(self._xla_start, xla_end)
+        if xla_run or self._xla_phases or readback:
+            evidence["xla_metrics"] = {
+                "run": xla_run,
+                **self._xla_phases,
+                **({KB_READBACK: readback} if readback else {}),
+            }
         if "CompileTime_s" in xla_run:
             # XLA compiles the graphs itself (lazily, or behind torch.compile's openxla backend, where Dynamo's
             # own time is the smaller part): the backend's count is the run's compile time.
@@ -651,6 +664,36 @@ def _reachable_knowledge_base() -> Any:
 
 def _raise_terminated(signum: int, frame: Any) -> None:
     raise RunTerminated("SIGTERM")
+
+
+def _unread(values: list[Any], start: int) -> int:
+    """How far from `start` the logged values can be read back now: up to the first lazy tensor whose graph has
+    not run (the run logged it and has not synced since). Reading it would run that graph, on kb's account and in
+    the middle of the run; the run's next sync runs it as part of the run's own graph, or the end reads it once
+    the run's own figures are taken."""
+    if "_XLAC" not in sys.modules:  # no lazy tensors without torch_xla: nothing to look at, per value
+        return len(values)
+    for index in range(start, len(values)):
+        if _lazy_pending(values[index]):
+            return index
+    return len(values)
+
+
+def _lazy_pending(value: Any) -> bool:
+    """Whether a value is a torch_xla tensor with a pending graph: its IR is an operation, not nothing (`IR: None`)
+    or the device data it was run to (`IR: [...] xla::device_data, ...` once another graph refers to it)."""
+    if not isinstance(value, torch.Tensor) or value.device.type != "xla":
+        return False
+    xlac = sys.modules.get("_XLAC")
+    try:
+        info = xlac._get_xla_tensor_debug_info(value)  # type: ignore[union-attr]
+    except Exception:  # no way to tell: read it at the end, where a graph of its own costs the run nothing
+        return True
+    for line in info.splitlines():
+        if line.startswith("IR: "):
+            root = line[len("IR: ") :].split(",", 1)[0]
+            return root != "None" and not root.endswith("xla::device_data")
+    return True
 
 
 def _values(values: list[Any]) -> list[Any]:

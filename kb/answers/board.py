@@ -34,9 +34,7 @@ BACKEND_PACKAGES = {
     "neuron": ("torch-neuronx", "neuronx-cc"), "xla": ("torch-xla",), "tpu": ("torch-tpu", "torch-xla", "libtpu"),
     "cuda": ("torch",), "rocm": ("torch",), "cpu": ("torch",), "mps": ("torch",), "xpu": ("torch",),
 }  # fmt: skip
-# Launch times rank against nothing, each other included: how fast work is queued says nothing of how fast it runs,
-# and backends (and releases) queue to different depths before they block.
-LAUNCH_TIMES = "launch times: not ranked"
+LAUNCH_TIMES = figures.LAUNCH_TIMES  # the words compare and trend say too
 REPORTED_WAIT = "compile_s"  # a report's figure where it gives no rate: how long compiling took, never ranked
 SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
 Key = tuple[str, "str | None"]
@@ -333,8 +331,8 @@ def _flag(runs: list[Run], flagged: Flagged) -> None:
     for run in completed:
         extra = found.get(run.id) or {}
         data = dict(run.data)
-        if extra.get("hardware.load"):
-            data["hardware"] = {**(data.get("hardware") or {}), "load": extra["hardware.load"]}
+        if extra.get("hardware"):  # the whole section: whether it was busy, and on what hardware
+            data["hardware"] = extra["hardware"]
         for section in ("provenance", "numerics", "metrics", "memory"):
             if extra.get(section):
                 data[section] = extra[section]
@@ -365,7 +363,7 @@ def _sound(cell: Cell, state: State) -> str:
     if not state.figure_runs:
         return "no completed, measured run with a figure" + (f" on {cell.release}" if cell.release else "")
     if cell.launch_times:
-        return "its figures are launch times, not device times"
+        return figures.LAUNCH_TIMES_WHY
     return ""
 
 
@@ -417,19 +415,20 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
     if cell.numerics != "failed":
         cell.numerics = figures.numerics(newest)
     if cell.launch_times or base is None or is_base or not base.figure_runs:
-        sample = _same_setup(runs, runs[0])
-        _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None)  # type: ignore[union-attr]
+        sample, peers = _same_setup(runs, runs[0]), _same_setup(runs, runs[0], machine=False)
+        _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None, peers)  # type: ignore[union-attr]
         cell.verdict = LAUNCH_TIMES if cell.launch_times else "baseline" if is_base else "no baseline figure"
         return
     base_sample = _same_setup(base.figure_runs, base.figure_runs[0])
     base_shapes = figures.shapes(base_sample[0].data)
     matching = [run for run in runs if not figures.shape_differences(base_shapes, figures.shapes(run.data))]
-    sample = _same_setup(matching, matching[0]) if matching else _same_setup(runs, runs[0])
+    pool = matching or runs
+    sample, peers = _same_setup(pool, pool[0]), _same_setup(pool, pool[0], machine=False)
     if not matching:
         cell.differences = figures.shape_differences(base_shapes, figures.shapes(newest))
     name = next((n for n in figures.HEADLINES if figures.headline(base_sample[0].data, n)
                  and figures.headline(sample[0].data, n)), None)  # fmt: skip
-    _figure(cell, sample, name)
+    _figure(cell, sample, name, peers)
     base_values = [f.value for f in (figures.headline(run.data, name) for run in base_sample) if f] if name else []
     if not base_values or cell.figure is None:
         cell.verdict = "no common figure with the baseline"
@@ -460,14 +459,17 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         cell.verdict = "unchecked"
 
 
-def _same_setup(runs: list[Run], like: Run) -> list[Run]:
-    """The runs with the shapes and device count of `like`: repeats of one configuration."""
-    shapes, count = figures.shapes(like.data), figures.devices(like.data)
-    return [run for run in runs if figures.shapes(run.data) == shapes and figures.devices(run.data) == count]
+def _same_setup(runs: list[Run], like: Run, *, machine: bool = True) -> list[Run]:
+    """The runs with the shapes and device count of `like` on its hardware (figures.machine): repeats of one
+    configuration; with `machine=False` on any hardware, the runs that may reproduce it."""
+    shapes, count, hardware = figures.shapes(like.data), figures.devices(like.data), figures.machine(like.data)
+    return [run for run in runs if figures.shapes(run.data) == shapes and figures.devices(run.data) == count
+            and (not machine or figures.machine(run.data) == hardware)]  # fmt: skip
 
 
-def _figure(cell: Cell, sample: list[Run], name: str | None) -> None:
-    """The median of the sample's figures, with n, spread, release and date of the evidence, and peak memory."""
+def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run]) -> None:
+    """The median of the sample's figures, with n, spread, release and date of the evidence, and peak memory;
+    whether its peers (the same configuration on any host) reproduce it."""
     found = [(run, figures.headline(run.data, name)) for run in sample]
     found = [(run, figure) for run, figure in found if figure is not None]
     if not found:
@@ -482,14 +484,17 @@ def _figure(cell: Cell, sample: list[Run], name: str | None) -> None:
     cell.evidence_date = str(found[0][0].row["recorded"])[:10]
     peaks = [figures.peak_memory_gb(run.data, cell.backend == "cpu") for run, _ in found]
     cell.peak_memory_gb = max((peak for peak in peaks if peak is not None), default=None)
-    cell.reproduction = reproduction([run.row for run, _ in found], values, median)
+    others = [(run, figures.headline(run.data, name)) for run in peers]
+    others = [(run, figure) for run, figure in others if figure is not None]
+    cell.reproduction = reproduction([run.row for run, _ in others], [figure.value for _, figure in others], median)
 
 
 def reproduction(rows: list[dict[str, Any]], values: list[float], median: float) -> str:
     """Whether others reproduced a figure: runs of the same configuration by another author or on another host,
-    and how far the furthest run lies from the median."""
+    and how far the furthest run lies from the median. A host is its name on its hardware: two machines called
+    `vm` are two hosts."""
     people = {row.get("author") for row in rows if row.get("author")}
-    hosts = {row.get("host") for row in rows if row.get("host")}
+    hosts = {(row.get("host"), figures.machine(row.get("data") or {})) for row in rows if row.get("host")}
     if len(people) < 2 and len(hosts) < 2:
         who = f" (one author{', one host' if hosts else ''})" if people else ""
         return "not reproduced" + who

@@ -16,15 +16,15 @@ Change Point Analysis of Multivariate Data", https://doi.org/10.48550/arXiv.1306
    is dropped while its p is not below the threshold or its change is within the practical floor, and its
    neighbours are tested again against their new stretches.
 
-kb's series are the runs of one program (workload, backend, mode, shapes, device count, how it was timed) ordered
-by release and then by time, and a change can only fall between two releases: runs of one release are repeats.
-Each change point left is then judged by kb's one verdict rule (kb.answers.verdict: the bootstrap interval of the
-ratio of medians against the floor) between the runs of the stretches on either side; only a verdict of faster
-or slower is a change.
+kb's series are the runs of one program (workload, backend, mode, shapes, device count, hardware, how it was
+timed) ordered by release and then by time, and a change can only fall between two releases: runs of one release
+are repeats. Each change point left is then judged by kb's one verdict rule (kb.answers.verdict: the bootstrap
+interval of the ratio of medians against the floor) between the runs of the stretches on either side (`located`,
+which kb trend reads too); only a verdict of faster or slower is a change.
 
 Runs left out: any that did not complete (a failed run has no figure; what stopped working is
 kb.answers.regressions' job), runs on a busy machine, reported figures, and launch times (nothing waited for the
-device) are a series of their own, never compared with times the device was waited for.
+device): how long work took to queue is never ranked, not against device times nor against other launch times.
 """
 
 from __future__ import annotations
@@ -75,16 +75,18 @@ class Change:
 
 def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...], list[Run]]:
     """The series of one workload and backend's evidence rows (kb.index.answers.workload_evidence, any order):
-    key -> runs in release order, then time order. The key: (series label, figure, higher is better)."""
+    key -> runs in release order, then time order. The key: (series label, figure, higher is better, hardware):
+    runs on other hardware are no repeats of each other (figures.machine)."""
     found: dict[tuple[Any, ...], list[Run]] = {}
     for row in rows:
         data = row["data"]
         if row["kind"] != "run" or row["status"] != "completed" or row["source"] == "reported" or figures.busy(data):
             continue
         release, figure = release_in(data, package), figures.headline(data)
-        if release is None or figure is None:
-            continue
-        key = (_label(row, data), figure.name, figure.name in figures.THROUGHPUT)
+        if release is None or figure is None or (figures.launch_times(data) and figures.device_timed(figure.name)):
+            continue  # launch times are never ranked (figures.LAUNCH_TIMES), not even against launch times
+        key = (series_label(row["backend"], row["mode"], data), figure.name, figure.name in figures.THROUGHPUT,
+               hardware(data))  # fmt: skip
         found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
     for runs in found.values():
         runs.sort(key=lambda run: (version_key(run.release), run.recorded, run.id))
@@ -101,14 +103,21 @@ def release_in(data: dict[str, Any], package: str) -> str | None:
     return None
 
 
-def _label(row: dict[str, Any], data: dict[str, Any]) -> str:
-    parts = [row["backend"] or "?", *([row["mode"]] if row["mode"] else [])]
+def hardware(data: dict[str, Any]) -> str:
+    """The hardware a run's figures belong to (figures.machine), as a key that sorts."""
+    return repr(figures.machine(data))
+
+
+def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *, device_timed: bool = True) -> str:
+    """What makes a run's figures a program of their own, bar its hardware: backend · mode, device count, every
+    shape setting, and launch times where the figure was timed around device work (figures.device_timed)."""
+    parts = [backend or "?", *([mode] if mode else [])]
     count = figures.devices(data)
     if count > 1:
         parts.append(f"{count} devices")
     shapes = figures.shapes(data)
     parts += [f"{name}={shapes[name]}" for name in sorted(shapes) if name not in figures.DEVICE_SETTINGS]
-    if figures.launch_times(data):
+    if device_timed and figures.launch_times(data):
         parts.append("launch times")
     return " · ".join(parts)
 
@@ -116,23 +125,43 @@ def _label(row: dict[str, Any], data: dict[str, Any]) -> str:
 def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: float = verdict.FLOOR) -> list[Change]:
     """Every change beyond the floor in the series of one workload's runs on one backend package."""
     found = []
-    for (label, figure, higher), runs in sorted(series_of(rows, package).items()):
+    for (label, figure, higher, _), runs in sorted(series_of(rows, package).items()):
         values = [run.value for run in runs]
-        boundaries = [i for i in range(1, len(runs)) if runs[i].release != runs[i - 1].release]
-        points = locate(values, boundaries, floor=floor)
-        edges = [0, *points, len(runs)]
-        for start, point, stop in zip(edges, edges[1:], edges[2:], strict=False):
-            before, after = runs[start:point], runs[point:stop]
-            judged = verdict.judge([r.value for r in before], [r.value for r in after], higher_is_better=higher,
-                                   floor=floor)  # fmt: skip
-            if judged.verdict not in ("faster", "slower"):
+        for change in located(values, [run.release for run in runs], higher_is_better=higher, floor=floor):
+            if change.judged.verdict not in ("faster", "slower"):
                 continue
-            old, new = statistics.median(r.value for r in before), statistics.median(r.value for r in after)
+            before, after = runs[change.start : change.point], runs[change.point : change.stop]
             found.append(Change(
-                workload, label, figure, package, before[-1].release, after[0].release, judged.verdict,
-                round((new - old) / abs(old), 4) if old else 0.0, _test(values[start:point], values[point:stop]),
-                judged.as_dict(), [r.id for r in before], [r.id for r in after],
+                workload, label, figure, package, before[-1].release, after[0].release, change.judged.verdict,
+                change.change, change.pvalue, change.judged.as_dict(), [r.id for r in before], [r.id for r in after],
             ))  # fmt: skip
+    return found
+
+
+@dataclass
+class Located:
+    """A change point of a series and its verdict: values[start:point] before it, values[point:stop] after."""
+
+    start: int
+    point: int
+    stop: int
+    judged: verdict.Verdict  # the stretch after against the stretch before, by the one verdict rule
+    change: float  # of the median after against the median before, as a fraction
+    pvalue: float  # of the t-test between the two stretches
+
+
+def located(values: list[float], releases: list[str], *, higher_is_better: bool, floor: float) -> list[Located]:
+    """Every change point of one series (values in release order, then time order; `releases` beside them), each
+    judged between the stretches either side of it. Only a verdict of faster or slower is a change."""
+    boundaries = [i for i in range(1, len(values)) if releases[i] != releases[i - 1]]
+    edges = [0, *locate(values, boundaries, floor=floor), len(values)]
+    found = []
+    for start, point, stop in zip(edges, edges[1:], edges[2:], strict=False):
+        before, after = values[start:point], values[point:stop]
+        judged = verdict.judge(before, after, higher_is_better=higher_is_better, floor=floor)
+        old, new = statistics.median(before), statistics.median(after)
+        change = round((new - old) / abs(old), 4) if old else 0.0
+        found.append(Located(start, point, stop, judged, change, _test(before, after)))
     return found
 
 

@@ -118,11 +118,46 @@ def compare(entries: list[Entry], repeats: list[list[Entry]] | None = None, floo
             "or coverage entries with each other"
         )
     runs = repeats or [[entry] for entry in entries]
+    first = _sound_first(entries)
+    entries = [entries[first], *entries[:first], *entries[first + 1 :]]
+    runs = [runs[first], *runs[:first], *runs[first + 1 :]]
     rows = _timing_rows(entries, runs, floor) + _metric_rows(entries, runs, floor) + _evidence_rows(entries)
     _unranked(entries, rows)
     cases = case_changes(entries) if kinds == {"coverage"} else []
     return Comparison(entries=entries, differences=differences(entries), rows=rows, cases=cases,
-                      runs=[len(found) for found in runs], floor=floor)  # fmt: skip
+                      runs=[len(found) for found in runs], floor=floor, notes=footing(entries))  # fmt: skip
+
+
+def _sound_first(entries: list[Entry]) -> int:
+    """Which entry is the baseline: the first given whose figures rank (it completed, its numerics held, its times
+    are device times), else the first that completed, else the first. A failed run is never the baseline while
+    another can be."""
+    sound = [i for i, e in enumerate(entries) if not figures.failure(e.data) and not figures.launch_times(e.data)]
+    completed = [i for i, e in enumerate(entries) if not figures.failure(e.data)]
+    return (sound or completed or [0])[0]
+
+
+def footing(entries: list[Entry]) -> list[str]:
+    """What ranks against what, in words: each run that failed (class and message) or whose times are launch
+    times, and which entries the baseline is compared with."""
+    notes = []
+    for entry in entries:
+        failed = figures.failure(entry.data)
+        if failed:
+            notes.append(f"{entry.id} {failed}: never the baseline; its figures are not ranked")
+        elif figures.launch_times(entry.data):
+            sync = entry.get("timings.device_sync")
+            notes.append(f"{entry.id}: {figures.LAUNCH_TIMES_WHY} ({sync}), so its step times and rates get no "
+                         f"ratio ({figures.LAUNCH_TIMES})")  # fmt: skip
+    base = entries[0]
+    if figures.failure(base.data):
+        return [*notes, "nothing is ranked: no entry completed with sound figures"]
+    ranked = [e.id for e in entries[1:] if not figures.failure(e.data)]
+    if not notes:
+        return []
+    if ranked:
+        return [*notes, f"compared with the baseline {base.id}: {', '.join(ranked)}"]
+    return [*notes, f"nothing is ranked against the baseline {base.id}: no other entry completed with sound figures"]
 
 
 def case_changes(entries: list[Entry]) -> list[CaseChanges]:
@@ -240,13 +275,26 @@ def _metric_rows(entries: list[Entry], runs: list[list[Entry]], floor: float) ->
 
 
 def _unranked(entries: list[Entry], rows: list[Row]) -> None:
-    """Reported figures stand beside measured ones with no ratio and no verdict: never ranked against them."""
+    """Figures that stand beside the baseline's with no ratio and no verdict: reported beside measured ones, a
+    failed run's (partial, or wrong), and launch times beside any time (figures.ranks_with)."""
     reported = [entry.get("provenance.source") == "reported" for entry in entries]
+    failed = [figures.failure(entry.data) for entry in entries]
     for row in rows:
+        if row.section not in ("timings", "metrics"):
+            continue
         for index in range(1, len(entries)):
-            if reported[index] != reported[0] and row.ratios[index] is not None:
+            if failed[0] or failed[index]:
+                status = "numerics failed" if failed[index].startswith("numerics") else entries[index].status
+                why = f"{status}: not ranked" if failed[index] else "the baseline failed: not ranked"
+            elif not figures.ranks_with(entries[0].data, entries[index].data, row.name):
+                why = figures.LAUNCH_TIMES
+            elif reported[index] != reported[0] and row.ratios[index] is not None:
+                why = NOT_RANKED
+            else:
+                continue
+            if row.values[index] is not None:
                 row.ratios[index] = None
-                row.verdicts[index] = NOT_RANKED
+                row.verdicts[index] = why
 
 
 def _evidence_rows(entries: list[Entry]) -> list[Row]:
@@ -347,6 +395,8 @@ def grouped(
     chosen: Entry | None = kb.load(baseline) if baseline else None
     if chosen is not None and chosen.status not in USABLE_STATUSES:
         raise KbError(f"--baseline {chosen.id}: a {chosen.status} run cannot be a baseline; give a completed run")
+    if chosen is not None and figures.failure(chosen.data):
+        raise KbError(f"--baseline {chosen.id}: its {figures.failure(chosen.data)}; give a run whose numerics held")
     usable = [row for row in rows if _usable(row)]
     base_backend = _incumbent_backend(usable, incumbent, chosen)
     if by == "mode" and not backend and len({row["backend"] for row in rows}) > 1:
@@ -375,13 +425,14 @@ def grouped(
     if len(entries) < 2:
         raise KbError("; ".join([f"nothing to compare {workload} with by {by}", *notes]))
     comparison = compare(entries, [_repeats(kb, entry, rows) for entry in entries], floor)
-    comparison.notes = notes
+    comparison.notes = [*notes, *comparison.notes]
     return comparison
 
 
 def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
     """The entry and the runs that repeat it: completed, with figures, of its backend and mode, on its shapes,
-    device count and versions, not on a busy machine (unless it was itself)."""
+    device count, hardware and versions, with its kind of time (device or launch), not on a busy machine (unless
+    it was itself)."""
     if entry.kind != "run":
         return [entry]
     like = _setup(entry.data)
@@ -399,7 +450,8 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return figures.shapes(data), figures.devices(data), versions, figures.compile_kind(data)
+    return (figures.shapes(data), figures.devices(data), figures.machine(data), versions, figures.compile_kind(data),
+            figures.launch_times(data))  # fmt: skip
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:
@@ -418,6 +470,7 @@ def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple
     backend = _incumbent_backend([r for r in rows if _usable(r)], incumbent, None)
     entries = [Entry.read(kb.entries_path / row["path"]) for row in picked]
     entries.insert(0, entries.pop(baseline_index(picked, backend, incumbent_of(incumbent)[1] or "eager")))
+    entries.insert(0, entries.pop(_sound_first(entries)))  # as compare() orders them: the page's columns too
     return entries, notes
 
 
@@ -478,3 +531,79 @@ def baseline_index(picked: list[dict[str, Any]], backend: str | None, mode: str 
                 mode is not None and row["mode"] != mode, index)  # fmt: skip
 
     return min(enumerate(picked), key=rank)[0]
+
+
+@dataclass
+class Agreement:
+    """How a rerun agrees with the run it repeats, by the one verdict rule: each side with its repeats."""
+
+    original: str
+    rerun: str
+    reproduction: bool  # another author or another host (its name on its hardware) ran it
+    who: str  # "bo on vm2, ana on vm before"
+    figure: str | None = None
+    verdict: dict[str, Any] | None = None  # kb.answers.verdict.Verdict
+    original_runs: list[str] = field(default_factory=list)
+    rerun_runs: list[str] = field(default_factory=list)
+    reason: str = ""  # why there is no verdict
+
+    def text(self) -> str:
+        kind = "reproduction attempt" if self.reproduction else "repeat (same author, same host)"
+        head = f"{kind} of {self.original} by {self.who}: "
+        if self.verdict is None:
+            return head + f"no agreement verdict: {self.reason}"
+        judged = verdict.Verdict(**self.verdict)
+        word = {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees")
+        return head + f"{self.figure} {word}, {judged.text()}"
+
+
+def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FLOOR) -> Agreement:
+    """The rerun (with the earlier reruns of the original by the same author on the same host and setup) against
+    the original (with its repeats by its author on its host that are no reruns of it): the headline figure both
+    have, judged by the one rule."""
+    from kb.index import answers
+
+    found = Agreement(original.id, rerun.id, _who(original) != _who(rerun), _said_who(rerun, original))
+    failed = figures.failure(rerun.data) or figures.failure(original.data)
+    if failed:
+        which = rerun if figures.failure(rerun.data) else original
+        found.reason = f"{which.id} {figures.failure(which.data)}"
+        return found
+    rows = answers.grouped_candidates(db, "e.workload IS ? AND e.backend IS ? AND e.mode IS ?",
+                                      [original.get("workload.name"), original.get("backend"), original.get("mode")],
+                                      "backend")  # fmt: skip
+
+    def reran(entry: Entry) -> bool:
+        return (entry.data.get("links") or {}).get("rerun_of") == original.id
+
+    before = [e for e in _repeats(kb, original, rows) if e.id == original.id or (
+        _who(e) == _who(original) and not reran(e))]  # fmt: skip
+    now = [e for e in _repeats(kb, rerun, rows) if e.id == rerun.id or (_who(e) == _who(rerun) and reran(e))]
+    found.original_runs, found.rerun_runs = [e.id for e in before], [e.id for e in now]
+    both = [n for n in figures.HEADLINES if figures.headline(original.data, n) and figures.headline(rerun.data, n)]
+    name = both[0] if both else None
+    if name is None:
+        found.reason = "no headline figure (throughput or step time) in both"
+        return found
+    if not figures.ranks_with(original.data, rerun.data, name):
+        found.reason = f"{name}: {figures.LAUNCH_TIMES}"
+        return found
+    values = [[f.value for f in (figures.headline(e.data, name) for e in side) if f] for side in (before, now)]
+    found.figure = name
+    found.verdict = verdict.judge(*values, higher_is_better=name in figures.THROUGHPUT, floor=floor).as_dict()
+    return found
+
+
+def _who(entry: Entry) -> tuple[Any, Any, Any]:
+    """Who ran a run where: its author, host name and hardware."""
+    return entry.get("author"), entry.get("hardware.hostname"), figures.machine(entry.data)
+
+
+def _said_who(rerun: Entry, original: Entry) -> str:
+    def one(entry: Entry) -> str:
+        return f"{entry.get('author') or 'an unknown author'} on {entry.get('hardware.hostname') or 'an unknown host'}"
+
+    now, then = one(rerun), one(original)
+    if now == then and figures.machine(rerun.data) != figures.machine(original.data):
+        now += " (other hardware)"
+    return now if now == then else f"{now} ({then} before)"

@@ -15,9 +15,14 @@ is an improvement to lock in), and one command rewrites the file from the newest
 
 A gate stops what it exists to stop: the newest run of the pair failing (with its class) or failing numerics
 (a NaN loss included) is a FAIL whatever the figure; an interrupted run (a Ctrl-C) is not evidence and is passed
-over. Counters are deterministic and read from the newest completed run; a timing or rate is the median of the
-repeated runs on the newest release, with their n. `--update` only tightens a bound unless `--relax` names it,
-and sets a timing bound only from MIN_RUNS runs or more, with the runs' own spread as room when it exceeds 10%.
+over. Counters are deterministic and read from the newest completed run. A timing or rate is the median of the
+newest run's repeats, pooled as the board pools a cell's: the same release of the backend's package and the same
+configuration (figures.configuration: shapes, devices, hardware, launch times apart from device times; a step
+time or rate that is a launch time is no evidence against a bound); runs on a busy machine are kept out (counted),
+as are numerics-failed ones. It is shown with its n and its noise (the runs'
+spread as a share of their median); an improvement counts only beyond that noise (or 10%). `--update` only
+tightens a bound unless `--relax` names it, and sets a timing bound only from MIN_RUNS runs or more, with the
+same margin as room.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from kb.answers import figures
+from kb.answers.board import backend_package
+from kb.answers.changepoints import release_in
 from kb.answers.verdict import MIN_RUNS, spread
 from kb.config import loads_toml
 from kb.errors import KbError
@@ -69,6 +76,7 @@ class Outcome:
     n: int = 0  # runs behind `actual`
     noise: float = 0.0  # how far apart those runs were, as a share of their median: a timing bound's room
     reason: str = ""  # why it failed or is missing: "failed: compile_error", "numerics failed: ..."
+    left_out: str = ""  # runs not pooled with the newest: "2 on other hardware, 1 on a busy machine"
     notes: list[str] = field(default_factory=list)  # what --update did not do, and why
 
     def as_dict(self) -> dict[str, Any]:
@@ -160,43 +168,57 @@ def _outcome(db: sqlite3.Connection, expectation: Expectation) -> Outcome:
             str(newest["id"]),
             reason="" if passed else "numerics unchecked in the newest run: check them (r.check_numerics)",
         )
-    actual, n, noise = _actual(rows, expectation.figure)
+    actual, n, noise, left_out = _actual(rows, expectation)
     if actual is None:
-        return Outcome(expectation, "missing", None, None, reason=f"no {expectation.figure} in the newest runs")
+        return Outcome(
+            expectation, "missing", None, None, reason=left_out or f"no {expectation.figure} in the newest runs"
+        )
     bound = float(expectation.bound or 0.0)
-    room = 0.0 if _counted(expectation.figure) else HEADROOM
+    room = 0.0 if _counted(expectation.figure) else max(HEADROOM, noise)
     if expectation.kind == "max":
         verdict = "fail" if actual > bound else "improved" if actual < bound * (1 - room) else "pass"
     else:
         verdict = "fail" if actual < bound else "improved" if actual > bound * (1 + room) else "pass"
-    return Outcome(expectation, verdict, actual, str(newest["id"]), n, noise)
+    return Outcome(expectation, verdict, actual, str(newest["id"]), n, noise, left_out=left_out)
 
 
-def _actual(rows: list[dict[str, Any]], name: str) -> tuple[float | None, int, float]:
-    """A counter from the newest completed run; a timing or rate as the median of the newest release's runs (not
-    busy, the newest run's shapes), with n and their spread as a share of the median."""
+def _actual(rows: list[dict[str, Any]], expectation: Expectation) -> tuple[float | None, int, float, str]:
+    """A counter from the newest completed run; a timing or rate as the median of the newest run's repeats, with
+    n, their spread as a share of the median, and what was left out (or, with no figure, why)."""
+    name = expectation.figure
     if _counted(name):
-        return figure(rows[0]["data"], name), 1, 0.0
-    values = [v for v in (figure(row["data"], name) for row in repeats(rows)) if v is not None]
+        return figure(rows[0]["data"], name), 1, 0.0, ""
+    pooled, left_out = repeats(rows, expectation.backend)
+    if pooled and figures.device_timed(name) and figures.launch_times(pooled[0]["data"]):
+        return None, 0, 0.0, f"{figures.LAUNCH_TIMES} ({figures.LAUNCH_TIMES_WHY})"
+    values = [v for v in (figure(row["data"], name) for row in pooled) if v is not None]
     if not values:
-        return None, 0, 0.0
+        return None, 0, 0.0, left_out if not pooled else ""
     median = statistics.median(values)
     low, high = spread(values) or (median, median)
-    return median, len(values), (high - low) / median if median else 0.0
+    return median, len(values), (high - low) / median if median else 0.0, left_out
 
 
-def repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The newest completed run and its repeats: same shapes and devices, same versions, not on a busy machine."""
-    done = [row for row in rows if row["status"] in ("completed", None)]
-    # Runs on a busy machine count only where there is no other (a shared CI runner may have none).
-    completed = [row for row in done if not figures.busy(row["data"])] or done
-    if not completed:
-        return []
-    first = completed[0]["data"]
-    like = (figures.shapes(first), figures.devices(first), first.get("versions"))
-    return [row for row in completed
-            if (figures.shapes(row["data"]), figures.devices(row["data"]), row["data"].get("versions")) == like
-            and figures.numerics(row["data"]) != "failed"]  # fmt: skip
+def repeats(rows: list[dict[str, Any]], backend: str) -> tuple[list[dict[str, Any]], str]:
+    """The newest completed run off a busy machine and its repeats (module docstring), and what was left out."""
+    done = [row for row in rows if row["status"] in ("completed", None) and figures.numerics(row["data"]) != "failed"]
+    calm = [row for row in done if not figures.busy(row["data"])]
+    busy = len(done) - len(calm)
+    if not calm:
+        return [], f"only runs on a busy machine ({busy}): no verdict stands on them" if busy else ""
+    package = backend_package(backend, calm)
+
+    def release(row: dict[str, Any]) -> str | None:
+        return release_in(row["data"], package) if package else None
+
+    newest = calm[0]
+    like, hardware = figures.configuration(newest["data"]), figures.machine(newest["data"])
+    same = [row for row in calm if release(row) == release(newest)]
+    pooled = [row for row in same if figures.configuration(row["data"]) == like]
+    elsewhere = sum(1 for row in same if figures.machine(row["data"]) != hardware
+                    and figures.configuration(row["data"])[:2] == like[:2])  # fmt: skip
+    said = [f"{elsewhere} on other hardware" if elsewhere else "", f"{busy} on a busy machine" if busy else ""]
+    return pooled, ", ".join(part for part in said if part)
 
 
 def figure(data: dict[str, Any], name: str) -> float | None:

@@ -18,6 +18,12 @@ ONE_OFF = ("wall_s", "load_s", "compile_s", "first_step_s", "warmup_s")  # measu
 # Settings that change what a step does (its shapes, its precision): runs that differ in them are other programs.
 SHAPE = re.compile(r"batch|seq|len|shape|size|dim|dtype|precision|resolution|image|tokens|layer|hidden|head|vocab")
 DEVICE_SETTINGS = ("devices", "world_size", "nproc_per_node", "num_devices")
+# Launch times rank against nothing, each other included: how fast work is queued says nothing of how fast it runs,
+# and backends (and releases) queue to different depths before they block.
+LAUNCH_TIMES = "launch times: not ranked"
+LAUNCH_TIMES_WHY = "its figures are launch times, not device times"
+# Timings taken on the host whatever the device does: the process's wall time, the compiler's, the runtime's start.
+HOST_TIMED = ("wall_s", "compile_s", "runtime_start_s")
 
 
 @dataclass
@@ -121,10 +127,45 @@ def _nonfinite_word(value: Any) -> str:
     return ""
 
 
+def machine(data: dict[str, Any]) -> tuple[tuple[str, ...], Any, Any]:
+    """The hardware a run's figures belong to: its accelerators' names and its host's CPU model and thread count.
+    Runs on other hardware are no repeats of each other, whatever their host is called; the same hardware on
+    another host is (and reproduces the figure)."""
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    found = hardware.get("accelerators") if isinstance(hardware.get("accelerators"), list) else []
+    names = tuple(sorted(str(one.get("name")) for one in found if isinstance(one, dict) and one.get("name")))
+    return names, hardware.get("cpu"), hardware.get("cpu_threads")
+
+
+def configuration(data: dict[str, Any]) -> tuple[Any, ...]:
+    """What runs share to be repeats of one configuration: shapes, device count, hardware (`machine`) and whether
+    the times are launch times (never pooled with device times). The release is the caller's to match."""
+    return repr(sorted(shapes(data).items())), devices(data), machine(data), launch_times(data)
+
+
 def busy(data: dict[str, Any]) -> bool:
     """Whether the machine was busy with other work while the run ran (hardware.load.busy, set at capture)."""
     load = (data.get("hardware") or {}).get("load")
     return isinstance(load, dict) and load.get("busy") is True
+
+
+def failure(data: dict[str, Any]) -> str:
+    """Why a run's figures rank against nothing, empty when they can: it did not complete (`failed (crash:
+    RuntimeError: boom)`, `interrupted`, `killed`; its figures are partial) or its numerics failed (`numerics failed
+    (loss became NaN at step 5)`). Such a run is never anyone's baseline. Reports have no status and never fail."""
+    status = data.get("status")
+    if status not in (None, "completed"):
+        section = data.get("failure") if isinstance(data.get("failure"), dict) else {}
+        said = ": ".join(str(part) for part in (section.get("class"), _first_line(section.get("message"))) if part)
+        return f"{status} ({said})" if said else str(status)
+    if numerics(data) == "failed":
+        return f"numerics failed ({nonfinite(data) or 'its numerics check failed'})"
+    return ""
+
+
+def _first_line(text: Any, width: int = 100) -> str:
+    line = str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def stayed(data: dict[str, Any]) -> str:
@@ -139,6 +180,19 @@ def launch_times(data: dict[str, Any]) -> bool:
     ends in "launch times"), so a step's time is how long its work took to queue, not to run."""
     sync = (data.get("timings") or {}).get("device_sync")
     return isinstance(sync, str) and sync.endswith("launch times")
+
+
+def device_timed(name: str) -> bool:
+    """Whether a figure's time was taken around device work (a step, a phase, a rate over steps): on a run that
+    could not wait for its device, such a figure is a launch time."""
+    if name in THROUGHPUT or name in STEP_RATES:
+        return True
+    return name.endswith("_s") and name not in HOST_TIMED
+
+
+def ranks_with(data: dict[str, Any], other: dict[str, Any], name: str) -> bool:
+    """Whether two runs' figure `name` can be ranked against each other: not where either is a launch time."""
+    return not (device_timed(name) and (launch_times(data) or launch_times(other)))
 
 
 def headline(data: dict[str, Any], name: str | None = None) -> Figure | None:

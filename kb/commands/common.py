@@ -39,6 +39,8 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
     if report.stale:
         typer.echo(f"kb: warning: {report.stale}; answering from the index as it was: it may be stale", err=True)
+    if kb.cache_borrowed:
+        typer.echo(f"kb: {kb.root} has no .kb folder and cannot be written: indexed in {kb.cache_path}", err=True)
     return kb, (connect_read_only if report.stale else connect)(index_path(kb.cache_path))
 
 

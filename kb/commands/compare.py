@@ -16,8 +16,10 @@ and failures.
 Give two or more entry ids (the first is the baseline), or a workload and a grouping: the newest usable
 run (completed, with figures) of each group is compared (--by backend, --by mode, --by version:torch),
 narrowed by the filters kb ls takes. --by mode holds the backend fixed, --by backend the mode. The
-baseline is never a failed, killed, interrupted or running run: --baseline ID, else the incumbent
-([answers] incumbent in kb.toml), else the backend with the most runs (eager for --by mode).
+baseline is never a failed, killed, interrupted, running or numerics-failed run (the first entry with
+sound figures takes its place): --baseline ID, else the incumbent ([answers] incumbent in kb.toml), else
+the backend with the most runs (eager for --by mode). A failed run's figures and launch times (nothing
+waited for the device) get no ratio; what failed is said on stderr.
 """
 
 

@@ -9,8 +9,10 @@ HELP = """Check the expectations in expectations.toml (at the knowledge base's r
 the newest evidence: pass, fail, improved (better than the bound: lock it in with --update) or missing (no
 evidence). FAIL also when the pair's newest run failed (with its class) or failed numerics (a NaN loss
 included); an interrupted run is passed over. Counters (graph_breaks, recompiles, graphs, fallback_ops) come
-from the newest completed run, timings and rates from the median of its repeats (n shown). An unknown figure,
-workload or backend is an error with a did-you-mean. Exits 1 on any fail or missing, for CI.
+from the newest completed run, timings and rates from the median of its repeats, pooled as the board pools
+them (same release, shapes, devices and hardware; launch times apart; busy runs kept out), with n and their
+spread; an improvement counts beyond that spread. An unknown figure, workload or backend is an error with a
+did-you-mean. Exits 1 on any fail or missing, for CI.
 
 --update rewrites the bounds from the newest evidence (counts exactly, timings and rates with 10% room or
 their runs' spread), but only tighter: --relax WORKLOAD:BACKEND[:MODE]:FIGURE names each bound it may

@@ -121,7 +121,12 @@ def register(app: typer.Typer) -> None:
             metavar="DIR",
         ),
         timeout: float = typer.Option(
-            30.0, "--timeout", min=1, help="Seconds a tracking server has to answer each request.", metavar="S"
+            1800.0,
+            "--timeout",
+            min=1,
+            help="Seconds the whole import may take; a tracking server has at most 30 of them to answer each "
+            "request. The runs read by then are imported, and the same command imports the rest.",
+            metavar="S",
         ),
         workload: Optional[str] = describing.WORKLOAD,
         backend: Optional[str] = describing.BACKEND,

@@ -7,13 +7,14 @@ from typing import Optional
 import typer
 
 HELP = """Follow a metric (tokens_per_s) or a timing (compile_s, step_s) of a workload across versions of a
-package (torch by default), in PEP 440 order, with a sparkline. One series per program: backend and mode,
-device count, any shape setting that differs (batch, sequence length, dtype ...; not steps or seed), and
-cold or warm cache for compile times; builds of one release (2.10.0+cu126, +cu128) make one point.
-Each release's runs are judged against the previous release's by kb's one verdict rule (the interval of
-the ratio of medians against the floor, 3 runs a side): slower is a REGRESSION (the previous release is
-the last good one), faster an improvement, unless the next release undoes it. Runs that did not
-complete are left out; kb board --regressions lists them.
+package (torch by default), in PEP 440 order, with a sparkline. One series per program, split as kb board
+--regressions splits them: backend and mode, device count, shape settings (batch, sequence length, dtype
+...; not steps or seed), hardware and launch times, and cold or warm cache for compile times; builds of one
+release (2.10.0+cu126, +cu128) make one point. Launch times are shown, never judged.
+Where a series changed is located as kb board --regressions locates it (E-Divisive means, then kb's one
+verdict rule on the runs either side, 3 a side): slower is a REGRESSION on the first release after the
+change (the release before is the last good one), faster an improvement. Runs that did not complete or
+ran on a busy machine are left out; kb board --regressions lists what stopped working.
 """
 
 

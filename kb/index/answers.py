@@ -81,7 +81,7 @@ def entry_path(db: sqlite3.Connection, entry_id: str) -> str | None:
 def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str) -> list[dict[str, Any]]:
     """Each run or report of a workload with its value of a metric or timing, the package's version, the
     step time beside it and what splits series apart (mode, status, source, settings, precision, devices, cache,
-    tags)."""
+    tags, the device sync that says whether its times are launch times)."""
     # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
     # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
     rows = _dicts(
@@ -98,6 +98,7 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
             "json_extract(e.front_matter, '$.precision') AS precision, "
             "json_extract(e.front_matter, '$.compile.cache') AS cache, "
             "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
+            "json_extract(e.front_matter, '$.timings.device_sync') AS device_sync, "
             "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
             [metric, metric, normalise_package(package), metric, workload],
@@ -319,13 +320,13 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
     return rows
 
 
-RUN_FLAGS = ("hardware.load", "provenance", "numerics", "metrics", "memory")
+RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics", "memory")
 
 
 def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the sections the board's facts leave out and a verdict needs ({'hardware.load': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ..., 'memory': ...}: a busy machine, versions read after the fact, NaN and
-    infinity, the peak memory), and
+    """id -> the sections the board's facts leave out and a verdict needs ({'hardware': ..., 'provenance':
+    ..., 'numerics': ..., 'metrics': ..., 'memory': ...}: a busy machine and its hardware, versions read after the
+    fact, NaN and infinity, the peak memory), and
     the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
     read (a NaN) is read whole by Python."""
     # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
@@ -356,3 +357,23 @@ def _at(data: dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data
+
+
+def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none.
+    A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""
+    found: dict[str, dict[str, Any]] = {}
+    unreadable = []
+    for entry_id, valid, text in db.execute(
+        "SELECT id, json_valid(front_matter), CASE WHEN json_valid(front_matter) AND "
+        "json_type(front_matter, '$.hardware') = 'object' THEN json_extract(front_matter, '$.hardware') END "
+        "FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
+    ):
+        if not valid:
+            unreadable.append(entry_id)
+            continue
+        found[entry_id] = json.loads(text) if text else {}
+    for entry_id, data in front_matters(db, unreadable).items():
+        found[entry_id] = data["hardware"] if isinstance(data.get("hardware"), dict) else {}
+    return found

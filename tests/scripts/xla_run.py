@@ -3,7 +3,9 @@
 Scenarios: steps (timed steps, each also timed by the script itself with torch_xla's own wait, printed as
 `own_step_s=<median>`), ragged (a last batch of another shape, which recompiles), fallbacks (aten::nonzero and
 aten::_unique2 on the device, which torch_xla runs on the CPU; prints the metrics report as a run would), plain
-(the fallbacks workload with no kb API at all, for `kb record` alone), openxla (torch.compile(backend="openxla")).
+(the fallbacks workload with no kb API at all, for `kb record` alone), openxla (torch.compile(backend="openxla")),
+logged (a loss logged in each step, and after the last step a value that nothing syncs; prints the run's own
+CompileTime over the run's body, `own_compiles=<n> own_compile_s=<s>`, and that value, `pending=<v>`).
 With XLA_RUN_CACHE set, torch_xla's persistent compile cache is in that folder.
 """
 
@@ -61,7 +63,15 @@ options = {"workload": "xla-mlp", "backend": "xla", "device": "xla", "samples_pe
 if scenario == "openxla":
     options["mode"] = "compiled"
 own: list[float] = []
+
+
+def compiles() -> tuple[int, float]:
+    data = met.metric_data("CompileTime")
+    return (int(data[0]), float(data[1])) if data else (0, 0.0)
+
+
 with run(**options) as r:
+    first = compiles()
     compiled = torch.compile(work, backend="openxla") if scenario == "openxla" else work
     for index in range(steps):
         rows = 100 if scenario == "ragged" and index == steps - 1 else 256
@@ -73,10 +83,19 @@ with run(**options) as r:
             y = compiled(x, weight)
             if scenario == "fallbacks":
                 y = y.sum() + fallbacks(x)
+            if scenario == "logged":
+                r.log("loss", y.mean())  # synced with the step
         if scenario == "steps":  # the script's own timer, with torch_xla's own wait, for the steps kb timed
             torch_xla.sync()
             xm.wait_device_ops()
             own.append(time.perf_counter() - began)
+    if scenario == "logged":
+        pending = (y * 3).mean()  # its graph has not run: nothing syncs after the last step
+        r.log("pending", pending)
+        last = compiles()
+        print(f"own_compiles={last[0] - first[0]} own_compile_s={(last[1] - first[1]) * 1e-9:.6f}")
+if scenario == "logged":
+    print(f"pending={pending.cpu().item()!r}")
 if own:
     print(f"own_step_s={statistics.median(own[2:])}")
 if scenario == "fallbacks":

@@ -62,7 +62,7 @@ class RegressionsPage(Publisher):
         from kb.answers.verdict import Verdict
 
         paths = self.site.paths
-        found = regressions(self.site.db, self.site.kb.entries_path)
+        found = regressions(self.site.db, self.site.kb.entries_path, floor=self.site.kb.config.answers.floor)
         breakages = [
             {"where": _where(b.workload, b.backend, b.mode), "package": b.package, "before": b.before,
              "after": b.after, "failure": b.failure, "cases": b.cases, "was": linked(b.passed_entry, paths),
@@ -71,9 +71,9 @@ class RegressionsPage(Publisher):
         ]  # fmt: skip
         slowdowns = [
             {"workload": s.workload, "series": s.series, "figure": s.figure, "package": s.package,
-             "last_good": s.last_good, "version": s.version, "change": f"{s.change:+.1%}",
+             "last_good": s.last_good, "first_bad": s.first_bad, "change": f"{s.change:+.1%}",
              "verdict": Verdict(**s.comparison).text() if s.comparison else "",
-             "runs": [linked(e, paths) for e in s.entries]}
+             "before": [linked(e, paths) for e in s.before], "after": [linked(e, paths) for e in s.after]}
             for s in found.slowdowns
         ]  # fmt: skip
         context = {"breakages": breakages, "slowdowns": slowdowns}
