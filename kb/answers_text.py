@@ -4,6 +4,7 @@ checklist, a decision's revisit state, regressions and expectations."""
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kb.humanize import duration, number
@@ -264,7 +265,7 @@ def regression_lines(found: Regressions) -> list[str]:
         lines.append("  none")
     lines += ["", "Slower (where each series changed across releases, beyond the floor):"]
     for slow in found.slowdowns:
-        said = (f"{slow.workload} {slow.figure} on {slow.series}: {slow.package} {slow.last_good} -> "
+        said = (f"{slow.workload} {slow.figure} on {slow.label()}: {slow.package} {slow.last_good} -> "
                 f"{slow.first_bad} {slow.change:+.1%}")  # fmt: skip
         lines += wrapped(said)
         from kb.answers.verdict import Verdict
@@ -290,15 +291,20 @@ def expectation_lines(outcomes: list[Outcome]) -> list[str]:
 
 def expectation_parts(outcome: Outcome) -> tuple[str, str, str]:
     """(where, the bound, what the evidence says now) of one expectation, as kb expect and the site word them."""
+    from kb.humanize import field, unit_of
+
     item = outcome.expectation
     where = f"{item.workload} on {item.backend}" + (f" · {item.mode}" if item.mode else "")
     if item.bound is None:
         bound = f"{item.figure} must pass"
-    else:
-        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {item.bound:g}"
+    else:  # the bound as the file has it, in the figure's unit; the evidence humanised
+        unit = unit_of(item.figure)
+        written = int(item.bound) if float(item.bound).is_integer() else item.bound
+        bound = f"{item.figure} {'<=' if item.kind == 'max' else '>='} {written}" + (f" {unit}" if unit else "")
     if outcome.actual is not None:
         pooled = f" (median of {outcome.n} runs, {outcome.noise:.0%} apart)" if outcome.n > 1 else ""
-        actual = f"now {outcome.actual:g}{pooled}" + (f"; {outcome.left_out} left out" if outcome.left_out else "")
+        left_out = f"; {outcome.left_out} left out" if outcome.left_out else ""
+        actual = f"now {field(item.figure, outcome.actual)}{pooled}{left_out}"
     else:
         actual = outcome.reason or "no evidence"
     return where, bound, actual
@@ -318,12 +324,18 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
         lines += textwrap.wrap(
             f"({result.busy} run{'s' if result.busy > 1 else ''} on a busy machine left out)", **whole
         )
+    # Figures right-aligned in one column across the series; a note most releases share is said once per series.
+    width = max((len(field(result.metric, p.value)) for series in result.series for p in series.points), default=0)
     for series in result.series:
         lines += ["", *textwrap.wrap(f"{series.group or 'all'}  {series.sparkline()}", **whole)]
+        notes = Counter(point.note for point in series.points if point.note and not point.flag)
+        shared = {note for note, count in notes.items() if count > 1}
         for point in series.points:
             change = "" if point.change is None else f"{point.change:+.1%} vs {point.previous}"
-            flag = point.flag.upper() if point.flag else f"({point.note})" if point.note else ""
-            said = f"  {point.version:<12} {field(result.metric, point.value):>12}  n={point.count:<3} {point.last}"
+            own = point.note if point.note not in shared else ""
+            flag = point.flag.upper() if point.flag else f"({own})" if own else ""
+            figure = field(result.metric, point.value)
+            said = f"  {point.version:<12} {figure:>{width}}  n={point.count:<3} {point.last}"
             lines += _phrases([said, change, flag], "      ")
             if point.flag and point.comparison:
                 from kb.answers.verdict import Verdict
@@ -333,6 +345,10 @@ def trend_lines(result: Trend, workload: str) -> list[str]:
             builds = [label for label in point.labels if label != point.version]
             if builds:
                 lines += textwrap.wrap(f"builds: {', '.join(builds)}", initial_indent="    ", **whole)
+        others = any(point.flag or (point.note and point.note not in shared) for point in series.points)
+        for note in sorted(shared):
+            said = f"({note}{' at the other releases' if others else ''})"
+            lines += textwrap.wrap(said, initial_indent="  ", subsequent_indent="   ", **whole)
     if result.skipped:
         plural = "ies" if result.skipped > 1 else "y"
         lines += ["", f"({result.skipped} entr{plural} without a {result.package} version left out)"]
@@ -355,10 +371,12 @@ def _phrases(phrases: list[str], indent: str) -> list[str]:
     return lines
 
 
-def summary_lines(found: Summary, floor: float) -> list[str]:
+def summary_lines(found: Summary, board: Board) -> list[str]:
     """Per backend and mode across the workloads: pass rate, geomean speed-up with its interval, compile, peak
     memory; then the same per release of the backend's package."""
     from kb.humanize import field
+
+    floor = board.floor
 
     if not found.rows:
         return ["No runs yet: nothing to summarise."]
@@ -375,11 +393,14 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
     lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
     for row in found.rows:
         compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
+        if row.cold_compile_s is None and row.warm_compile_s is None:
+            compiles = _untagged_compile(board, row.label) or compiles
         shown = speed(row.geomean, row.low, row.high, row.counted)
         said = f"{row.label:<20} {rate(row.completed, row.tried):>14}  {shown:<24} {compiles}"
         lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 4)
-        count = len(row.releases)
-        releases = f"; runs on {count} release{'s' if count != 1 else ''}, newest {row.releases[-1]}" if count else ""
+        # The release the board's figures stand on (its current one); the lines below it, every release run.
+        current = "current release" if len(row.releases) == 1 else "current releases"
+        releases = f"; figures on the {current} {', '.join(row.releases)}" if row.releases else ""
         lines += textwrap.wrap(f"{row.workloads} workload{'s' if row.workloads != 1 else ''}{releases}", WIDTH,
                                initial_indent=" " * 4, subsequent_indent=" " * 6, break_long_words=False,
                                break_on_hyphens=False)  # fmt: skip
@@ -399,8 +420,24 @@ def summary_lines(found: Summary, floor: float) -> list[str]:
     said = ("passed: runs completed of tried, every workload. speed-up: the geometric mean over the workloads "
             "whose speed-up over the baseline counted (numerics passed, comparable), with its 95% interval over "
             f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile and peak memory: the "
-            "median over the workloads. Indented below a backend with runs on several releases: each release of "
+            "median over the workloads (as the board gives them: cold / warm, else untagged with its cache). "
+            "Indented below a backend with runs on several releases: each release of "
             "its package, its runs completed of tried and its speed-up over the baseline's figure now. Due a rerun: "
             "workloads whose evidence is older than the newest release, or failed on it.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines
+
+
+def _untagged_compile(board: Board, label: str) -> str:
+    """`1.02 s (unknown)`: the median over the workloads of the compile the board shows for a cell whose runs are
+    tagged neither cold nor warm; empty where no cell of `label` has one."""
+    import statistics
+
+    others = [cell.other_compile for workload in board.workloads for cell in workload.cells
+              if cell.label == label and cell.tried and cell.other_compile and cell.cold_compile is None
+              and cell.warm_compile is None]  # fmt: skip
+    if not others:
+        return ""
+    caches = {other["cache"] for other in others}
+    seconds = statistics.median([other["seconds"] for other in others])
+    return f"{duration(seconds)} ({caches.pop() if len(caches) == 1 else 'mixed'})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import sys
+import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +27,7 @@ from kb.ids import short_id
 from kb.plain import STATUS_STYLE, kind_label, list_columns, reported_style, safe
 from kb.sections import IDENTITY, SECTIONS, flatten
 
+COMPARISON_WIDTH = 80  # kb compare's lines of prose (verdicts, the noise footer), in a terminal and a pipe alike
 PIPE_WIDTH = 1000  # a document (kb show, kb compare) in a pipe: wide enough that nothing folds; lines are stripped
 MIN_TITLE = 28  # columns kept for a title before other columns are left out
 GAP = "  "
@@ -45,14 +47,16 @@ def console() -> Console:
     return Console(highlight=False)
 
 
-def emit(renderable: RenderableType) -> None:
+def emit(renderable: RenderableType, width: int | None = None) -> None:
     """Print for a person: at the terminal's width there; in a pipe, at a width nothing folds at, each
-    line stripped of the padding tables add."""
+    line stripped of the padding tables add. `width` caps both (a table of prose that must fit 80 columns)."""
     terminal = console()
     if terminal.is_terminal:
+        if width is not None and terminal.width > width:
+            terminal = Console(highlight=False, width=width)
         terminal.print(renderable)
         return
-    wide = Console(width=PIPE_WIDTH, file=io.StringIO(), color_system=None, highlight=False)
+    wide = Console(width=width or PIPE_WIDTH, file=io.StringIO(), color_system=None, highlight=False)
     wide.print(renderable)
     sys.stdout.write("".join(line.rstrip() + "\n" for line in wide.file.getvalue().splitlines()))  # type: ignore[attr-defined]
 
@@ -274,7 +278,7 @@ def _body(body: str) -> RenderableType:
 # Comparisons: kb compare and kb rerun
 
 
-def _cell(row: Any, index: int) -> str:
+def _cell(row: Any, index: int, *, with_verdict: bool = True) -> str:
     value = row.values[index]
     if value is None:
         return "-"
@@ -283,9 +287,33 @@ def _cell(row: Any, index: int) -> str:
     if index and ratio is not None:
         text += f"  ×{ratio:.3g}"
     verdict = row.verdicts[index] if index < len(row.verdicts) else ""
-    if index and verdict:
+    if index and verdict and with_verdict:
         text += f" {verdict}"
     return text
+
+
+def _verdict_lines(comparison: Any) -> list[str]:
+    """Each figure's verdict against the baseline with its footing, a phrase per line of COMPARISON_WIDTH (never a
+    cell folded mid-phrase); the figures they judge are the medians in the table."""
+    said = []
+    for row in comparison.rows:
+        for index in range(1, len(comparison.entries)):
+            verdict = row.verdicts[index] if index < len(row.verdicts) else ""
+            if verdict and row.values[index] is not None:
+                ratio = row.ratios[index] if index < len(row.ratios) else None
+                times = f"×{ratio:.3g} " if ratio is not None else ""
+                said.append(f"{row.name}, {comparison.labels[index]}: {times}{verdict}")
+    if not said:
+        return []
+    pooled = any(n > 1 for n in comparison.runs)
+    head = "Against the baseline" + (" (each figure above: the median of its runs, n):" if pooled else ":")
+    return _wrapped([head]) + _wrapped(said, indent="  ")
+
+
+def _wrapped(phrases: list[str], indent: str = "") -> list[str]:
+    return [line for phrase in phrases for line in textwrap.wrap(
+        phrase, COMPARISON_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=False,
+        break_on_hyphens=False)]  # fmt: skip
 
 
 def comparison_view(comparison: Any, *, short: Callable[[str], str] = short_id) -> Group:
@@ -303,15 +331,19 @@ def comparison_view(comparison: Any, *, short: Callable[[str], str] = short_id) 
         if row.section != section:
             section = row.section
             table.add_row(data(section, "bold"), *[""] * len(comparison.entries))
-        table.add_row(data(f"  {row.name}"), *[data(_cell(row, i)) for i in range(len(comparison.entries))])
+        cells = [data(_cell(row, i, with_verdict=False)) for i in range(len(comparison.entries))]
+        table.add_row(data(f"  {row.name}"), *cells)
     parts += [Text(""), table]
+    verdicts = _verdict_lines(comparison)
+    if verdicts:
+        parts += [Text(""), *(data(line) for line in verdicts)]
     for change in comparison.cases:
         parts += [
             Text(""),
             Text.assemble(("Cases of ", "bold"), data(change.entry, "bold"), (" against the baseline", "bold")),
         ]
         parts += [Text("  ") + data(line) for line in case_lines(change)]
-    parts.append(data(f"Noise: {comparison.noise_method}.", "dim"))
+    parts += [data(line, "dim") for line in _wrapped([f"Noise: {comparison.noise_method}."])]
     return Group(*parts)
 
 

@@ -9,6 +9,7 @@ from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
+ONCE = "inconclusive (n=1 vs 1, floor 2%; too few runs: 3 on each side give an interval)"  # one run a side
 HANDOVER = (
     "import json, os\n"
     "def emit(**event):\n"
@@ -51,7 +52,7 @@ def test_two_recorded_runs_side_by_side(kb: KnowledgeBase) -> None:
     step = rows[("timings", "step_s")]
     # One run a side: the figures are far apart, but one run against one is no verdict (the noise that
     # decides is between runs, and there is none to see).
-    one = "inconclusive (n=1 vs 1)"
+    one = ONCE
     assert step["values"] == [0.02, 0.012] and step["ratios"] == [1.0, 0.6] and step["verdicts"] == ["baseline", one]
     step_rate = rows[("metrics", "tokens_per_s_median_step")]
     assert step_rate["better"] == "higher" and step_rate["verdicts"] == ["baseline", one]
@@ -68,7 +69,7 @@ def test_the_spread_of_steps_inside_one_run_is_no_footing(kb: KnowledgeBase) -> 
     rows = json_data(run_kb("compare", first, second, "--json").stdout)["rows"]
     verdicts = {row["name"]: row["verdicts"][1] for row in rows}
     assert verdicts["step_s"] == verdicts["tokens_per_s_median_step"] == verdicts["tokens_per_s"]
-    assert verdicts["step_s"] == "inconclusive (n=1 vs 1)"
+    assert verdicts["step_s"] == "inconclusive (n=1 vs 1, floor 2%; too few runs: 3 on each side give an interval)"
 
 
 def test_reported_figures_are_shown_beside_measured_ones_never_ranked(kb: KnowledgeBase) -> None:
@@ -82,7 +83,7 @@ def test_reported_figures_are_shown_beside_measured_ones_never_ranked(kb: Knowle
     assert rate["values"] == [25600.0, 182000.0]
     assert rate["ratios"] == [1.0, None] and rate["verdicts"] == ["baseline", "reported, not ranked"]
     shown = run_kb("compare", measured, reported)
-    assert "182,000 tokens/s reported, not ranked" in shown.stdout and "×7.11" not in shown.stdout
+    assert "182,000 tokens/s" in shown.stdout and "reported, not ranked" in shown.stdout and "×7.11" not in shown.stdout
 
 
 @pytest.fixture
@@ -128,12 +129,12 @@ def test_versions_and_hardware_differences_are_spelled_out(releases: KnowledgeBa
     assert result.returncode == 0, result.stderr
     assert "accelerators 16x trainium2 → 32x trainium2" in result.stdout
     assert "torch 2.9.0 → 2.10.0" in result.stdout and "torch-neuronx 2.9.0.2.15.1 → 2.13.3.0" in result.stdout
-    assert "×0.33 inconclusive (n=1 vs 1)" in result.stdout  # compile time 1637 s → 540 s, once each
+    assert "×0.33 inconclusive (n=1 vs 1, floor 2%" in " ".join(result.stdout.split())  # 1637 s → 540 s, once each
     markdown = run_kb("compare", "2026-01-01-qwen-neuron-000001", "2026-06-01-qwen-neuron-000002", "--markdown")
     (compile_row,) = [line for line in markdown.stdout.splitlines() if line.startswith("| timings.compile_s |")]
-    assert compile_row.endswith(" ×0.33 inconclusive (n=1 vs 1) |")
+    assert compile_row.endswith(f" ×0.33 {ONCE} |")
     # 16 and 32 devices: throughput per device (11099 / 16 against 14156 / 32).
-    per_device = "| 693.7 tokens/s per device | 442.4 tokens/s per device  ×0.638 inconclusive (n=1 vs 1) |"
+    per_device = f"| 693.7 tokens/s per device | 442.4 tokens/s per device  ×0.638 {ONCE} |"
     assert f"| metrics.tokens_per_s {per_device}" in markdown.stdout
     assert "- torch 2.9.0 → 2.10.0" in markdown.stdout
 

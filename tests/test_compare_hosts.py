@@ -41,8 +41,11 @@ def test_runs_on_other_hardware_are_reproductions_not_repeats(kb: KnowledgeBase)
     eager, compiled = cells["cpu · eager"], cells["cpu · compiled"]
     assert (eager["n"], eager["spread"], eager["figure"]["value"]) == (3, [34187.0, 37926.0], 35020.0)
     assert (compiled["n"], compiled["spread"]) == (3, [24110.0, 32775.0])
-    # The other machine is counted as a host that ran the configuration, and how far its figure lies is said.
-    assert eager["reproduction"] == "reproduced by 1 person on 2 hosts, within ±59.6%"
+    # The other machine is counted as a host that ran the configuration, its one run judged by the verdict rule.
+    assert eager["reproduction"] == (
+        "reproduction by 1 person on 2 hosts undecided, inconclusive ×0.404 (n=1 vs 3, floor 2%; too few runs: 3 on "
+        "each side give an interval)"
+    )
     assert compiled["comparison"]["n"] == 3 and compiled["comparison"]["n_base"] == 3
     comparison = json_data(run_kb("compare", "--workload", "tiny-lm", "--by", "mode", "--json").stdout)
     assert comparison["runs"] == [3, 3]
@@ -53,4 +56,7 @@ def test_the_same_hardware_on_another_host_is_a_repeat_and_a_reproduction(kb: Kn
     for rate, hardware, author in ((1000.0, INTEL, "ana"), (1010.0, twin, "bo"), (990.0, INTEL, "ana")):
         run(kb, "eager", rate, hardware, author=author)
     eager = board()["cpu · eager"]
-    assert eager["n"] == 3 and eager["reproduction"] == "reproduced by 2 people on 2 hosts, within ±1.0%"
+    assert eager["n"] == 3 and eager["reproduction"] == (
+        "reproduction by 2 people on 2 hosts undecided, inconclusive ×1.02 (n=1 vs 2, floor 2%; too few runs: 3 on "
+        "each side give an interval)"
+    )

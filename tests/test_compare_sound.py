@@ -19,6 +19,8 @@ from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
 
+ONCE = "inconclusive (n=1 vs 1, floor 2%; too few runs: 3 on each side give an interval)"  # one run a side
+
 EMIT = (
     "import json, os, sys, time\n"
     "def emit(**event):\n"
@@ -73,7 +75,7 @@ def test_an_interrupted_run_is_never_the_one_compared(kb: KnowledgeBase, tmp_pat
     assert rows(comparison)["tokens_per_s"]["values"] == [4000.0, 6000.0]
     # One completed run a side (the interrupted one is no repeat): no verdict, whatever the figures.
     assert comparison["runs"] == [1, 1]
-    assert rows(comparison)["tokens_per_s"]["verdicts"][1] == "inconclusive (n=1 vs 1)"
+    assert rows(comparison)["tokens_per_s"]["verdicts"][1] == ONCE
     one = run_kb("compare", "--workload", "lm", "--by", "backend")
     assert one.returncode == 1 and one.stderr == "kb: error: only cpu so far; try --by mode\n"
     assert compared("--workload", "lm", "--by", "mode", "--status", "completed")["entries"][0]["status"] == "completed"
@@ -131,7 +133,7 @@ def test_cold_with_cold_and_what_differs(variety: KnowledgeBase) -> None:
     assert compile_s["ratios"] == [1.0, None] and compile_s["verdicts"] == ["baseline", "warm vs cold"]
     # One run each: too few to call a one-off phase better or worse.
     cold_again = compared("2026-11-01-qwen-cuda-000001", "2026-11-01-qwen-cuda-000001")
-    assert rows(cold_again)["compile_s"]["verdicts"] == ["baseline", "inconclusive (n=1 vs 1)"]
+    assert rows(cold_again)["compile_s"]["verdicts"] == ["baseline", ONCE]
 
 
 def test_local_version_labels_fold_into_their_release(variety: KnowledgeBase) -> None:
@@ -197,7 +199,7 @@ def test_grouped_runs_stand_with_their_repeats_and_agree_with_the_board(kb: Know
     comparison = compared("--workload", "lm", "--by", "mode")
     assert comparison["runs"] == [3, 3]
     (said,) = rows(comparison)["tokens_per_s"]["verdicts"][1:]
-    assert said == "faster (n=3 vs 3)"
+    assert said.startswith("faster (n=3 vs 3, 95% interval ×") and said.endswith(", floor 2%)")
     board = json_data(run_kb("board", "--json").stdout)["workloads"][0]
     (compiled,) = [cell for cell in board["cells"] if cell["mode"] == "compiled"]
     assert compiled["comparison"]["verdict"] == "faster" and compiled["comparison"]["n"] == 3

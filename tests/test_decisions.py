@@ -111,8 +111,8 @@ def test_a_metric_condition_fires_on_repeated_runs_never_on_one(evidence: Knowle
     more = ((10, 545.0), (11, 555.0), (12, 548.0), (13, 552.0))
     runs += [neuron_run(evidence, "2099-02-04", n, value) for n, value in more]
     (due,) = revisit()
-    assert due["reasons"] == ["new evidence meets compile_s < 600: compile_s = 551, the median of 8 runs since, "
-                              "95% interval 545 to 560"]  # fmt: skip
+    assert due["reasons"] == ["new evidence meets compile_s < 600: compile_s = 9 min 11 s, the median of 8 runs since, "
+                              "95% interval 9 min 5 s to 9 min 20 s"]  # fmt: skip
     (why,) = due["why"]
     assert why["runs"] == ["2099-01-02-gpt-oss-neuron-000003", "2099-02-01-gpt-oss-neuron-000004", *runs]
     assert why["releases"] == [] and (why["comparison"]["n"], why["comparison"]["high"]) == (8, 560.0)

@@ -37,7 +37,7 @@ def test_runs_on_other_hardware_are_no_repeats(kb: KnowledgeBase) -> None:
     assert (outcome["verdict"], outcome["actual"], outcome["n"]) == ("improved", 0.1, 3)
     assert outcome["left_out"] == "3 on other hardware" and outcome["entry"] == "2026-11-06-lm-cuda-000006"
     said = " ".join(run_kb("expect").stdout.split())
-    assert "now 0.1 (median of 3 runs, 4% apart); 3 on other hardware left out" in said
+    assert "now 100 ms (median of 3 runs, 4% apart); 3 on other hardware left out" in said
     # The bound is rewritten from those three runs, with 10% room (their spread is 4%).
     assert run_kb("expect", "--update").returncode == 0
     assert "max = 0.11\n" in (kb.root / "expectations.toml").read_text()

@@ -14,6 +14,9 @@ SQL = re.compile(
     r"|(CREATE|DROP)\s+(VIRTUAL\s+)?(TABLE|INDEX|VIEW|TRIGGER)\s|PRAGMA\s+\w|WITH\s+\w+\s+AS\s*\()",
     re.DOTALL,
 )
+# A WHERE fragment handed to the index ("e.workload IS ? AND e.mode IS ?") is SQL too: a column compared to a
+# placeholder.
+FRAGMENT = re.compile(r"\b[a-z_][\w.]*\s+(?:=|<>|!=|<=|>=|<|>|IS(?:\s+NOT)?|LIKE|IN)\s+\(?\?(?=\s|\)|,|$)")
 CURSOR_CALLS = {"execute", "executemany", "executescript"}
 
 
@@ -22,7 +25,8 @@ def _sql_in(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
         called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CURSOR_CALLS
-        written = isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value)
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        written = SQL.match(text) or FRAGMENT.search(text)
         if called or written:
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
@@ -42,6 +46,13 @@ def test_no_sql_outside_the_index() -> None:
 def test_the_check_finds_sql() -> None:
     sample = ROOT / "kb" / "index" / "site.py"  # the index's own questions: SQL it must recognise
     assert _sql_in(sample)
+
+
+def test_the_check_finds_a_where_fragment() -> None:
+    for fragment in ("e.workload IS ? AND e.backend IS ? AND e.mode IS ?", "e.workload = ? AND (", "id IN (?)"):
+        assert FRAGMENT.search(fragment), fragment
+    for prose in ("how much faster?", "(?:=(?!=)|:(?!:))", "a value IS NOT NULL"):
+        assert not FRAGMENT.search(prose), prose
 
 
 def _imports_ingest(path: Path) -> list[str]:

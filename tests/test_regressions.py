@@ -96,7 +96,7 @@ def test_expectations_pass_fail_improve_and_are_rewritten(kb: KnowledgeBase) -> 
     assert verdicts == [("graph_breaks", "fail", None, failed), ("compile_s", "fail", None, failed),
                         ("passing_cases", "fail", 1.0, ""), ("step_s", "improved", 0.2, "")]  # fmt: skip
     shown = " ".join(run_kb("expect").stdout.split())  # long lines wrap, never cut
-    assert "FAIL lm on neuron · compiled: compile_s <= 500, the newest run failed: compile_error" in shown
+    assert "FAIL lm on neuron · compiled: compile_s <= 500 s, the newest run failed: compile_error" in shown
     assert run_kb("expect", "--update").returncode == 0
     rewritten = path.read_text()
     # A failing pair keeps its bounds; a count only tightens; one run sets no timing bound.

@@ -3,6 +3,9 @@ from hand-written entries holding a step change, noise, an outlier, a change bel
 
 from __future__ import annotations
 
+import html
+import re
+
 from conftest import json_data, run_kb, write_entry
 
 from kb.store import KnowledgeBase
@@ -113,3 +116,79 @@ def test_launch_times_are_never_judged_even_against_launch_times(kb: KnowledgeBa
     trend = json_data(run_kb("trend", "step_s", "--workload", "lm", "--package", "torch-neuronx", "--json").stdout)
     points = [point for series in trend["series"] for point in series["points"]]
     assert len(points) == 4 and not any(point.get("flag") for point in points)
+
+
+def test_series_that_differ_only_in_hardware_are_told_apart_as_kb_trend_labels_them(kb: KnowledgeBase) -> None:
+    medians = {"2.10.0": [0.100, 0.1002, 0.0999], "2.11.0": [0.130, 0.1302, 0.1299]}
+    n = runs(kb, medians, hardware={"cpu": "EPYC A", "cpu_threads": 2})
+    runs(kb, {r: [v * 2 for v in values] for r, values in medians.items()}, start=n,
+         hardware={"cpu": "EPYC B", "cpu_threads": 2})  # fmt: skip
+    found = slowdowns()
+    assert [(s["series"], s["hardware"]) for s in found] == [
+        ("neuron · eager", "on EPYC A (2 threads)"), ("neuron · eager", "on EPYC B (2 threads)")
+    ]  # fmt: skip
+    trend = json_data(run_kb("trend", "step_s", "--workload", "lm", "--package", "torch-neuronx", "--json").stdout)
+    labels = [series["group"] for series in trend["series"]]
+    assert labels == ["neuron · eager · on EPYC A (2 threads)", "neuron · eager · on EPYC B (2 threads)"]
+    words = " ".join(run_kb("board", "--regressions").stdout.split())
+    for label in labels:
+        assert f"lm step_s on {label}: torch-neuronx 2.10.0 -> 2.11.0 +30.0%" in words
+    out = kb.root / "site"
+    assert run_kb("site", "build", "--out", str(out)).returncode == 0
+    said = " ".join(re.sub(r"<[^>]+>", " ", html.unescape((out / "regressions.html").read_text())).split())
+    for label in labels:
+        assert f"lm step_s on {label}: torch-neuronx 2.10.0 → 2.11.0 +30.0%" in said
+
+
+def test_series_on_one_hardware_name_none(kb: KnowledgeBase) -> None:
+    runs(kb, {"2.10.0": [0.100, 0.1002, 0.0999], "2.11.0": [0.130, 0.1302, 0.1299]}, hardware={"cpu": "EPYC A"})
+    (slow,) = slowdowns()
+    assert (slow["series"], slow["hardware"]) == ("neuron · eager", "")
+
+
+def test_a_long_series_is_located_in_memory_that_does_not_grow_with_its_square() -> None:
+    import random
+    import tracemalloc
+
+    from kb.answers.changepoints import locate
+
+    noise = random.Random(1)
+    values = [(0.100 if i < 2000 else 0.130) * (1 + noise.gauss(0, 0.02)) for i in range(3000)]
+    tracemalloc.start()
+    try:
+        found = locate(values, list(range(20, 3000, 20)), floor=0.02)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == [2000]
+    assert peak < 20e6  # a matrix of the distances between 3,000 runs alone is 72 MB
+
+
+def test_the_split_chosen_is_the_energy_statistics_maximum_worked_pair_by_pair() -> None:
+    import random
+
+    import numpy as np
+
+    from kb.answers import changepoints
+
+    def q(values: list[float], start: int, tau: int, kappa: int) -> float:  # Matteson and James, from the pairs
+        left, right = values[start:tau], values[tau:kappa]
+        n, m = len(left), len(right)
+        between = sum(abs(a - b) for a in left for b in right)
+        within_left = sum(abs(a - b) for i, a in enumerate(left) for b in left[i + 1 :])
+        within_right = sum(abs(a - b) for i, a in enumerate(right) for b in right[i + 1 :])
+        return (2 * between / (m + n) - (2 * m * within_left / ((m + n) * (n - 1)) if n > 1 else 0.0)
+                - (2 * n * within_right / ((m + n) * (m - 1)) if m > 1 else 0.0))  # fmt: skip
+
+    noise = random.Random(3)
+    for _ in range(30):
+        values = [noise.choice([1.0, 1.3]) * (1 + noise.gauss(0, 0.05)) for _ in range(noise.randint(4, 25))]
+        start, stop = sorted(noise.sample(range(len(values) + 1), 2))
+        allowed = np.arange(1, len(values))
+        found = changepoints._candidate(changepoints._Sums(np.asarray(values)), start, stop, allowed)
+        pairs = [(tau, kappa) for tau in range(start + 1, stop) for kappa in range(tau + 1, stop + 1)]
+        if not pairs:
+            assert found is None
+            continue
+        best = max(pairs, key=lambda pair: q(values, start, *pair))
+        assert found[:2] == best and abs(found[2] - q(values, start, *best)) < 1e-9

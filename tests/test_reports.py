@@ -21,7 +21,7 @@ def test_add_records_a_reported_result_with_its_source(kb: KnowledgeBase) -> Non
     result = run_kb(*SEMIANALYSIS)
     assert result.returncode == 0, result.stderr
     entry = only_entry(kb)
-    assert result.stderr == f"kb: recorded report {entry.id}\n  {entry.path}\n"
+    assert result.stderr == f"kb: recorded report {entry.id}\n  {entry.path.relative_to(Path.cwd())}\n"
     data = entry.data
     assert (data["kind"], data["backend"], data["mode"]) == ("report", "neuron", "eager")
     assert data["provenance"] == {

@@ -80,7 +80,7 @@ def test_a_review_closes_a_due_decision_until_something_newer(evidence: Knowledg
     assert shown.returncode == 0, shown.stderr
     words = " ".join(shown.stdout.split())  # long reasons are wrapped to the terminal's width
     for text in ("Revisit: DUE", "fired when: compile_s < 600 for workload=gpt-oss backend=neuron",
-                 "new evidence meets compile_s < 600: compile_s = 540, the median of 3 runs since, 95% interval",
+                 "new evidence meets compile_s < 600: compile_s = 9 min, the median of 3 runs since, 95% interval",
                  "quiet release: torch-neuronx",
                  "last reviewed", "by ana: re-checked on 2.27.1, still CUDA"):  # fmt: skip
         assert text in words, text
@@ -92,7 +92,7 @@ def test_show_gives_the_current_value_behind_a_quiet_trigger_and_marks_untrigger
     decision = decide(clock)
     shown = " ".join(run_kb("show", decision).stdout.split())
     assert "Revisit: not due" in shown
-    assert "compile_s = 1637 in 2026-10-02-gpt-oss-neuron-000002" in shown
+    assert "compile_s = 27 min 17 s in 2026-10-02-gpt-oss-neuron-000002" in shown
     bare = run_kb("decide", "--title", "no triggers", "--question", "q", "--choice", "c")
     bare_id = bare.stderr.split("decision ")[1].split()[0]
     assert "Revisit: no trigger; it never comes due by itself" in run_kb("show", bare_id).stdout

@@ -96,7 +96,7 @@ def test_the_expectations_page_answers_as_kb_expect(built: tuple[KnowledgeBase, 
     outcomes = cli(base, "expect")
     assert [o["verdict"] for o in outcomes] == ["pass", "fail"]
     assert "PASS lm on cuda · compiled: numerics must pass" in said
-    assert "FAIL lm on neuron · compiled: compile_s <= 600, the newest run failed: compile_error" in said
+    assert "FAIL lm on neuron · compiled: compile_s <= 600 s, the newest run failed: compile_error" in said
     for outcome in outcomes:
         assert f'<a href="entries/{outcome["entry"]}.html">' in page
 
@@ -229,3 +229,13 @@ def test_sixty_decisions_none_due_are_folded_in_their_groups(kb: KnowledgeBase) 
     groups_said = "Not due (30) Not checked (rejected, superseded or without a status) (30)"
     assert f"60 decisions. {groups_said} No decision is due." in said
     assert said.count("No revisit trigger set.") == 30 and said.count("Not checked: no status.") == 30
+
+
+def test_every_page_path_docs_site_md_names_is_built(built: tuple[KnowledgeBase, Path, dict[str, str]]) -> None:
+    _, out, _ = built
+    table = (Path(__file__).parents[1] / "docs" / "site.md").read_text().split("| page | path |", 1)[1]
+    rows = table.split("\n\n", 1)[0].splitlines()[2:]
+    paths = [path for row in rows for path in re.findall(r"`([^`]+\.html)`", row.split("|")[2])]
+    assert "trends/<workload>.html" in paths
+    for path in paths:  # each <placeholder> stands for any name
+        assert list(out.glob(re.sub(r"<[^>]+>", "*", path))), path

@@ -477,6 +477,30 @@ class Run:
             self._notes.append(f"The step stream stopped ({self._stream.failed}): a kill would have lost the steps.")
         sections: dict[str, Any] = {}
         timings = self._timings()
+        self._compile_sections(compile_section, timings, sections)
+        self._sync_and_fallbacks(fallback_watch, timings, sections)
+        sections["memory"] = self._memory_section()
+        sections["settings"] = {**self.settings, "device": self.device_type, **devices.threads()}
+        load = self._load.stop()
+        if load:
+            sections["hardware.load"] = load
+            warning = busy_note(load)
+            if warning:
+                self._notes.append(warning)
+        evidence = self._backend_evidence(xla_metrics.delta(self._xla_start, xla_end), readback, timings)
+        if evidence:
+            sections["backend_evidence"] = evidence
+        sections.update(self._identity_sections())
+        summaries = ranks.gather(self._rank_summary(status), self.folder, RANK_TIMEOUT_S)
+        if summaries is None:
+            return  # not rank 0: rank 0 writes the entry
+        if self.world_size > 1:
+            sections["ranks"] = rank_summaries.section(summaries, self.world_size)
+        self._write(status, ended, sections)
+
+    def _compile_sections(self, compile_section: dict[str, Any], timings: dict[str, Any],
+                          sections: dict[str, Any]) -> None:  # fmt: skip
+        """The compile section, steps that compiled after warm-up, and a numerics failure as the run's failure."""
         later = [index for index in sorted(self._compiled) if index >= self.warmup_steps]
         if later:  # by Dynamo's count or the backend's own (XLA's CompileTime, TorchTPU's cache misses)
             self._notes.append(
@@ -497,6 +521,9 @@ class Run:
         if isinstance(numerics_section, dict) and numerics_section.get("verdict") == "fail":
             # The run completed; its result is not to be trusted. The class says so to filters and the board.
             self._sections.setdefault("failure", numerics.failure(numerics_section))
+
+    def _sync_and_fallbacks(self, fallback_watch: Any, timings: dict[str, Any], sections: dict[str, Any]) -> None:
+        """How the steps waited for the device, and whether the work stayed on it."""
         if self._sync.method is not None:
             timings["device_sync"] = self._sync.outcome()
         if self._sync.refused:
@@ -507,22 +534,20 @@ class Run:
         compile_backend = sections["fallbacks"].get("compile_backend")
         if compile_backend is not None and not compile_backend["ran"]:
             self._notes.append(compile_backend["summary"])
+
+    def _memory_section(self) -> dict[str, Any]:
         memory = {f"device_peak_gb_{phase}": gb for phase, gb in self._memory.items()}
         peak = devices.peak_memory_gb(self.device_type)
         if peak is not None:
             memory["device_peak_gb"] = peak
         memory["host_peak_rss_gb"] = devices.host_peak_rss_gb()
         memory["device_over_time"] = self._device_use.stop()
-        sections["memory"] = memory
-        sections["settings"] = {**self.settings, "device": self.device_type, **devices.threads()}
-        load = self._load.stop()
-        if load:
-            sections["hardware.load"] = load
-            warning = busy_note(load)
-            if warning:
-                self._notes.append(warning)
+        return memory
+
+    def _backend_evidence(self, xla_run: dict[str, Any], readback: dict[str, Any],
+                          timings: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+        """What the backend's own counters and caches say; XLA's compile time becomes the run's."""
         evidence: dict[str, Any] = {}
-        xla_run = xla_metrics.delta(self._xla_start, xla_end)
         if xla_run or self._xla_phases or readback:
             evidence["xla_metrics"] = {
                 "run": xla_run,
@@ -545,8 +570,11 @@ class Run:
                 self._notes.append(
                     "A neuron_parallel_compile run: it extracts and compiles graphs, so its timings are not results."
                 )
-        if evidence:
-            sections["backend_evidence"] = evidence
+        return evidence
+
+    def _identity_sections(self) -> dict[str, Any]:
+        """What ran: the ISA, versions (and the whole package list as a file), precision, the device."""
+        sections: dict[str, Any] = {}
         isa = devices.cpu_isa()
         if isa:
             sections["hardware.cpu_isa"] = isa
@@ -558,12 +586,7 @@ class Run:
         notes = devices.backend_notes()
         if notes:
             sections["hardware.backend_notes"] = notes
-        summaries = ranks.gather(self._rank_summary(status), self.folder, RANK_TIMEOUT_S)
-        if summaries is None:
-            return  # not rank 0: rank 0 writes the entry
-        if self.world_size > 1:
-            sections["ranks"] = rank_summaries.section(summaries, self.world_size)
-        self._write(status, ended, sections)
+        return sections
 
     def _write(self, status: str, ended: datetime, sections: dict[str, Any]) -> None:
         folder = self.folder

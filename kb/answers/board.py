@@ -22,8 +22,10 @@ from functools import cache
 from typing import Any
 
 from kb.answers import figures, verdict
+from kb.answers.compare import agreement_of
 from kb.answers.figures import Figure
 from kb.index import answers
+from kb.index.rows import normalise_package
 
 REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
@@ -71,7 +73,7 @@ class Cell:
     busy_only: bool = False  # every run of the current state was on a busy machine: a figure, never a verdict
     release: str | None = None  # "torch-neuronx 2.27.1": the backend package's release the figure comes from
     evidence_date: str | None = None  # when the newest run behind the figure was recorded
-    reproduction: str = ""  # "reproduced by 2 people on 3 hosts, within ±4%", or "not reproduced"
+    reproduction: str = ""  # "reproduced by 2 people on 3 hosts: agrees, equivalent within the floor (n=...)"
     current_failure: str = ""  # "fails on torch-neuronx 2.27.1: compile_error x2"
     history: str = ""  # "passed on 2.26.0 at x2.17": the older release's figure, where the newest one failed
     differences: list[str] = field(default_factory=list)  # against the baseline's runs
@@ -208,7 +210,7 @@ def _versions(data: dict[str, Any]) -> dict[str, str]:
 
 @cache  # a few package names, met in every run
 def _package(name: Any) -> str:
-    return str(name).lower().replace("_", "-")
+    return normalise_package(str(name))
 
 
 Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
@@ -416,7 +418,7 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         cell.numerics = figures.numerics(newest)
     if cell.launch_times or base is None or is_base or not base.figure_runs:
         sample, peers = _same_setup(runs, runs[0]), _same_setup(runs, runs[0], machine=False)
-        _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None, peers)  # type: ignore[union-attr]
+        _figure(cell, sample, figures.headline(newest).name if figures.headline(newest) else None, peers, floor)  # type: ignore[union-attr]
         cell.verdict = LAUNCH_TIMES if cell.launch_times else "baseline" if is_base else "no baseline figure"
         return
     base_sample = _same_setup(base.figure_runs, base.figure_runs[0])
@@ -428,7 +430,7 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
         cell.differences = figures.shape_differences(base_shapes, figures.shapes(newest))
     name = next((n for n in figures.HEADLINES if figures.headline(base_sample[0].data, n)
                  and figures.headline(sample[0].data, n)), None)  # fmt: skip
-    _figure(cell, sample, name, peers)
+    _figure(cell, sample, name, peers, floor)
     base_values = [f.value for f in (figures.headline(run.data, name) for run in base_sample) if f] if name else []
     if not base_values or cell.figure is None:
         cell.verdict = "no common figure with the baseline"
@@ -460,14 +462,13 @@ def _judge(cell: Cell, state: State, base: State | None, is_base: bool, floor: f
 
 
 def _same_setup(runs: list[Run], like: Run, *, machine: bool = True) -> list[Run]:
-    """The runs with the shapes and device count of `like` on its hardware (figures.machine): repeats of one
-    configuration; with `machine=False` on any hardware, the runs that may reproduce it."""
-    shapes, count, hardware = figures.shapes(like.data), figures.devices(like.data), figures.machine(like.data)
-    return [run for run in runs if figures.shapes(run.data) == shapes and figures.devices(run.data) == count
-            and (not machine or figures.machine(run.data) == hardware)]  # fmt: skip
+    """The runs of the configuration of `like` (figures.configuration) on its hardware: its repeats; with
+    `machine=False` on any hardware, the runs that may reproduce it."""
+    wanted = figures.configuration(like.data, hardware=machine)
+    return [run for run in runs if figures.configuration(run.data, hardware=machine) == wanted]
 
 
-def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run]) -> None:
+def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run], floor: float) -> None:
     """The median of the sample's figures, with n, spread, release and date of the evidence, and peak memory;
     whether its peers (the same configuration on any host) reproduce it."""
     found = [(run, figures.headline(run.data, name)) for run in sample]
@@ -486,21 +487,31 @@ def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run]) -
     cell.peak_memory_gb = max((peak for peak in peaks if peak is not None), default=None)
     others = [(run, figures.headline(run.data, name)) for run in peers]
     others = [(run, figure) for run, figure in others if figure is not None]
-    cell.reproduction = reproduction([run.row for run, _ in others], [figure.value for _, figure in others], median)
+    values = [figure.value for _, figure in others]
+    cell.reproduction = reproduction([run.row for run, _ in others], values, newest.name, floor)
 
 
-def reproduction(rows: list[dict[str, Any]], values: list[float], median: float) -> str:
-    """Whether others reproduced a figure: runs of the same configuration by another author or on another host,
-    and how far the furthest run lies from the median. A host is its name on its hardware: two machines called
-    `vm` are two hosts."""
+def reproduction(rows: list[dict[str, Any]], values: list[float], name: str, floor: float) -> str:
+    """Whether others reproduced a figure (the runs of its configuration on any hardware, newest first), by the
+    rule of kb rerun's agreement: the runs by the newest one's author on its host against those by another author
+    or on another host, reproduced where they agree (equivalent within the floor). A host is its name on its
+    hardware: two machines called `vm` are two hosts."""
     people = {row.get("author") for row in rows if row.get("author")}
-    hosts = {(row.get("host"), figures.machine(row.get("data") or {})) for row in rows if row.get("host")}
+    hosts = {_who(row)[1:] for row in rows if row.get("host")}
     if len(people) < 2 and len(hosts) < 2:
         who = f" (one author{', one host' if hosts else ''})" if people else ""
         return "not reproduced" + who
-    furthest = max(abs(value - median) for value in values) / median if median else 0.0
+    own = [value for row, value in zip(rows, values, strict=True) if _who(row) == _who(rows[0])]
+    others = [value for row, value in zip(rows, values, strict=True) if _who(row) != _who(rows[0])]
+    outcome, judged = agreement_of(own, others, name, floor)
     by = f"{len(people)} {'people' if len(people) != 1 else 'person'}" if people else "unknown authors"
-    return f"reproduced by {by} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, within ±{furthest:.1%}"
+    where = f"{by} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+    said = {"agrees": f"reproduced by {where}: agrees", "disagrees": f"not reproduced by {where}: disagrees"}
+    return f"{said.get(outcome, f'reproduction by {where} undecided')}, {judged.text()}"
+
+
+def _who(row: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return row.get("author"), row.get("host"), figures.machine(row.get("data") or {})
 
 
 def _history(cell: Cell, state: State, base: State | None, floor: float) -> None:
@@ -735,7 +746,7 @@ def _release_check(cell: Cell, run: dict[str, Any] | None, newest: LatestRelease
         return Check(QUESTIONS[7], False, None, "no completed, measured run: " + (cell.note or "record one"))
     if latest is None:
         return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
-    versions = {k.lower().replace("_", "-"): v for k, v in (run.get("versions") or {}).items()}
+    versions = _versions(run)
     used = versions.get(latest["package"])
     if used is not None:
         newer = not unseen

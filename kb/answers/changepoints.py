@@ -9,7 +9,8 @@ Change Point Analysis of Multivariate Data", https://doi.org/10.48550/arXiv.1306
    end kappa of its right-hand side, that maximises the energy statistic Q(tau, kappa) (how far apart the two
    sides' distributions are, against the spread within each); it is kept while a two-sided t-test between the
    two sides E-Divisive found (start to tau, tau to kappa) is significant (p below ten times the final threshold:
-   these are the "weak" change points). Otava tests start to tau against tau to the stretch's end and finds
+   these are the "weak" change points). The sums of distances Q reads take memory in proportion to the series'
+   length, never its square (`_Sums`). Otava tests start to tau against tau to the stretch's end and finds
    local changes by sliding windows of 50 points over a long series of one point per commit; kb's series are
    tens of runs, where that test would let a change the next release undid hide the change itself.
 2. Merge: the weakest change point (highest p, or below the significance threshold the smallest relative change)
@@ -32,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,6 +52,7 @@ class Run:
     release: str  # of the backend's package, local labels folded
     recorded: str
     value: float
+    hardware: str  # what it ran on, as people read it (hardware_label)
 
 
 @dataclass
@@ -57,7 +60,7 @@ class Change:
     """Where a series changed: the last release before the change and the first after it, by how much."""
 
     workload: str
-    series: str  # backend · mode, and whatever else makes it another program
+    series: str  # backend · mode, and whatever else makes it another program, bar its hardware
     figure: str
     package: str
     last_good: str  # the last release before the change
@@ -68,9 +71,14 @@ class Change:
     comparison: dict[str, Any]  # kb.answers.verdict.Verdict: ratio, interval, n, floor
     before: list[str] = field(default_factory=list)  # the runs of the stretch before, oldest first
     after: list[str] = field(default_factory=list)
+    hardware: str = ""  # `on EPYC (2 threads)` where another series differs from this one in hardware alone
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def label(self) -> str:
+        """The series as kb trend labels it: its hardware said where that alone tells it from another."""
+        return " · ".join(part for part in (self.series, self.hardware) if part)
 
 
 def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...], list[Run]]:
@@ -87,7 +95,7 @@ def series_of(rows: list[dict[str, Any]], package: str) -> dict[tuple[Any, ...],
             continue  # launch times are never ranked (figures.LAUNCH_TIMES), not even against launch times
         key = (series_label(row["backend"], row["mode"], data), figure.name, figure.name in figures.THROUGHPUT,
                hardware(data))  # fmt: skip
-        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value))
+        found.setdefault(key, []).append(Run(row["id"], release, row["recorded"], figure.value, hardware_label(data)))
     for runs in found.values():
         runs.sort(key=lambda run: (version_key(run.release), run.recorded, run.id))
     return found
@@ -108,6 +116,15 @@ def hardware(data: dict[str, Any]) -> str:
     return repr(figures.machine(data))
 
 
+def hardware_label(data: dict[str, Any]) -> str:
+    """`on NVIDIA H100` (a run's accelerators), else its CPU and threads: what tells apart series that differ in
+    hardware alone (figures.machine)."""
+    names, cpu, threads = figures.machine(data)
+    if names:
+        return "on " + ", ".join(names)
+    return "on " + (str(cpu) if cpu else "unknown hardware") + (f" ({threads} threads)" if threads else "")
+
+
 def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *, device_timed: bool = True) -> str:
     """What makes a run's figures a program of their own, bar its hardware: backend · mode, device count, every
     shape setting, and launch times where the figure was timed around device work (figures.device_timed)."""
@@ -125,7 +142,10 @@ def series_label(backend: str | None, mode: str | None, data: dict[str, Any], *,
 def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: float = verdict.FLOOR) -> list[Change]:
     """Every change beyond the floor in the series of one workload's runs on one backend package."""
     found = []
-    for (label, figure, higher, _), runs in sorted(series_of(rows, package).items()):
+    series = series_of(rows, package)
+    machines = Counter((label, figure) for label, figure, *_ in series)
+    for (label, figure, higher, _), runs in sorted(series.items()):
+        hardware = runs[0].hardware if machines[label, figure] > 1 else ""
         values = [run.value for run in runs]
         for change in located(values, [run.release for run in runs], higher_is_better=higher, floor=floor):
             if change.judged.verdict not in ("faster", "slower"):
@@ -134,6 +154,7 @@ def changes(workload: str, package: str, rows: list[dict[str, Any]], floor: floa
             found.append(Change(
                 workload, label, figure, package, before[-1].release, after[0].release, change.judged.verdict,
                 change.change, change.pvalue, change.judged.as_dict(), [r.id for r in before], [r.id for r in after],
+                hardware,
             ))  # fmt: skip
     return found
 
@@ -174,17 +195,14 @@ def locate(
         return []
     import numpy as np
 
-    series = np.asarray(values, dtype=float)
-    distances = np.abs(series[:, None] - series[None, :])
-    prefix = np.zeros((len(series) + 1, len(series) + 1))
-    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    sums = _Sums(np.asarray(values, dtype=float))
     allowed = np.asarray(boundaries)
     points: list[int] = []
     while True:  # split: the best candidate of all stretches, while significant at the first-pass threshold
-        edges = [0, *points, len(series)]
+        edges = [0, *points, len(values)]
         best = None
         for start, stop in itertools.pairwise(edges):
-            found = _candidate(prefix, start, stop, allowed)
+            found = _candidate(sums, start, stop, allowed)
             if found is not None and (best is None or found[2] > best[2]):
                 best = (start, *found)
         if best is None:
@@ -194,7 +212,7 @@ def locate(
             break
         points = sorted([*points, point])
     while points:  # merge: drop the weakest until every one left is significant and beyond the floor
-        edges = [0, *points, len(series)]
+        edges = [0, *points, len(values)]
         stats = [(_test(values[a:p], values[p:b]), _magnitude(values[a:p], values[p:b]))
                  for a, p, b in zip(edges, edges[1:], edges[2:], strict=False)]  # fmt: skip
         weakest = max(range(len(points)), key=lambda i: stats[i][0])
@@ -206,31 +224,73 @@ def locate(
     return points
 
 
-def _candidate(prefix: Any, start: int, stop: int, allowed: Any) -> tuple[int, int, float] | None:
+BLOCK = 1 << 18  # cells of the (split, end) grid worked at once: memory bounded, however long the series
+
+
+class _Sums:
+    """Sums of the distances |x_i - x_j| between runs of one series, as the energy statistic reads them, without
+    the n-by-n matrix of distances (a series of thousands of runs would need gigabytes): within(a, b) is the sum over
+    the pairs i < j of values[a:b], from the prefix sums of each run's distances to the runs before it and of one
+    start's distances to every run (sorted values and their running sums: O(n log n) time, O(n) memory)."""
+
+    def __init__(self, values: Any) -> None:
+        import numpy as np
+
+        self.values = values
+        before = np.zeros(len(values))  # each run's distances to the runs before it, a block of runs at a time
+        step = max(1, BLOCK // max(1, len(values)))
+        for first in range(0, len(values), step):
+            block = values[first : first + step]
+            inside = np.tril(np.abs(block[:, None] - block[None, :])).sum(axis=1)
+            before[first : first + step] = _distance_sums(values[:first], block) + inside
+        self.head = np.concatenate(([0.0], np.cumsum(before)))  # head[b] = within(0, b)
+
+    def from_start(self, a: int) -> Any:
+        """within(a, b) for every b from 0 to n (meaningful for b >= a): within(0, b) less within(0, a) and the
+        pairs with one run before a and one from a on."""
+        import numpy as np
+
+        crossing = np.concatenate(([0.0], np.cumsum(_distance_sums(self.values[:a], self.values))))
+        return self.head - self.head[a] - (crossing - crossing[a])
+
+
+def _distance_sums(sources: Any, targets: Any) -> Any:
+    """For each target t, the sum of |s - t| over the sources: from the sorted sources and their running sums."""
+    import numpy as np
+
+    ordered = np.sort(sources)
+    running = np.concatenate(([0.0], np.cumsum(ordered)))
+    below = np.searchsorted(ordered, targets)
+    return targets * below - running[below] + (running[-1] - running[below]) - targets * (len(ordered) - below)
+
+
+def _candidate(sums: _Sums, start: int, stop: int, allowed: Any) -> tuple[int, int, float] | None:
     """(tau, kappa, Q): the split tau of values[start:stop] among the allowed ones, and the end kappa of its
-    right-hand side, that maximise Q(tau, kappa) (Matteson and James' energy statistic, from the prefix sums of
-    the distances)."""
+    right-hand side, that maximise Q(tau, kappa) (Matteson and James' energy statistic, from the sums of the
+    distances within each side and between them); worked a block of splits at a time, the first maximum kept."""
     import numpy as np
 
     taus = allowed[(allowed > start) & (allowed < stop)]
     if taus.size == 0:
         return None
-    tau, kappa = np.meshgrid(taus, np.arange(start + 1, stop + 1), indexing="ij")
-    valid = kappa > tau
-
-    def block(a: Any, b: Any, c: Any, d: Any) -> Any:  # the sum of distances[a:b, c:d]
-        return prefix[b, d] - prefix[a, d] - prefix[b, c] + prefix[a, c]
-
-    n, m = tau - start, kappa - tau
-    between = block(start, tau, tau, kappa)
-    within_left = block(start, tau, start, tau) / 2
-    within_right = block(tau, kappa, tau, kappa) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        left = np.where(n > 1, 2 * m * within_left / ((m + n) * (n - 1)), 0.0)
-        right = np.where(m > 1, 2 * n * within_right / ((m + n) * (m - 1)), 0.0)
-        q = np.where(valid, 2 * between / (m + n) - left - right, -np.inf)
-    i, j = np.unravel_index(np.argmax(q), q.shape)
-    return int(tau[i, j]), int(kappa[i, j]), float(q[i, j])
+    kappas = np.arange(start + 1, stop + 1)
+    whole = sums.from_start(start)  # within(start, b)
+    best: tuple[int, int, float] | None = None
+    step = max(1, BLOCK // kappas.size)
+    for first in range(0, taus.size, step):
+        tau = taus[first : first + step, None]
+        right = np.stack([sums.from_start(int(t))[kappas] for t in tau[:, 0]])  # within(tau, kappa)
+        n, m = tau - start, kappas[None, :] - tau
+        within_left = whole[tau]
+        between = whole[kappas][None, :] - within_left - right
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(n > 1, 2 * m * within_left / ((m + n) * (n - 1)), 0.0)
+            right = np.where(m > 1, 2 * n * right / ((m + n) * (m - 1)), 0.0)
+            q = np.where(m > 0, 2 * between / (m + n) - left - right, -np.inf)
+        i, j = np.unravel_index(np.argmax(q), q.shape)
+        if best is None or q[i, j] > best[2]:
+            best = int(tau[i, 0]), int(kappas[j]), float(q[i, j])
+    return best
 
 
 def _test(left: list[float], right: list[float]) -> float:

@@ -16,6 +16,7 @@ running run as anyone's baseline, which one rule (`baseline_index`) chooses.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -331,7 +332,12 @@ def _metric(data: dict[str, Any], name: str, per_device: bool) -> Any:
 
 
 def _judge(row: Row, samples: list[list[Any]], floor: float) -> None:
-    """Each figure's ratio to the baseline's, and the one verdict rule on the runs behind each (n a side)."""
+    """Each figure's ratio to the baseline's, and the one verdict rule on the runs behind each (n a side). An entry
+    that stands for repeated runs shows their median: the figure its ratio and verdict are of."""
+    for index, runs in enumerate(samples):
+        pooled = verdict.finite(runs)
+        if len(pooled) > 1:
+            row.values[index] = statistics.median(pooled)
     base = row.values[0]
     timed = row.section == "timings" or row.name in figures.THROUGHPUT or row.name in figures.STEP_RATES
     for index, value in enumerate(row.values):
@@ -343,7 +349,18 @@ def _judge(row: Row, samples: list[list[Any]], floor: float) -> None:
         judged = verdict.judge(samples[0], samples[index], higher_is_better=row.better == "higher", floor=floor)
         word = {"faster": "better", "slower": "worse"}.get(judged.verdict, judged.verdict) if not timed else (
             judged.verdict)  # fmt: skip
-        row.verdicts.append(f"{word} (n={judged.n} vs {judged.n_base})")
+        row.verdicts.append(f"{word} ({_footing(judged, row.better == 'higher')})")
+
+
+def _footing(judged: verdict.Verdict, higher_is_better: bool) -> str:
+    """The board's footing (n a side, the 95% interval, the floor), its interval turned to the table's
+    ratio (this figure over the baseline's, which for a time is below 1 when faster)."""
+    low, high = judged.low, judged.high
+    if low is not None and high is not None and not higher_is_better:
+        low, high = 1 / high, 1 / low
+    interval = f", 95% interval ×{low:.3g} to ×{high:.3g}" if low is not None else ""
+    why = f"; {judged.reason}" if judged.reason else ""
+    return f"n={judged.n} vs {judged.n_base}{interval}, floor {judged.floor:.0%}{why}"
 
 
 def _accelerators(entry: Entry) -> str | None:
@@ -387,8 +404,7 @@ def grouped(
     package = by.split(":", 1)[1] if by.startswith("version:") and len(by) > len("version:") else None
     if by not in ("backend", "mode") and package is None:
         raise KbError(f"--by {by!r}: group by {GROUPINGS}")
-    clause, params = where
-    rows = answers.grouped_candidates(db, f"e.workload = ? AND ({clause})", [workload, *params], by, package)
+    rows = answers.workload_candidates(db, workload, where=where, by=by, package=package)
     if not rows:
         raise KbError(f"no runs of workload {workload!r} to compare; 'kb ls --kind run' lists the workloads")
     notes: list[str] = []
@@ -449,9 +465,10 @@ def _repeats(kb: Any, entry: Entry, rows: list[dict[str, Any]]) -> list[Entry]:
 
 
 def _setup(data: dict[str, Any]) -> tuple[Any, ...]:
+    """The run's configuration (figures.configuration), with what a comparison of two runs also holds fixed: the
+    release of each package and the compile's cache state (cold and warm compile times are other figures)."""
     versions = {k: figures.release_of(str(v)) for k, v in (data.get("versions") or {}).items()}
-    return (figures.shapes(data), figures.devices(data), figures.machine(data), versions, figures.compile_kind(data),
-            figures.launch_times(data))  # fmt: skip
+    return figures.configuration(data), versions, figures.compile_kind(data)
 
 
 def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple[list[Entry], list[str]]:
@@ -459,7 +476,7 @@ def newest_usable(kb: Any, db: Any, workload: str, incumbent: str = "") -> tuple
     rule `grouped` follows), with a line for each backend and mode that has none: a site's comparison page."""
     from kb.index import answers
 
-    rows = answers.grouped_candidates(db, "e.workload = ?", [workload], "backend")
+    rows = answers.workload_candidates(db, workload)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:  # newest first
         groups.setdefault(f"{row['backend']} · {row['mode'] or '-'}", []).append(row)
@@ -543,6 +560,7 @@ class Agreement:
     who: str  # "bo on vm2, ana on vm before"
     figure: str | None = None
     verdict: dict[str, Any] | None = None  # kb.answers.verdict.Verdict
+    outcome: str = ""  # agrees, disagrees or undecided (`agreement_of`)
     original_runs: list[str] = field(default_factory=list)
     rerun_runs: list[str] = field(default_factory=list)
     reason: str = ""  # why there is no verdict
@@ -552,9 +570,17 @@ class Agreement:
         head = f"{kind} of {self.original} by {self.who}: "
         if self.verdict is None:
             return head + f"no agreement verdict: {self.reason}"
-        judged = verdict.Verdict(**self.verdict)
-        word = {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees")
-        return head + f"{self.figure} {word}, {judged.text()}"
+        return head + f"{self.figure} {self.outcome}, {verdict.Verdict(**self.verdict).text()}"
+
+
+def agreement_of(
+    first: list[float], second: list[float], name: str, floor: float = FLOOR
+) -> tuple[str, verdict.Verdict]:
+    """Whether the runs `second` reproduce the figure `name` of the runs `first`, by the one verdict rule: `agrees`
+    (equivalent within the floor), `disagrees` (faster or slower) or `undecided` (inconclusive: one run a side
+    always is), with the verdict behind the word. kb rerun's agreement and the board's reproduction line."""
+    judged = verdict.judge(first, second, higher_is_better=name in figures.THROUGHPUT, floor=floor)
+    return {"equivalent": "agrees", "inconclusive": "undecided"}.get(judged.verdict, "disagrees"), judged
 
 
 def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FLOOR) -> Agreement:
@@ -569,9 +595,7 @@ def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FL
         which = rerun if figures.failure(rerun.data) else original
         found.reason = f"{which.id} {figures.failure(which.data)}"
         return found
-    rows = answers.grouped_candidates(db, "e.workload IS ? AND e.backend IS ? AND e.mode IS ?",
-                                      [original.get("workload.name"), original.get("backend"), original.get("mode")],
-                                      "backend")  # fmt: skip
+    rows = answers.workload_candidates(db, original.get("workload.name"), original.get("backend"), original.get("mode"))
 
     def reran(entry: Entry) -> bool:
         return (entry.data.get("links") or {}).get("rerun_of") == original.id
@@ -590,7 +614,8 @@ def agreement(kb: Any, db: Any, original: Entry, rerun: Entry, floor: float = FL
         return found
     values = [[f.value for f in (figures.headline(e.data, name) for e in side) if f] for side in (before, now)]
     found.figure = name
-    found.verdict = verdict.judge(*values, higher_is_better=name in figures.THROUGHPUT, floor=floor).as_dict()
+    found.outcome, judged = agreement_of(*values, name, floor)
+    found.verdict = judged.as_dict()
     return found
 
 

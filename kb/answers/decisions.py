@@ -253,10 +253,12 @@ def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> Trigg
 def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
     """A condition on the runs recorded since the decision (or its last review), by the verdict rule: never one
     run; the comparable repeats of the newest run's configuration."""
+    from kb.humanize import field
+
     name = trigger.name or ""
     before, after = _comparable_runs(db, name, trigger.filters, since)
     if not after:
-        last = f"; the last before: {name} = {before[-1][1]:g} in {before[-1][0]}" if before else ""
+        last = f"; the last before: {name} = {field(name, before[-1][1])} in {before[-1][0]}" if before else ""
         return TriggerState(trigger.text, False, current=f"no comparable run with {name} since it was decided{last}")
     ids = [entry_id for entry_id, _ in after]
     if trigger.direction:
@@ -265,8 +267,9 @@ def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
     low, high = _median_interval(values)
     median = statistics.median(values)
     condition = f"{name} {trigger.op} {trigger.value:g}"
-    interval = f", 95% interval {low:g} to {high:g}" if low is not None else ""
-    current = f"{name} = {median:g}, the median of {len(values)} run{'s' if len(values) > 1 else ''} since{interval}"
+    interval = f", 95% interval {field(name, low)} to {field(name, high)}" if low is not None else ""
+    runs = f"{len(values)} run{'s' if len(values) > 1 else ''}"
+    current = f"{name} = {field(name, median)}, the median of {runs} since{interval}"
     comparison = {"median": median, "n": len(values), "low": low, "high": high}
     if len(values) < verdict.MIN_RUNS or low is None or high is None:
         current += f" (too few runs: {verdict.MIN_RUNS} give an interval)"
@@ -299,7 +302,8 @@ def _comparable_runs(
     db: sqlite3.Connection, name: str, filters: tuple[tuple[str, str], ...], since: str
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """(id, value) of the runs recorded up to `since` and after it, oldest first: completed, measured runs off a
-    busy machine, of the newest such run's shapes, device count and way of timing (launch times apart)."""
+    busy machine, of the newest such run's configuration (figures.configuration: hardware included), as the board
+    pools repeats."""
     from kb.answers import figures
 
     rows = [
@@ -314,8 +318,7 @@ def _comparable_runs(
             figures.busy(found))  # fmt: skip
 
     def setup(entry_id: str) -> tuple[Any, ...]:
-        found = data.get(entry_id) or {}
-        return repr(sorted(figures.shapes(found).items())), figures.devices(found), figures.launch_times(found)
+        return figures.configuration(data.get(entry_id) or {})
 
     runs = [(e, float(v), r) for e, v, r in rows if usable(e)]
     newer = [run for run in runs if run[2] > since]

@@ -137,10 +137,13 @@ def machine(data: dict[str, Any]) -> tuple[tuple[str, ...], Any, Any]:
     return names, hardware.get("cpu"), hardware.get("cpu_threads")
 
 
-def configuration(data: dict[str, Any]) -> tuple[Any, ...]:
+def configuration(data: dict[str, Any], *, hardware: bool = True, timing: bool = True) -> tuple[Any, ...]:
     """What runs share to be repeats of one configuration: shapes, device count, hardware (`machine`) and whether
-    the times are launch times (never pooled with device times). The release is the caller's to match."""
-    return repr(sorted(shapes(data).items())), devices(data), machine(data), launch_times(data)
+    the times are launch times (never pooled with device times). With `hardware=False`, the same configuration on
+    any hardware: the runs that may reproduce a figure; with `timing=False`, whatever the times were taken with:
+    runs compared by how they ended, not by their figures. The release is the caller's to match."""
+    return (repr(sorted(shapes(data).items())), devices(data), machine(data) if hardware else None,
+            launch_times(data) if timing else None)  # fmt: skip
 
 
 def busy(data: dict[str, Any]) -> bool:

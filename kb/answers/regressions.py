@@ -76,7 +76,7 @@ def regressions(
                 continue
             row = dict(row, release=release, package=package)
             data = row["data"]
-            setup = repr(sorted(figures.shapes(data).items())), figures.devices(data)
+            setup = figures.configuration(data, timing=False)  # a pass and a failure on the same hardware
             cells.setdefault((name, backend, row["mode"], row["kind"], *setup), []).append(row)
     breakages: list[Breakage] = []
     for (name, backend, mode, kind, *_), found in sorted(cells.items(), key=lambda item: tuple(map(str, item[0]))):

@@ -165,9 +165,10 @@ def _yardstick(cell: Cell, board: Board, runs: dict[tuple[str, str, str | None],
 
 
 def _speedup(rows: list[dict[str, Any]], yardstick: tuple[str, float, dict[str, Any], int]) -> float | None:
-    """The speed-up of one release's comparable, numerics-passed runs over the baseline's figure."""
+    """The speed-up over the baseline's figure of one release's comparable, numerics-passed runs (newest first):
+    the repeats of the newest one's configuration (figures.configuration), as the board pools a cell's."""
     name, base_value, shapes, devices = yardstick
-    values = []
+    comparable = []
     for row in rows:
         data = row["data"]
         figure = figures.headline(data, name)
@@ -176,9 +177,10 @@ def _speedup(rows: list[dict[str, Any]], yardstick: tuple[str, float, dict[str, 
                 or figures.shape_differences(shapes, figures.shapes(data))
                 or (name == "step_s" and figures.devices(data) != devices)):  # fmt: skip
             continue
-        values.append(figure.value)
-    if not values:
+        comparable.append((figures.configuration(data), figure.value))
+    if not comparable:
         return None
+    values = [value for setup, value in comparable if setup == comparable[0][0]]
     return verdict.judge([base_value], values, higher_is_better=name in figures.THROUGHPUT).ratio
 
 

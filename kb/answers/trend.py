@@ -88,7 +88,9 @@ def trend(
 ) -> Trend:
     rows = answers.trend_rows(db, metric, workload, package)
     if not rows:
-        raise KbError(f"no runs of workload {workload!r}; 'kb ls --kind run' lists the workloads")
+        from kb.answers.names import did_you_mean
+
+        raise KbError(f"no runs of workload {workload!r}{did_you_mean(workload, answers.workload_names(db))}")
     with_value = [row for row in rows if row["value"] is not None]
     if not with_value:
         raise KbError(f"no run of {workload!r} has {metric!r}{_nearest(db, metric)}")
@@ -146,7 +148,7 @@ def _labels(runs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]) 
         if key[2]:
             parts.append(key[2])
         labels[key] = " · ".join(parts) + (" (reported)" if key[3] else "")
-        machines[key] = _machine_text(data)
+        machines[key] = changepoints.hardware_label(data)
     said = Counter(label + key[4] for key, label in labels.items())
     return {key: label + (f" · {machines[key]}" if said[label + key[4]] > 1 else "") + key[4]
             for key, label in labels.items()}  # fmt: skip
@@ -155,14 +157,6 @@ def _labels(runs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]) 
 def _shapes(data: dict[str, Any]) -> dict[str, Any]:
     """The settings that make a run another program; device-count settings are left to the device count."""
     return {name: value for name, value in figures.shapes(data).items() if name not in figures.DEVICE_SETTINGS}
-
-
-def _machine_text(data: dict[str, Any]) -> str:
-    """`on NVIDIA H100` (its accelerators), else its CPU and threads."""
-    names, cpu, threads = figures.machine(data)
-    if names:
-        return "on " + ", ".join(names)
-    return "on " + (str(cpu) if cpu else "unknown hardware") + (f" ({threads} threads)" if threads else "")
 
 
 def _series(group: str, rows: list[dict[str, Any]], better: str, floor: float) -> Series:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    import sqlite3
 
 HELP = """The scoreboard: one block per workload, one line per backend and mode. Each line holds the
 median of the cell's repeated runs on the newest release of its backend's package (older releases are
@@ -51,6 +54,8 @@ def register(app: typer.Typer) -> None:
         from kb.index.db import reading
 
         kb, db = synced(ctx)
+        if workload is not None:
+            _require_runs_of(db, workload)
         if regressions:
             from kb.answers.regressions import regressions as across_releases
 
@@ -76,7 +81,7 @@ def register(app: typer.Typer) -> None:
                 return
             from kb.answers_text import summary_lines
 
-            typer.echo("\n".join(summary_lines(summarised, result.floor)))
+            typer.echo("\n".join(summary_lines(summarised, result)))
             return
         if json_:
             print_json(result.as_dict())
@@ -88,3 +93,16 @@ def register(app: typer.Typer) -> None:
             return
         # One write: echo per line costs more than the board itself (thousands of lines at 100,000 entries).
         typer.echo("\n".join(missing_lines(result) if missing else board_lines(result)))
+
+
+def _require_runs_of(db: sqlite3.Connection, workload: str) -> None:
+    """An unknown workload is bad input, as in `kb trend`: an empty board would read as "nothing recorded yet"."""
+    from kb.answers.names import did_you_mean
+    from kb.errors import KbError
+    from kb.index import answers
+    from kb.index.db import reading
+
+    with reading(db):
+        known = answers.workload_names(db)
+    if workload not in known:
+        raise KbError(f"no runs of workload {workload!r}{did_you_mean(workload, known)}")

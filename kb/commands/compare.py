@@ -83,11 +83,14 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json(comparison.as_dict())
             return
-        from kb.render import comparison_markdown, comparison_view, emit
+        import textwrap
 
-        for note in comparison.notes:
-            typer.echo(f"kb: {note}", err=True)
+        from kb.answers_text import WIDTH
+        from kb.render import COMPARISON_WIDTH, comparison_markdown, comparison_view, emit
+
+        for note in comparison.notes:  # a failure's message can be long: whole lines of 80 columns
+            typer.echo("\n".join(textwrap.wrap(f"kb: {note}", WIDTH, subsequent_indent="  ")), err=True)
         if markdown:
             typer.echo(comparison_markdown(comparison))
             return
-        emit(comparison_view(comparison))
+        emit(comparison_view(comparison), COMPARISON_WIDTH)

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         from kb.commands.common import knowledge_base, synced
         from kb.errors import KbError
         from kb.index.db import reading
-        from kb.render import comparison_view, emit
+        from kb.render import COMPARISON_WIDTH, comparison_view, emit
 
         kb = knowledge_base(ctx)
         original, argv, folder, warnings = check(kb, ref)
@@ -48,11 +48,13 @@ def register(app: typer.Typer) -> None:
         entry = done.recorded.entry
         typer.echo(f"kb: recorded {entry.id} ({entry.status}), a rerun of {done.original.id}", err=True)
         floor = kb.config.answers.floor
-        if not json_:
-            emit(comparison_view(compare([done.original, entry], floor=floor)))
         kb, db = synced(ctx)
         with reading(db):
             agreed = agreement(kb, db, done.original, entry, floor)
+        if not json_:  # the table stands on the same pooled sides as the agreement line: one verdict, not two
+            sides = [[kb.load(run) for run in runs] for runs in (agreed.original_runs, agreed.rerun_runs)]
+            pooled = sides if all(sides) else None
+            emit(comparison_view(compare([done.original, entry], pooled, floor=floor)), COMPARISON_WIDTH)
         if json_:
             from dataclasses import asdict
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from types import EllipsisType
 from typing import Any
 
 from kb.index import stored_json
@@ -377,3 +378,24 @@ def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[
     for entry_id, data in front_matters(db, unreadable).items():
         found[entry_id] = data["hardware"] if isinstance(data.get("hardware"), dict) else {}
     return found
+
+
+def workload_candidates(
+    db: sqlite3.Connection,
+    workload: str | None,
+    backend: str | EllipsisType | None = ...,
+    mode: str | EllipsisType | None = ...,
+    *,
+    where: tuple[str, list[Any]] = ("1", []),
+    by: str = "backend",
+    package: str | None = None,
+) -> list[dict[str, Any]]:
+    """`grouped_candidates` of one workload's runs within `where` (a kb.index.query.Filters clause), on `backend`
+    in `mode` where given (None: runs that record none; ...: any)."""
+    clause, params = where
+    terms, values = ["e.workload IS ?", f"({clause})"], [workload, *params]
+    for column, value in (("backend", backend), ("mode", mode)):
+        if value is not ...:
+            terms.append(f"e.{column} IS ?")
+            values.append(value)
+    return grouped_candidates(db, " AND ".join(terms), values, by, package)

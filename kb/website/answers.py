@@ -19,9 +19,11 @@ TONES = {"baseline": "baseline", "counted": "good", "unchecked": "unchecked", "n
 FAILURES_NAMED = 2  # the most common failures a workload's line names
 
 
-def board_view(db: sqlite3.Connection, incumbent: str, paths: dict[str, str], depth: int) -> list[dict[str, Any]]:
+def board_view(
+    db: sqlite3.Connection, incumbent: str, paths: dict[str, str], depth: int, floor: float
+) -> list[dict[str, Any]]:
     """One table per workload: a row per backend and mode, each linked to the runs behind it."""
-    return workload_views(board(db, incumbent=incumbent), paths, depth)
+    return workload_views(board(db, incumbent=incumbent, floor=floor), paths, depth)
 
 
 def workload_views(result: Board, paths: dict[str, str], depth: int) -> list[dict[str, Any]]:

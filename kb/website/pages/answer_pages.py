@@ -70,7 +70,7 @@ class RegressionsPage(Publisher):
             for b in found.breakages
         ]  # fmt: skip
         slowdowns = [
-            {"workload": s.workload, "series": s.series, "figure": s.figure, "package": s.package,
+            {"workload": s.workload, "series": s.label(), "figure": s.figure, "package": s.package,
              "last_good": s.last_good, "first_bad": s.first_bad, "change": f"{s.change:+.1%}",
              "verdict": Verdict(**s.comparison).text() if s.comparison else "",
              "before": [linked(e, paths) for e in s.before], "after": [linked(e, paths) for e in s.after]}

@@ -17,7 +17,7 @@ class ComparePages(Publisher):
         incumbent = site.kb.config.answers.incumbent
         index = {
             "workloads": [(w, f"{slug(w)}.html") for w in workloads],
-            "board": site_answers.board_view(site.db, incumbent, site.paths, 1),
+            "board": site_answers.board_view(site.db, incumbent, site.paths, 1, site.kb.config.answers.floor),
         }
         yield Page("compare/index.html", "compare_index.html", digest("compare-index", index), lambda: index)
         # Which run of a group is its newest usable one depends on all of the workload's runs: keyed by

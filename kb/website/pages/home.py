@@ -29,7 +29,8 @@ HOME_FACETS = {"kind", "status", "backend", "workload", "failure"}
 class HomePage(Publisher):
     def pages(self, build: Build) -> Iterator[Page]:
         site = self.site
-        result = board(site.db, incumbent=site.kb.config.answers.incumbent)
+        answers_config = site.kb.config.answers
+        result = board(site.db, incumbent=answers_config.incumbent, floor=answers_config.floor)
         workloads = attention_order(site_answers.workload_views(result, site.paths, 1))
         context = self._home(build, result, workloads)
         yield Page("index.html", "home.html", digest("home", context), lambda: context)

@@ -16,18 +16,19 @@ class TrendPages(Publisher):
         workloads = self.site.compared_workloads()
         index = {"workloads": [(w, f"{slug(w)}.html") for w in workloads]}
         yield Page("trends/index.html", "trends_index.html", digest("trends-index", index), lambda: index)
-        # A trend page shows what its workload's entries hold: keyed by those files, computed only when they
-        # changed (working out every trend to see whether a page changed would cost seconds on every build).
+        # A trend page shows what its workload's entries hold, judged with the floor: keyed by those files and the
+        # floor, computed only when they changed (working out every trend to see whether a page changed would cost
+        # seconds on every build).
         inputs: dict[str, list[tuple[str, str]]] = {}
         for workload, entry_id, sha in index_site.trend_inputs(self.site.db):
             inputs.setdefault(workload, []).append((entry_id, sha))
+        floor = self.site.kb.config.answers.floor
         for workload in workloads:
             path = f"trends/{slug(workload)}.html"
-            yield Page(
-                path, "trends.html", digest("trend", path, inputs.get(workload)), lambda w=workload: self._context(w)
-            )
+            key = digest("trend", path, floor, inputs.get(workload))
+            yield Page(path, "trends.html", key, lambda w=workload: self._context(w, floor))
 
-    def _context(self, workload: str) -> dict[str, Any]:
+    def _context(self, workload: str, floor: float) -> dict[str, Any]:
         from kb.answers.trend import trend
         from kb.website.charts import trend_svg
 
@@ -37,7 +38,7 @@ class TrendPages(Publisher):
         for package in release_packages(index_site.workload_packages(db, workload)):
             for name in names:
                 try:
-                    result = trend(db, name, workload, package=package)
+                    result = trend(db, name, workload, package=package, floor=floor)
                 except KbError:
                     continue
                 if result.series:
@@ -56,7 +57,7 @@ class TrendPages(Publisher):
             ]
             chart = {"name": name, "title": title, "svg": trend_svg(result, title, colours), "series": series}
             sections.setdefault(package, []).append(chart)
-        return {"workload": workload, "sections": list(sections.items())}
+        return {"workload": workload, "sections": list(sections.items()), "floor": f"{floor:.0%}"}
 
 
 def release_packages(recorded: list[tuple[str | None, str]]) -> list[str]:
