@@ -1,4 +1,5 @@
-"""The site's screenshots in README.md and docs/site.md, made again from this repository's own knowledge base.
+"""The site's screenshots in README.md (the home page) and docs/site.md, made again from this repository's own
+knowledge base.
 
     .venv/bin/python docs/screenshots.py            # needs Debian's chromium (`make browser`) and playwright
 
@@ -25,6 +26,7 @@ SHOTS = (
     ("site-comparison.png", "compare/tiny-lm.html", 1280, 800),
     ("site-search.png", "search.html?q=compile", 1280, 800),
     ("site-entry-phone.png", "entries/2026-11-30-tiny-lm-cpu-compiled-b5c3dc.html", 390, 844),
+    ("site-home-phone.png", "index.html", 390, 844),
 )
 
 

@@ -28,8 +28,10 @@ def figure_text(figure: Figure | None) -> str:
         return "-"
     if figure.name == "step_s":
         return f"{duration(figure.value)}/step"
+    if figure.name == "compile_s":
+        return f"compile {duration(figure.value)}"
     unit = SHORT_UNITS.get(figure.unit, figure.unit)
-    return f"{number(round(figure.value))} {unit}" + ("/dev" if figure.devices > 1 else "")
+    return f"{number(figure.value)} {unit}" + ("/dev" if figure.devices > 1 else "")
 
 
 def ratio_text(cell: Cell) -> str:
@@ -57,7 +59,7 @@ def footing_text(cell: Cell) -> str:
 
 
 def _figure_value(figure: Figure, value: float) -> str:
-    return duration(value) if figure.name == "step_s" else number(round(value))
+    return duration(value) if figure.name == "step_s" else number(value)
 
 
 def comparison_text(cell: Cell) -> str:
@@ -407,6 +409,9 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
         else:
             lines.append(f"    peak device memory {field('peak_gb', row.peak_memory_gb)} (the median of "
                          f"{row.memory_workloads} workload{'s' if row.memory_workloads != 1 else ''})")  # fmt: skip
+        if row.rerun_due:
+            lines.append(f"    {row.rerun_due} workload{'s' if row.rerun_due != 1 else ''} due a rerun on the newest "
+                         "release")  # fmt: skip
         for step in row.history if len(row.history) > 1 else []:
             said = (f"{step.release:<24} {rate(step.completed, step.tried):>10}  "
                     f"{speed(step.geomean, step.low, step.high, step.counted)}")  # fmt: skip
@@ -417,7 +422,8 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
             f"the workloads (from 3) and n; verdicts with a floor of {floor:.0%}. Compile and peak memory: the "
             "median over the workloads (as the board gives them: cold / warm, else untagged with its cache). "
             "Indented below a backend with runs on several releases: each release of "
-            "its package, its runs completed of tried and its speed-up over the baseline's figure now.")  # fmt: skip
+            "its package, its runs completed of tried and its speed-up over the baseline's figure now. Due a rerun: "
+            "workloads whose evidence is older than the newest release, or failed on it.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines
 

@@ -28,8 +28,7 @@ def number(value: Any) -> str:
         return "0"
     if abs(value) < 0.001:
         return f"{value:.3g}"
-    digits = max(0, 3 - math.floor(math.log10(abs(value))))
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return _sig(value, 4)
 
 
 def duration(seconds: Any) -> str:

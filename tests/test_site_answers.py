@@ -1,4 +1,4 @@
-"""The site's answers: the board on the home page and the comparisons index (checked in Chromium at 1280 and
+"""The site's answers: the board on each workload's page and the comparisons index (checked in Chromium at 1280 and
 390 px), the decisions page with each decision's evidence, key figure and the release that made it due,
 evidence pages listing the decisions resting on them, and comparison pages without failed baselines."""
 
@@ -63,12 +63,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KnowledgeBa
 
 def test_the_board_decisions_and_evidence_pages(site: tuple[KnowledgeBase, Path]) -> None:
     _, out = site
-    home = (out / "index.html").read_text()
-    assert "Which backend for which workload" in home
+    home = (out / "workloads" / "lm.html").read_text()  # the workload's board, one click from the home page
+    assert 'href="workloads/lm.html"' in (out / "index.html").read_text()
     # One run against two: faster by its figures, without the repeats a verdict needs.
     assert "no verdict yet: cuda · compiled (compiled vs eager) is inconclusive ×2.22" in home
     for text in ("10,000 tok/s/dev", "×0 (num.)", "only failed runs (3)", "compile_error ×3", "Vendor blog",
-                 f'href="entries/{EVIDENCE}.html"'):  # fmt: skip
+                 f'href="../entries/{EVIDENCE}.html"'):  # fmt: skip
         assert text in home, text
     assert "&lt;b&gt;neuronx-cc&lt;/b&gt;" in home and "<b>neuronx-cc</b>" not in home  # escaped, as data
     assert "cuda · compiled (compiled vs eager) is inconclusive ×2.22" in (out / "compare" / "index.html").read_text()
@@ -93,11 +93,11 @@ def test_the_board_decisions_and_evidence_pages(site: tuple[KnowledgeBase, Path]
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_home_page_board_fits_the_window(site: tuple[KnowledgeBase, Path], browser: Browser, width: int) -> None:
+def test_the_workload_board_fits_the_window(site: tuple[KnowledgeBase, Path], browser: Browser, width: int) -> None:
     _, out = site
     with serve(out) as url, open_tab(browser, f"board-{width}", viewport={"width": width, "height": 900}) as tab:
         page = tab.page
-        assert page.goto(url).status == 200
+        assert page.goto(url + "workloads/lm.html").status == 200
         table = page.locator("section.board table.board-table")
         expect(table).to_have_count(1)
         expect(table.locator("tbody tr")).to_have_count(5)
@@ -110,5 +110,5 @@ def test_the_home_page_board_fits_the_window(site: tuple[KnowledgeBase, Path], b
         expect(link).to_be_visible()
         link.click()
         expect(page).to_have_url(re.compile(rf"entries/{EVIDENCE}\.html$"))
-        tab.screenshot("home")
+        tab.screenshot("workload")
         assert tab.problems() == [] and tab.failed_responses() == []

@@ -26,7 +26,8 @@ LONG_WORD = "neuronx_cc_partitioner_" * 12  # 276 characters without a space, as
 WIDTHS = (390, 1280)
 PAGES = (
     "index.html", "list/index.html", "list/backend/cpu.html", f"entries/{COMPILED}.html", f"entries/{FAILED}.html",
-    "compare/tiny-lm.html", "trends/tiny-lm.html", "decisions.html", "search.html",
+    "compare/tiny-lm.html", "trends/tiny-lm.html", "decisions.html", "search.html", "workloads/index.html",
+    "workloads/tiny-lm.html",
 )  # fmt: skip
 # What sticks out past the window, ignoring what is inside a box that scrolls or clips it (a wide table in its
 # .scroll container, a <pre>) and what is not shown (closed <details>, hidden elements: no box).

@@ -32,6 +32,7 @@ REPORTS = 3  # the newest reported figures shown per cell
 RUNS_LISTED = 5  # the newest runs a cell links to
 LatestRelease = Callable[[tuple[str, ...]], "dict[str, Any] | None"]  # a backend's packages -> their newest release
 LAUNCH_TIMES = figures.LAUNCH_TIMES  # the words compare and trend say too
+REPORTED_WAIT = "compile_s"  # a report's figure where it gives no rate: how long compiling took, never ranked
 SET_INCUMBENT = "set it with kb init --incumbent BACKEND (or [answers] incumbent in kb.toml)"
 Key = tuple[str, "str | None"]
 
@@ -71,6 +72,7 @@ class Cell:
     current_failure: str = ""  # "fails on torch-neuronx 2.27.1: compile_error x2"
     history: str = ""  # "passed on 2.26.0 at x2.17": the older release's figure, where the newest one failed
     differences: list[str] = field(default_factory=list)  # against the baseline's runs
+    peak_memory_gb: float | None = None  # the highest peak memory of the runs behind the figure
     cold_compile: dict[str, Any] | None = None  # {seconds, entry}
     warm_compile: dict[str, Any] | None = None
     other_compile: dict[str, Any] | None = None  # {seconds, entry, cache}: neither cold nor warm (mixed, unknown)
@@ -304,10 +306,15 @@ def _workload(
         _judge(cell, states[key], base, key == base_key, floor, bootstrap)
         newest = states[key].figure_runs[0] if states[key].figure_runs else None
         cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
+    # A report without a rate may report a wait (27 min of compiling): its metrics are read whole for it.
+    unrated = [str(found["id"]) for _, found in reports if figures.headline(found) is None]
+    waits = flagged(unrated) if unrated else {}
     reported = []
     for key, found in reports:
         provenance = found.get("provenance") or {}
-        reported.append(Reported(name, *key, found["id"], found.get("title") or found["id"], figures.headline(found),
+        metrics = (waits.get(str(found["id"])) or {}).get("metrics")
+        figure = figures.headline(found) or figures.headline({**found, "metrics": metrics}, REPORTED_WAIT)
+        reported.append(Reported(name, *key, found["id"], found.get("title") or found["id"], figure,
                                  provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
     base_label = cells[base_key].label if base_key else None
@@ -385,7 +392,7 @@ def _flag(runs: list[Run], flagged: Flagged) -> None:
         data = dict(run.data)
         if extra.get("hardware"):  # the whole section: whether it was busy, and on what hardware
             data["hardware"] = extra["hardware"]
-        for section in ("provenance", "numerics", "metrics"):
+        for section in ("provenance", "numerics", "metrics", "memory"):
             if extra.get(section):
                 data[section] = extra[section]
         run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
@@ -525,8 +532,8 @@ def _same_setup(runs: list[Run], like: Run, *, machine: bool = True) -> list[Run
 
 
 def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run], floor: float) -> None:
-    """The median of the sample's figures, with n, spread, release and date of the evidence; whether its peers
-    (the same configuration on any host) reproduce it."""
+    """The median of the sample's figures, with n, spread, release and date of the evidence, and peak memory;
+    whether its peers (the same configuration on any host) reproduce it."""
     found = [(run, figures.headline(run.data, name)) for run in sample]
     found = [(run, figure) for run, figure in found if figure is not None]
     if not found:
@@ -539,6 +546,8 @@ def _figure(cell: Cell, sample: list[Run], name: str | None, peers: list[Run], f
     low, high = verdict.spread(values) or (median, median)
     cell.spread = [low, high]
     cell.evidence_date = str(found[0][0].row["recorded"])[:10]
+    peaks = [figures.peak_memory_gb(run.data, cell.backend == "cpu") for run, _ in found]
+    cell.peak_memory_gb = max((peak for peak in peaks if peak is not None), default=None)
     others = [(run, figures.headline(run.data, name)) for run in peers]
     others = [(run, figure) for run, figure in others if figure is not None]
     values = [figure.value for _, figure in others]

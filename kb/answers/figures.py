@@ -227,6 +227,30 @@ def release_of(version: str) -> str:
         return version
 
 
+def device_peak_gb(data: dict[str, Any]) -> float | None:
+    """A run's peak device memory: the whole run's, else the highest of its phases'."""
+    memory = data.get("memory")
+    if not isinstance(memory, dict):
+        return None
+    whole = finite_number(memory.get("device_peak_gb"))
+    if whole is not None:
+        return whole
+    phases = [finite_number(v) for k, v in memory.items() if str(k).startswith("device_peak_gb_")]
+    found = [v for v in phases if v is not None]
+    return max(found) if found else None
+
+
+def peak_memory_gb(data: dict[str, Any], on_host: bool) -> float | None:
+    """The run's peak memory in GB: its device's (device_peak_gb, or a `peak_memory_gb` metric), else, for a run
+    on the host's CPU (`on_host`), the process's peak resident memory."""
+    memory = data.get("memory") if isinstance(data.get("memory"), dict) else {}
+    metric = (data.get("metrics") or {}).get("peak_memory_gb")
+    found = [device_peak_gb(data), metric.get("value") if isinstance(metric, dict) else metric]
+    if on_host:
+        found.append(memory.get("host_peak_rss_gb"))
+    return next((number for number in map(finite_number, found) if number is not None), None)
+
+
 def finite_number(value: Any) -> float | None:
     """A finite number, else None: a NaN or infinite figure is never a good figure."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

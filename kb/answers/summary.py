@@ -1,7 +1,8 @@
 """One screen per backend and mode across all workloads, the view PyTorch's compiler dashboard gives: the pass
 rate, the geometric mean of the speed-ups over the incumbent where numerics passed (with its interval over the
-workloads), the median cold and warm compile, the median peak device memory, and how that summary moved across
-the releases of the backend's package. Read off the board (the same cells, the same rules); the peak memory and
+workloads), the median cold and warm compile, the median peak device memory, how many workloads are due a rerun
+(their evidence older than the backend's newest release, or failed on it), and how that summary moved across the
+releases of the backend's package. Read off the board (the same cells, the same rules); the peak memory and
 the releases from the cells' runs.
 
 A release's line: the runs of every workload on that release, completed of tried, and the geometric mean over
@@ -18,10 +19,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb.answers import figures, verdict
-from kb.answers.board import NO_BACKEND, Board, Cell, backend_package
+from kb.answers.board import NO_BACKEND, QUESTIONS, Board, Cell, backend_package
 from kb.answers.changepoints import release_in
 from kb.answers.verdict import CONFIDENCE, MIN_RUNS, RESAMPLES, SEED
 from kb.index import answers
+
+CURRENT = QUESTIONS[7]  # the checklist's "evidence newer than the latest release"
 
 
 @dataclass
@@ -52,6 +55,7 @@ class BackendSummary:
     releases: list[str]  # the backend package releases its cells' figures come from, oldest first
     peak_memory_gb: float | None = None  # the median over workloads of each cell's peak device memory
     memory_workloads: int = 0  # the workloads with a peak recorded
+    rerun_due: int = 0  # workloads whose evidence is older than the newest release, or failed on it
     history: list[ReleaseSummary] = field(default_factory=list)  # per release of the package, oldest first
 
 
@@ -90,10 +94,11 @@ def _row(label: str, cells: list[Cell]) -> BackendSummary:
     geomean, low, high = _geomean(speedups)
     cold = [c.cold_compile["seconds"] for c in cells if c.cold_compile]
     warm = [c.warm_compile["seconds"] for c in cells if c.warm_compile]
+    due = sum(1 for c in cells if any(check.question == CURRENT and check.ok is False for check in c.checklist))
     return BackendSummary(
         label, len(cells), sum(c.completed for c in cells), sum(c.tried for c in cells), len(speedups),
         geomean, low, high, statistics.median(cold) if cold else None, statistics.median(warm) if warm else None,
-        _ordered({c.release for c in cells if c.release}),
+        _ordered({c.release for c in cells if c.release}), rerun_due=due,
     )  # fmt: skip
 
 
@@ -107,25 +112,12 @@ def _release(row: dict[str, Any], package: str | None) -> str | None:
     return f"{package} {release}" if release else None
 
 
-def device_peak_gb(data: dict[str, Any]) -> float | None:
-    """A run's peak device memory: the whole run's, else the highest of its phases'."""
-    memory = data.get("memory")
-    if not isinstance(memory, dict):
-        return None
-    whole = figures.finite_number(memory.get("device_peak_gb"))
-    if whole is not None:
-        return whole
-    phases = [figures.finite_number(v) for k, v in memory.items() if str(k).startswith("device_peak_gb_")]
-    found = [v for v in phases if v is not None]
-    return max(found) if found else None
-
-
 def _cell_peak(cell: Cell, runs: dict[tuple[str, str, str | None], list[dict[str, Any]]]) -> float | None:
     """The cell's peak device memory: the median over its completed runs on its current release."""
     found = runs.get(_key(cell), [])
     package = backend_package(cell.backend, found)
     peaks = [peak for row in found if row["status"] == "completed" and _release(row, package) == cell.release
-             and (peak := device_peak_gb(row["data"])) is not None]  # fmt: skip
+             and (peak := figures.device_peak_gb(row["data"])) is not None]  # fmt: skip
     return statistics.median(peaks) if peaks else None
 
 

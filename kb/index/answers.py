@@ -369,13 +369,13 @@ def board_facts(stored: str | None) -> dict[str, Any] | None:
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 
-RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics")
+RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics", "memory")
 
 
 def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> the sections the board's facts leave out and a verdict needs ({'hardware': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ...}: a busy machine and its hardware, versions read after the fact, NaN and
-    infinity), and
+    ..., 'numerics': ..., 'metrics': ..., 'memory': ...}: a busy machine and its hardware, versions read after the
+    fact, NaN and infinity, the peak memory), and
     the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
     read (a NaN) is read whole by Python."""
     # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
