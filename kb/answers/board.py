@@ -308,7 +308,7 @@ def _workload(
         cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
     # A report without a rate may report a wait (27 min of compiling): its metrics are read whole for it.
     unrated = [str(found["id"]) for _, found in reports if figures.headline(found) is None]
-    waits = flagged(unrated) if unrated else {}
+    waits = evidence.flagged(unrated) if unrated else {}
     reported = []
     for key, found in reports:
         provenance = found.get("provenance") or {}
