@@ -30,8 +30,9 @@ from typing import Any
 
 from kb.answers import verdict
 from kb.entry import Entry, entry_now, iso
-from kb.errors import KbError
+from kb.errors import EntryError, KbError
 from kb.index import answers
+from kb.reading import read_entry_bytes
 from kb.reviews import CONFLICT, REVIEWS, instant, reviews_of
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
@@ -535,9 +536,9 @@ def unreadable_decisions(problems: list[Any]) -> list[tuple[str, str]]:
     which may hide one): a decision that cannot be read can never come due, so it must not pass unseen."""
     found = []
     for problem in problems:
-        try:
-            text = Path(problem.path).read_text("utf-8", errors="replace")
-        except OSError:
+        try:  # only a regular file of an entry's size: a FIFO named like an entry would block for good
+            text = read_entry_bytes(Path(problem.path)).decode("utf-8", errors="replace")
+        except (OSError, EntryError):
             continue
         conflicted = CONFLICT.search(text) is not None
         if conflicted or re.search(r"(?m)^kind:\s*decision\s*$", text):
