@@ -101,7 +101,7 @@ def _load() -> str:
 
 def existing(root: Path, repeats: int) -> dict[str, float]:
     """The same figures on a knowledge base made before (a 100,000-entry one takes long to generate)."""
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     kb = KnowledgeBase(root)
     size = sum(1 for _ in kb.entries_path.rglob("*.md"))

@@ -31,10 +31,10 @@ from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from kb import frontmatter
-from kb.entry import iso, new_entry
-from kb.ids import slugify
-from kb.store import KnowledgeBase
+from kb.model import frontmatter
+from kb.model.entry import iso, new_entry
+from kb.model.ids import slugify
+from kb.store.knowledge_base import KnowledgeBase
 
 T = TypeVar("T")
 BLOCK = 1000  # entries per independently seeded block: the unit of parallel work

@@ -54,7 +54,7 @@ def run(sizes: tuple[int, ...], repeats: int) -> dict[str, float]:
 def run_on(root: Path, repeats: int) -> dict[str, float]:
     """The same figures on a knowledge base made already (e.g. by `python -m bench.generate`), indexed in place:
     pass a copy when others use it too. At 100,000 entries generating takes longer than the build."""
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     kb = KnowledgeBase(root)
     print(f"\nindex and search; {machine()}")

@@ -31,7 +31,7 @@ def run(quick: bool) -> None:
 
 
 def measure(megabytes: int, repeats: int) -> None:
-    from ingest.junit import read_junit
+    from ingest.importers.junit import read_junit
 
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
         path = _file(Path(folder), megabytes)

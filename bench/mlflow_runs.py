@@ -15,7 +15,7 @@ MAX_VALUE = 5000  # MLflow refuses params over 6,000 characters
 def mlflow_runs(kb: Any) -> list[dict[str, Any]]:
     """Every run entry as an MLflow run: what ran as params, what it ran on and how it ended as tags, the
     metrics and main timings as metrics; the entry id as the run name."""
-    from kb import frontmatter
+    from kb.model import frontmatter
 
     runs = []
     for path in kb.iter_entry_paths():

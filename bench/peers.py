@@ -162,7 +162,7 @@ def row_record(peers: Path, folder: Path, rounds: int, quick: bool) -> list[Line
 
 def record_payload(root: Path) -> dict[str, dict[str, Any]]:
     """kb's entry for `true` as MLflow params (what ran), tags (on what, how it ended) and metrics (timings)."""
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     entry = next(KnowledgeBase(root).iter_entries())
     flat = _flatten(entry.data)

@@ -268,7 +268,7 @@ def kb_ask_warm(root: str, repeats: int) -> dict[str, Any]:
     from kb.index.db import connect, index_path
     from kb.index.query import Filters, list_entries, search
     from kb.index.sync import sync
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     kb = KnowledgeBase(Path(root))
     sync(kb)
@@ -305,7 +305,7 @@ def _warm(ask: Callable[[str], list[str]], repeats: int) -> dict[str, Any]:
 def kb_index_bench(root: str, size: int, repeats: int) -> dict[str, float]:
     """bench.index's measurements (build, one edit, searches; grep and FTS5) on a generated knowledge base."""
     from bench import index
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     return index._measure(KnowledgeBase(Path(root)), size, repeats, 0.0)
 

@@ -3,9 +3,10 @@
 Two figures, each against a baseline measured in the same run:
 - `redact_text` on four generated logs (numbers only; `tokens/s=` on every line, as language-model training
   prints; a URL on every line, so that every line is searched for the shapes; one endless line), against
-  searching every character for every pattern (`kb.redact._mask_everywhere`, how masking worked before it searched
-  only where a credential can be), in MB of CPU time a second; with `--before REV`, kb/redact.py of that git
-  revision too, timed in turns with now, the ratio of now to it, and the seconds one pass over 16 MB takes;
+  searching every character for every pattern (`kb.secrets.redact._mask_everywhere`, how masking worked before
+  it searched only where a credential can be), in MB of CPU time a second; with `--before REV`,
+  kb/secrets/redact.py of that git revision too, timed in turns with now, the ratio of now to it, and the seconds
+  one pass over 16 MB takes;
 - a program that prints `lines` log lines as fast as it can, its own time under `kb record` against bare: the
   recorder masks the output as it passes it on, so slow masking makes the program wait on its pipe.
 """
@@ -87,7 +88,7 @@ def run(quick: bool, before: str | None = None) -> None:
 
 def measure(megabytes: float, lines: int, repeats: int, rev: str | None = None) -> None:
     from bench.secrets_detectors import kb_masker
-    from kb.redact import _mask_everywhere, redact_text
+    from kb.secrets.redact import _mask_everywhere, redact_text
 
     slow = min(repeats, 3)
     print(f"masking credentials, medians of {repeats} (searching everywhere: of {slow}); {machine()}")

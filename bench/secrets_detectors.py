@@ -12,7 +12,7 @@ built on it could do); detect-secrets is also counted by line, a secret leaked o
 reported on its text (what a masker hiding whole flagged lines would do). For every look-alike, a detector
 mangles it when kb changes the text or detect-secrets reports anything on it. detect-secrets runs with all its
 plugins and default filters, as `detect-secrets scan` does, each text in a file of its own. kb's patterns are
-measured as they are now and, given `--before REV`, as they were at a git revision (kb/redact.py of that
+measured as they are now and, given `--before REV`, as they were at a git revision (kb/secrets/redact.py of that
 revision, loaded from `git show`).
 """
 
@@ -41,11 +41,11 @@ CORPORA: dict[str, tuple[list[Secret], list[LookAlike]]] = {
 
 def kb_masker(rev: str | None) -> Callable[[str], str]:
     if rev is None:
-        from kb.redact import redact_text
+        from kb.secrets.redact import redact_text
 
         return redact_text
     source = subprocess.run(
-        ["git", "show", f"{rev}:kb/redact.py"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["git", "show", f"{rev}:kb/secrets/redact.py"], cwd=ROOT, capture_output=True, text=True, check=True
     )
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(source.stdout)
@@ -75,7 +75,7 @@ def detect_secrets_findings(texts: list[str]) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", help="also measure kb/redact.py as it was at this git revision")
+    parser.add_argument("--before", help="also measure kb/secrets/redact.py as it was at this git revision")
     run(parser.parse_args().before)
 
 

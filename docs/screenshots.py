@@ -34,7 +34,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
 
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
     from kb.website.build import build_site
     from kb.website.serve import make_server
 

@@ -18,13 +18,13 @@ from typing import Any
 from ingest import editor, environment, signatures
 from ingest.describe import RunInfo, command_title
 from ingest.finish import OUTPUT_LOG, RUN_FILES_KEPT, RUN_FOLDER, Outcome, finish
-from ingest.regular import is_regular, kind_of, refuse_irregular
+from ingest.importers.regular import is_regular, kind_of, refuse_irregular
 from ingest.runfolder import GIVEN, MANIFEST, PROTECTED, check_folder, given_fields, read_manifest
-from kb.entry import Entry, iso, new_entry, parse_time, utc_now
 from kb.errors import KbError
-from kb.ids import new_id
-from kb.redact import redact_text
-from kb.store import NAME_MAX, KnowledgeBase, masked_name, shown_name
+from kb.model.entry import Entry, iso, new_entry, parse_time, utc_now
+from kb.model.ids import new_id
+from kb.secrets.redact import redact_text
+from kb.store.knowledge_base import NAME_MAX, KnowledgeBase, masked_name, shown_name
 
 # Findings that mean the run failed; the others (fallbacks, graph breaks, recompiles; an interrupt, which is
 # its own status) do not fail a run by themselves.

@@ -1,7 +1,7 @@
 """The `compile` section's shared vocabulary, torch-free: cache counters and verdicts, graph-break reasons.
 
 Both writers of the section use it: the in-process watch (ingest/pytorch/compile_evidence.py) and the
-TORCH_TRACE import (ingest/compile_trace.py), so the two reach the same words the same way.
+TORCH_TRACE import (ingest/importers/compile_trace.py), so the two reach the same words the same way.
 """
 
 from __future__ import annotations

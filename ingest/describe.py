@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.errors import KbError
-from kb.frontmatter import Plain
-from kb.redact import MASK, is_secret_name, redact_text
-from kb.schema import coerce
+from kb.model.frontmatter import Plain
+from kb.model.validation import coerce
+from kb.secrets.redact import MASK, is_secret_name, redact_text
 
 _SETTING = re.compile(r"(?P<key>[A-Za-z0-9_][A-Za-z0-9_.:-]*)=(?P<value>.*)\Z", re.S)
 _METRIC = re.compile(

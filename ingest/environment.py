@@ -26,7 +26,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kb.redact import redact_env
+from kb.secrets.redact import redact_env
 
 DEFAULT_PACKAGES: tuple[str, ...] = (
     "torch",

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingest import rank_summaries, steps
-from ingest.integration import metric_names
+from ingest.frameworks.integration import metric_names
 from ingest.runfolder import Folded, fold_events
-from kb.entry import Entry, iso, parse_time
-from kb.store import KnowledgeBase, is_text_name, shown_name
+from kb.model.entry import Entry, iso, parse_time
+from kb.store.knowledge_base import KnowledgeBase, is_text_name, shown_name
 
 if TYPE_CHECKING:
     from ingest.signatures import Finding

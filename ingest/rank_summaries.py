@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kb import atomic
+from kb.store import atomic
 
 RANKS_FOLDER = "ranks"
 

@@ -1,7 +1,7 @@
 """`kb record -- <command>`: run a command and write one truthful entry about it, however it ends.
 
 The entry exists with status `running` before the command starts, so even a SIGKILL of kb leaves
-evidence (settled later as `killed` by ingest.orphans). The command's output passes through live and is
+evidence (settled later as `killed` by ingest.killed). The command's output passes through live and is
 kept, redacted, as an attachment; the environment is captured while the command runs.
 """
 
@@ -27,11 +27,11 @@ from ingest.handover import ENV_RUN_DIR
 from ingest.runfolder import GIVEN, given_fields
 from ingest.signals import SignalForwarder
 from ingest.tee import Tee
-from kb import atomic
-from kb.entry import Entry, iso, new_entry, utc_now
-from kb.ids import new_id
-from kb.redact import redact_args, redact_text
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry, iso, new_entry, utc_now
+from kb.model.ids import new_id
+from kb.secrets.redact import redact_args, redact_text
+from kb.store import atomic
+from kb.store.knowledge_base import KnowledgeBase
 
 ENV_ENTRY_ID = "KB_ENTRY_ID"
 EXIT_NOT_FOUND = 127
@@ -157,7 +157,7 @@ def _note_output(entry: Entry, tee: Tee) -> None:
 
 
 def recorder_identity() -> dict[str, Any]:
-    """Who is recording: enough to tell later whether that process is still alive (see ingest.orphans)."""
+    """Who is recording: enough to tell later whether that process is still alive (see ingest.killed)."""
     import psutil
 
     return {"host": socket.gethostname(), "pid": os.getpid(), "started": psutil.Process().create_time()}

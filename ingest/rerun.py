@@ -10,11 +10,11 @@ from typing import BinaryIO
 from ingest import environment
 from ingest.describe import RunInfo
 from ingest.recorder import Recorded, record_command
-from kb.authors import current_author
-from kb.entry import Entry
 from kb.errors import KbError
-from kb.redact import MASK
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.secrets.redact import MASK
+from kb.store.authors import current_author
+from kb.store.knowledge_base import KnowledgeBase
 
 
 @dataclass

@@ -17,9 +17,9 @@ from typing import Any
 
 from ingest.describe import RunInfo, identity_title
 from ingest.handover import EVENTS
-from kb.entry import Entry
 from kb.errors import KbError
-from kb.schema import problems as schema_problems
+from kb.model.entry import Entry
+from kb.model.validation import problems as schema_problems
 
 MANIFEST = "run.json"
 # Fields the recorder owns: a run reports what happened, the recorder decides who it is and how it ended.

@@ -2,7 +2,7 @@
 
 A signature is a regular expression for one message that CUDA/ROCm, MPS, the CPU allocator, torch.compile
 (Dynamo, Inductor, Triton), torch_xla/TPU, AWS Neuron (neuronx-cc, the Neuron runtime), torch.distributed,
-pytest-timeout, Slurm or the shell prints, tied to one class of the failure taxonomy (`kb.taxonomy`).
+pytest-timeout, Slurm or the shell prints, tied to one class of the failure taxonomy (`kb.model.taxonomy`).
 `scan_lines` and `scan_file` report the lines that match; `propose` picks the one that explains the run.
 
 Lines are numbered by "\\n" alone, as `grep -n` and `sed -n` count them: the carriage returns of a progress

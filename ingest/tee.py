@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from kb.redact import StreamMasker
+from kb.secrets.redact import StreamMasker
 
 CHUNK = 64 * 1024
 LONGEST_LINE = 64 * 1024  # progress bars redraw with \r and no \n: past this a partial line is written anyway

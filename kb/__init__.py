@@ -11,7 +11,8 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Entry": "kb.entry", "new_entry": "kb.entry", "KnowledgeBase": "kb.store", "KbError": "kb.errors",
+    "Entry": "kb.model.entry", "new_entry": "kb.model.entry", "KnowledgeBase": "kb.store.knowledge_base",
+    "KbError": "kb.errors",
     "KbNotFound": "kb.errors", "EntryError": "kb.errors", "EntryNotFound": "kb.errors", "Problem": "kb.errors",
 }  # fmt: skip
 __all__ = sorted(_EXPORTS)

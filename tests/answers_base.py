@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 WORKLOAD = "lm"
 HOSTILE = "<b>neuronx-cc</b> exited 70"

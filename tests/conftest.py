@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from kb.entry import Entry, new_entry
-from kb.home import ENV_HOME
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry, new_entry
+from kb.store.home import ENV_HOME
+from kb.store.knowledge_base import KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 class Clock:
-    """The time kb reads (kb.entry.utc_now) for commands run in this process, moved by the test: entries are timed
+    """The time kb reads (kb.model.entry.utc_now) for commands run in this process, moved by the test: entries are timed
     to the second, so a test that needs one entry a second after another ticks the clock rather than sleeping. Each
     reading moves it on a millisecond, as time does between two commands."""
 
@@ -86,7 +86,7 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    import kb.entry
+    import kb.model.entry
 
     moved = Clock()
 
@@ -96,7 +96,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
             now = moved.read()
             return now.astimezone(tz) if tz else now.replace(tzinfo=None)
 
-    monkeypatch.setattr(kb.entry, "datetime", Moved)
+    monkeypatch.setattr(kb.model.entry, "datetime", Moved)
     return moved
 
 

@@ -17,7 +17,7 @@ from ingest.backend_evidence import (
     neuron_settings,
     xla_debug_from_output,
 )
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # As the Neuron documentation and users' logs print them (NCC_WRAPPER in older releases, NEURON_CC_WRAPPER now).
 NEURON_HIT = (

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 from conftest import only_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = [
     pytest.mark.backends,

@@ -19,7 +19,7 @@ import pytest
 from conftest import only_entry
 
 from ingest.pytorch import failures
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = [
     pytest.mark.backends,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, only_entry, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = [
     pytest.mark.backends,

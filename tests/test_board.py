@@ -14,7 +14,7 @@ import time
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = (
     "import json, os, sys\n"

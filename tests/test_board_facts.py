@@ -13,7 +13,7 @@ from conftest import json_data, run_kb, write_entry
 
 from kb.index import db
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 RATE = "tokens_per_s"
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import json_data, run_kb, write_entry
 
 from kb.answers import figures
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SEQUENCE = iter(range(1, 10_000))
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import REPO, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "examples" / "ci-benchmark.sh"
 WORKFLOW = REPO / "examples" / "ci-benchmark.yml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import json_data, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 DATA = Path(__file__).parent / "data" / "entries"
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 ONCE = "inconclusive (n=1 vs 1, floor 2%; too few runs: 3 on each side give an interval)"  # one run a side
 HANDOVER = (

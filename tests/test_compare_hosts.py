@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 INTEL = {"hostname": "vm", "cpu": "Intel(R) Xeon(R) Processor", "cpu_threads": 2, "load": {"busy": False}}
 AMD = {"hostname": "vm", "cpu": "AMD EPYC", "cpu_threads": 2}  # recorded before kb read the machine's load

@@ -11,8 +11,8 @@ import pytest
 from conftest import REPO
 
 from ingest import steps
-from ingest.compile_trace import read_compile_trace
-from kb.store import KnowledgeBase
+from ingest.importers.compile_trace import read_compile_trace
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "compile_story.py"
 BREAK_LINE = next(n for n, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# BREAK" in line)

@@ -8,7 +8,7 @@ import socket
 import pytest
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def _running(kb: KnowledgeBase, entry_id: str, started: str) -> None:

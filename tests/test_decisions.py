@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import Clock, json_data, run_kb, write_entry
 
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 
 @pytest.fixture

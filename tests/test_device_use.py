@@ -15,7 +15,7 @@ from test_kbdev_run import kbdev
 
 from ingest.pytorch import run
 from ingest.pytorch.device_use import GB, DeviceSampler
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="the kbdev test device needs a C++ compiler")
 ILLEGAL_ACCESS = "CUDA error: an illegal memory access was encountered"

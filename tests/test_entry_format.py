@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb import frontmatter, schema
-from kb.entry import Entry, new_entry
 from kb.errors import EntryError
+from kb.model import frontmatter
+from kb.model import validation as schema
+from kb.model.entry import Entry, new_entry
 
 DATA = Path(__file__).parent / "data" / "entries"
 GOOD = sorted((DATA / "good").glob("*.md"))
@@ -152,7 +153,7 @@ def test_saving_an_unchanged_entry_changes_no_byte(kb) -> None:
 
 def test_the_fast_validator_is_made_once_and_then_imported(tmp_path: Path) -> None:
     # Making it takes about 0.13 s, paid by every command that reads an entry unless the cached file loads.
-    probe = "from kb import schema; print(schema._fast_validator().__module__)"
+    probe = "from kb.model import validation; print(validation._fast_validator().__module__)"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     stamps = []
     for _ in range(2):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 H100 = {"accelerators": [{"name": "NVIDIA H100", "count": 1}], "cpu": "Xeon", "cpu_threads": 32}
 A10G = {"accelerators": [{"name": "NVIDIA A10G", "count": 1}], "cpu": "EPYC", "cpu_threads": 16}

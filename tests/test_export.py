@@ -16,9 +16,9 @@ from bench.generate import generate
 from kb.errors import KbError
 from kb.index.db import connect, index_path
 from kb.index.export import TABLES, total_rows
+from kb.index.parquet import export_parquet
 from kb.index.prepare import prepare
-from kb.parquet import export_parquet
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 duckdb = pytest.importorskip("duckdb", reason="the test extra installs duckdb")
 pq = pytest.importorskip("pyarrow.parquet", reason="the export extra installs pyarrow")

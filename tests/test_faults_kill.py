@@ -35,9 +35,9 @@ import pytest
 from conftest import run_kb
 
 from ingest.signals import SignalForwarder
-from kb.entry import Entry
-from kb.home import ENV_HOME
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.home import ENV_HOME
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread states from /proc")
 

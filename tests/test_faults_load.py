@@ -21,7 +21,7 @@ from conftest import json_data, run_kb
 
 from kb.index import fulltext
 from kb.index.db import index_path
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 RECORDERS = 32
 INDEXERS = 2

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import only_entry, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 LINES = 60_000
 PRINTER = f"import sys\nfor n in range({LINES}): print(f'line {{n:06d}} ' + 'x' * 40)\nprint('done', file=sys.stderr)"
@@ -107,7 +107,7 @@ def test_a_clock_that_steps_back_during_a_run_is_noticed_and_the_end_never_prece
 
     import ingest.recorder
     from ingest.describe import RunInfo
-    from kb.entry import parse_time, utc_now
+    from kb.model.entry import parse_time, utc_now
 
     now = utc_now()
     readings = iter([now, now, now - timedelta(hours=1)])  # the entry, the start, then the end after NTP's step

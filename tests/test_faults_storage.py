@@ -23,7 +23,7 @@ import pytest
 from conftest import json_data, run_kb, write_entry
 
 from kb.index.db import index_path
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 ROUNDS = int(os.environ.get("KB_FAULT_ROUNDS", "1"))
 MARK = "wombat"

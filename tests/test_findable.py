@@ -14,7 +14,7 @@ from conftest import json_data, run_kb, write_entry
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 LSTM = "2026-11-30-lstm-word-language-model-000001"
 OTHER = "2026-11-29-mlp-000002"

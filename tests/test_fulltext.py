@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb.entry import Entry, new_entry
 from kb.errors import KbError
 from kb.index import fulltext
 from kb.index.db import connect, index_path
 from kb.index.fulltext import Hit, compile_query, document
 from kb.index.query import TIE_ROOM, Filters, search
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry, new_entry
+from kb.store.knowledge_base import KnowledgeBase
 
 FLEX = "2026-11-30-flex-neuron-000001"
 

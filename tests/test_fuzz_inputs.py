@@ -29,18 +29,18 @@ from conftest import write_entry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.compile_trace import EXPECTED_PREFIX, MAX_LINE, read_compile_trace
 from ingest.describe import RunInfo
-from ingest.imported import Imported, create_imported
-from ingest.junit import read_junit
-from ingest.profile import read_trace
-from kb.entry import Entry
+from ingest.importers.compile_trace import EXPECTED_PREFIX, MAX_LINE, read_compile_trace
+from ingest.importers.imported import Imported, create_imported
+from ingest.importers.junit import read_junit
+from ingest.importers.profile import read_trace
 from kb.errors import EntryError, KbError
 from kb.index.db import connect, index_path
 from kb.index.fulltext import compile_query
 from kb.index.query import Filters, list_entries, search
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 GOOD_ENTRIES = sorted((Path(__file__).parent / "data" / "entries" / "good").glob("*.md"))
 EXAMPLES = int(os.environ.get("KB_FUZZ_EXAMPLES", "0"))
@@ -161,7 +161,7 @@ def entry_text() -> st.SearchStrategy[bytes]:
 def test_entry_files_parse_or_name_file_line_and_field(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "2026-11-30-fuzzed-000000.md"
     path.write_bytes(data)
-    # Not `short`: a problem quotes the value it refuses whole (kb.schema._explain), however long.
+    # Not `short`: a problem quotes the value it refuses whole (kb.model.validation._explain), however long.
     result = outcome(lambda: Entry.read(path), str(path), short=False)
     if isinstance(result, KbError):
         assert isinstance(result, EntryError) and result.problems
@@ -378,7 +378,7 @@ def test_gzip_bombs_are_read_in_bounded_memory(
     assert isinstance(result, Entry) == imported, result
     # The memory in a fresh process: this one's high-water mark may already stand above what the read needs.
     measure = (
-        "import resource, sys, tempfile; from pathlib import Path; from ingest.profile import read_trace; "
+        "import resource, sys, tempfile; from pathlib import Path; from ingest.importers.profile import read_trace; "
         "from kb.errors import KbError; before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "try:\n    read_trace(Path(sys.argv[1]), Path(tempfile.mkdtemp()))\nexcept KbError:\n    pass\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)"  # KiB on Linux, to MiB

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from bench.generate import BLOCK, generate
-from kb import frontmatter, schema
-from kb.entry import Entry
 from kb.errors import Problem
-from kb.ids import is_valid_id
-from kb.store import KnowledgeBase
-from kb.taxonomy import FAILURE_CLASSES, KINDS
+from kb.model import frontmatter
+from kb.model import validation as schema
+from kb.model.entry import Entry
+from kb.model.ids import is_valid_id
+from kb.model.taxonomy import FAILURE_CLASSES, KINDS
+from kb.store.knowledge_base import KnowledgeBase
 
 REPO = Path(__file__).resolve().parent.parent
 COUNT = 300

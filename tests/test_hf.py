@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, only_entry, run_kb
 from shown import added_lines, shown_lines
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytest.importorskip("transformers", reason="needs kb's hf extra (pip install -e '.[hf]')")
 SCRIPT = REPO / "tests" / "scripts" / "hf_train.py"

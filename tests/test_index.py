@@ -22,8 +22,8 @@ from kb.errors import KbError
 from kb.index import fulltext, look, parse
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
-from kb.reading import MAX_ENTRY_BYTES
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
+from kb.store.reading import MAX_ENTRY_BYTES
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_search_prints_each_result_with_its_snippet_as_written(sample: Knowledge
     printed = run_kb("search", "unroll").stdout
     assert "2026-03-01-flex-trn3-000001" in printed and "FlexAttention on Trainium3" in printed
     assert "made the compiler unroll every block" in printed and "**" not in printed
-    from kb.render import snippet_text
+    from kb.terminal.rich_text import snippet_text
 
     shown = snippet_text("a __dunder__ # **unroll** and **2**")
     assert shown.plain == "a __dunder__ # unroll and 2"
@@ -361,7 +361,7 @@ def test_a_touched_entry_file_keeps_its_entry(kb: KnowledgeBase) -> None:
 
 @pytest.fixture
 def any_time_vouches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every folder's ctime vouches for its names at once, instead of 2 s after (kb.folders.SETTLED_NS)."""
+    """Every folder's ctime vouches for its names at once, instead of 2 s after (kb.store.folders.SETTLED_NS)."""
     monkeypatch.setattr(look, "SETTLED_NS", -(10**15))
 
 
@@ -572,7 +572,7 @@ HALVED_SYNC = """
 import sys
 from kb.index import look
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 halved = look._halved
 calls = []

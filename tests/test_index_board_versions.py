@@ -8,7 +8,7 @@ from conftest import write_entry
 from kb.answers.board import board
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def run(kb: KnowledgeBase, n: int, neuronx: str, rate: float) -> str:

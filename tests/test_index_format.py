@@ -12,7 +12,7 @@ from conftest import REPO, json_data, run_kb, write_entry
 
 from kb.index import schema
 from kb.index.db import index_path
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # Made by a kb from before the formats (index migrations m001 to m010) from the entries `_entries` writes.
 OLDER_INDEX = REPO / "tests" / "data" / "older-index.db.gz"

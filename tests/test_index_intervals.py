@@ -9,7 +9,7 @@ import subprocess
 from conftest import KB_COMMAND, json_data, run_kb, write_entry
 
 from kb.index.db import connect, index_path
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # The board in a process of its own, then whether that process imported scipy.stats.
 BOARD_THEN_SCIPY = (

@@ -13,7 +13,7 @@ from conftest import json_data, run_kb, write_entry
 
 from ingest import handover
 from kb.index import stored_json
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # What the readers of the index are asked: each died on a NaN ("malformed JSON"), or every one did
 # ("cannot update index.db") where a NaN metric stood beside another.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 READERS = (
     ("ls",),

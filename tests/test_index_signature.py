@@ -15,7 +15,7 @@ from conftest import json_data, run_kb, write_entry
 
 from kb.index import signature
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def _rewritten_alike(path: Path, text: str, staging: Path) -> Path:

@@ -16,13 +16,13 @@ import pytest
 from conftest import json_data, run_kb, write_entry
 
 from bench.generate import generate
-from kb import schema
 from kb.cli import COMMANDS
-from kb.entry import new_entry
 from kb.index import fulltext, look, parse, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
-from kb.store import KnowledgeBase
+from kb.model import validation as schema
+from kb.model.entry import new_entry
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def _rows(kb: KnowledgeBase) -> tuple[list, list, list, list]:
@@ -335,7 +335,8 @@ def test_a_query_process_loads_neither_yaml_nor_the_other_commands(kb: Knowledge
 
 
 def test_typing_an_entry_does_not_load_yaml() -> None:
-    code = "import sys, kb.schema, kb.entry, kb.index.query; print(sorted(m for m in sys.modules if 'yaml' in m))"
+    code = "import sys, kb.model.validation, kb.model.entry, kb.index.query; "
+    code += "print(sorted(m for m in sys.modules if 'yaml' in m))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 

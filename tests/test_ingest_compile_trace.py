@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import only_entry, run_kb, write_entry
 
-from ingest.compile_trace import LOG_GLOB, find_tlparse
-from kb.redact import redact_text
-from kb.store import KnowledgeBase
+from ingest.importers.compile_trace import LOG_GLOB, find_tlparse
+from kb.secrets.redact import redact_text
+from kb.store.knowledge_base import KnowledgeBase
 
 # One graph break (data-dependent branching) and, with automatic dynamic shapes off, one recompile at the new shape.
 TOY = """\

@@ -15,7 +15,7 @@ import pytest
 from conftest import only_entry, run_kb
 from data.secrets_corpus import SECRETS
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 HAS_TIMEOUT = importlib.util.find_spec("pytest_timeout") is not None
 # Without pytest-timeout installed, pytest.fail stands in, failing with the very message pytest-timeout writes.
@@ -429,8 +429,8 @@ def test_secrets_are_masked_before_reasons_are_cut_or_collapsed(kb: KnowledgeBas
 
 
 def test_a_message_of_megabytes_is_masked_once_where_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ingest.junit
-    from ingest.junit import read_junit
+    import ingest.importers.junit
+    from ingest.importers.junit import read_junit
 
     token = next(s.value for s in SECRETS if s.id == "github-ghp")
     message = f"RuntimeError: login with {token} failed " + "x" * 16_000_000
@@ -439,8 +439,8 @@ def test_a_message_of_megabytes_is_masked_once_where_kept(tmp_path: Path, monkey
         f"{message}\nE   RuntimeError: it broke</failure></testcase></testsuite>"
     )
     masked: list[int] = []
-    real = ingest.junit.redact_text
-    monkeypatch.setattr(ingest.junit, "redact_text", lambda text: masked.append(len(text)) or real(text))
+    real = ingest.importers.junit.redact_text
+    monkeypatch.setattr(ingest.importers.junit, "redact_text", lambda text: masked.append(len(text)) or real(text))
     work = tmp_path / "work"
     work.mkdir()
     imported = read_junit([tmp_path / "big.xml"], work)

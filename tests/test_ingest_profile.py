@@ -13,10 +13,10 @@ import pytest
 from conftest import only_entry, run_kb, write_entry
 from data.secrets_corpus import LOOK_ALIKES, SECRETS
 
-import ingest.profile
-from ingest.profile import read_trace
-from kb.redact import MASK, redact_text
-from kb.store import KnowledgeBase
+import ingest.importers.profile
+from ingest.importers.profile import read_trace
+from kb.secrets.redact import MASK, redact_text
+from kb.store.knowledge_base import KnowledgeBase
 
 ACTIVE_STEPS = 3
 MANY_STEPS = 40  # enough for a plain trace over 1 MB
@@ -157,8 +157,8 @@ def test_secrets_in_a_gzipped_one_line_trace_are_masked_in_pieces_that_cut_no_se
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A trace on one line (json.dump writes one) is masked in pieces; scaled down here to cut it often."""
-    monkeypatch.setattr(ingest.profile, "CHUNK", 4096)
-    monkeypatch.setattr(ingest.profile, "MAX_VALUE_CHARS", 10_000)
+    monkeypatch.setattr(ingest.importers.profile, "CHUNK", 4096)
+    monkeypatch.setattr(ingest.importers.profile, "MAX_VALUE_CHARS", 10_000)
     # A Cookie header is masked to the end of its line, which here is the rest of the trace: left out.
     notes = [s.text for s in SECRETS if s.id != "cookie-header"] + [a.text for a in LOOK_ALIKES]
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}] + [
@@ -166,7 +166,7 @@ def test_secrets_in_a_gzipped_one_line_trace_are_masked_in_pieces_that_cut_no_se
         for n, note in enumerate(notes * 20)
     ]
     text = json.dumps({"schemaVersion": 1, "traceEvents": events})
-    assert "\n" not in text and len(text) > 20 * ingest.profile.MAX_VALUE_CHARS
+    assert "\n" not in text and len(text) > 20 * ingest.importers.profile.MAX_VALUE_CHARS
     trace = tmp_path / "rank0.pt.trace.json.gz"
     trace.write_bytes(gzip.compress(text.encode()))
     (tmp_path / "work").mkdir()

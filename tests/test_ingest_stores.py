@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import json_data, only_entry, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 mlflow = pytest.importorskip("mlflow", reason="needs kb's mlflow extra (pip install -e '.[mlflow]')")
 pytest.importorskip("tensorboard", reason="needs kb's tensorboard extra (pip install -e '.[tensorboard]')")

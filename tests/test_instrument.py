@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, only_entry, run_kb
 
 from ingest import steps
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "instrumented.py"
 

@@ -16,7 +16,7 @@ CHECK = f"import sys; {{}}; print(sorted(m for m in {FRAMEWORKS!r} if m in sys.m
     [
         "import ingest.pytorch; ingest.pytorch.start",
         "from ingest.pytorch import run; run",
-        "import ingest.integration, ingest.pytest_plugin, ingest.batch_import",
+        "import ingest.frameworks.integration, ingest.frameworks.pytest_plugin, ingest.importers.batch_import",
         "from kb.cli import app",
     ],
 )

@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 JUNIT = '<testsuites><testsuite name="ops" tests="1"><testcase classname="t" name="add"/></testsuite></testsuites>'
 

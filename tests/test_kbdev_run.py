@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import REPO, only_entry, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "kbdev_run.py"
 KBDEV_TEXT = "is not currently supported on the kbdev backend and will fall back to run on the CPU"

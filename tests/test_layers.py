@@ -171,3 +171,10 @@ def test_the_tiers_name_test_files_that_exist_and_markers_pytest_knows() -> None
     assert [name for name in TIERS if not (ROOT / "tests" / name).exists()] == []
     declared = (ROOT / "pyproject.toml").read_text()
     assert all(f'"{marker}: ' in declared for markers in TIERS.values() for marker in markers)
+
+
+def test_kb_keeps_its_modules_in_rooms() -> None:
+    # The flow capture -> entry -> files -> index -> answers -> views: kb/'s top holds only how the program starts
+    # and the errors every room raises; everything else lives in its room (README, Layout).
+    loose = sorted(path.name for path in (ROOT / "kb").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "cli.py", "errors.py", "launch.py"]

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, only_entry, run_kb
 from shown import added_lines, shown_lines
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytest.importorskip("lightning", reason="needs kb's lightning extra (pip install -e '.[lightning]')")
 pytest.importorskip("accelerate", reason="needs kb's accelerate extra (pip install -e '.[accelerate]')")

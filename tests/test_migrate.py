@@ -27,12 +27,14 @@ from conftest import REPO, json_data, run_kb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb import atomic, migrate, schema, upgrade
-from kb import entry as entry_module
-from kb.entry import Entry, new_entry
 from kb.errors import EntryError
-from kb.frontmatter import Plain
-from kb.store import KnowledgeBase
+from kb.model import entry as entry_module
+from kb.model import upgrade
+from kb.model import validation as schema
+from kb.model.entry import Entry, new_entry
+from kb.model.frontmatter import Plain
+from kb.store import atomic, migrate
+from kb.store.knowledge_base import KnowledgeBase
 
 CORPUS = REPO / "tests" / "data" / "schema-v1"
 MANIFEST = CORPUS / "SHA256SUMS"
@@ -196,7 +198,7 @@ def test_the_corpus_covers_every_kind_status_and_section_of_schema_1() -> None:
 def test_every_schema_1_entry_reads_indexes_and_renders(corpus: KnowledgeBase, tmp_path: Path) -> None:
     from rich.console import Console
 
-    from kb.render import entry_view
+    from kb.terminal.rich_text import entry_view
 
     problems: list = []
     entries = list(corpus.iter_entries(problems))
@@ -265,7 +267,7 @@ def test_entries_of_a_newer_schema_are_refused_by_reading_and_by_migrate(kb: Kno
 
 @pytest.mark.usefixtures("next_version")
 def test_reading_upgrades_an_older_entry_without_touching_what_it_was_given() -> None:
-    from kb.frontmatter import load
+    from kb.model.frontmatter import load
 
     path = CORPUS / "2026-01-07-running-elsewhere-000004.md"
     raw = load(path.read_text(), path).data
@@ -435,7 +437,7 @@ def schema_1_entries(draw: st.DrawFn) -> str:
 @given(text=schema_1_entries())
 def test_every_rewrite_reads_back_as_the_upgraded_entry(text: str) -> None:
     path = Path("entries/gen.md")
-    from kb.frontmatter import load
+    from kb.model.frontmatter import load
 
     doc = load(text, path)
     change = migrate.migrate_text(text, path)

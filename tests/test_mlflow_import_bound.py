@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from conftest import run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytest.importorskip("mlflow", reason="needs kb's mlflow extra (pip install -e '.[mlflow]')")
 

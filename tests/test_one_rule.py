@@ -10,9 +10,9 @@ from test_board_verdicts import PASSED, cuda, neuron, run
 
 from kb.answers.changepoints import release_in
 from kb.answers.compare import agreement
-from kb.entry import Entry
 from kb.index.db import connect, index_path
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 XEON = {"cpu": "Xeon A", "cpu_threads": 32}
 EPYC = {"cpu": "EPYC B", "cpu_threads": 64}

@@ -8,7 +8,7 @@ import sys
 
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 WIDTH = 80
 

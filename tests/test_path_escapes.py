@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SECRET = "kb-outside-secret-7f3a"
 LONG = "a" * 10_000

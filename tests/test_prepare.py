@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.entry import Entry
 from kb.index.db import index_path
-from kb.orphans import LOOKED
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
+from kb.store.orphans import LOOKED
 
 ENTRY_ID = "2026-11-30-doomed-run-000001"
 
@@ -67,7 +67,7 @@ def test_kb_show_settles_a_dead_recorders_entry_it_is_asked_for(orphan: Knowledg
 def test_a_library_caller_settles_dead_recorders_entries_only_with_the_settling_it_passes(
     orphan: KnowledgeBase,
 ) -> None:
-    from ingest.orphans import settle
+    from ingest.killed import settle
     from kb.index.prepare import prepare
 
     prepare(orphan)  # no settling given: nothing a module imported elsewhere switched on decides it
@@ -173,7 +173,7 @@ def test_a_recently_changed_entries_folder_is_listed_by_every_command(kb: Knowle
 
 def test_a_folder_that_could_not_be_listed_is_listed_again(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     # Out of file descriptors, say: nothing was found because nothing was looked at.
-    from kb import atomic, orphans
+    from kb.store import atomic, orphans
 
     settled = time.time_ns() - 3600 * 10**9
     left = _dead_writers_temporary(kb)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import run_kb_in_terminal
 
-from kb import progress
-from kb.entry import new_entry
-from kb.store import KnowledgeBase
+from kb.model.entry import new_entry
+from kb.store.knowledge_base import KnowledgeBase
+from kb.terminal import progress
 
 COUNT = progress.MIN_ITEMS
 
@@ -27,7 +27,8 @@ def many(kb: KnowledgeBase) -> KnowledgeBase:
 
 
 def test_a_pipe_gets_a_line_every_few_seconds(many: KnowledgeBase) -> None:
-    code = "import kb.progress as p, sys; p.PIPE_EVERY_S = 0.0; from kb.cli import main; sys.argv = ['kb', 'index']"
+    code = "import kb.terminal.progress as p, sys; p.PIPE_EVERY_S = 0.0; from kb.cli import main"
+    code += "; sys.argv = ['kb', 'index']"
     code += "; main()"  # every step reported: a line every 0 s
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -59,7 +60,7 @@ def test_the_pipe_line_estimates_the_rest() -> None:
 
 
 def test_a_site_build_in_a_pipe_says_how_far_in_lines_that_fit(many: KnowledgeBase) -> None:
-    code = "import kb.progress as p, sys; p.PIPE_EVERY_S = 0.0; from kb.cli import main"
+    code = "import kb.terminal.progress as p, sys; p.PIPE_EVERY_S = 0.0; from kb.cli import main"
     code += "; sys.argv = ['kb', 'site', 'build']; main()"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr

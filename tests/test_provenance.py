@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import json_data, run_kb
 
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def git(repo: Path, *args: str) -> str:

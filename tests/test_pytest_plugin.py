@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import only_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SUITE = """
 import pytest

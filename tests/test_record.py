@@ -14,8 +14,8 @@ import psutil
 import pytest
 from conftest import json_data, only_entry, run_kb
 
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 PY = sys.executable
 

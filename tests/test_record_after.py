@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO, only_entry, run_kb, run_kb_in_terminal
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def test_options_alone_record_a_run_with_the_environment_of_now(kb: KnowledgeBase) -> None:

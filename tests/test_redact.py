@@ -1,4 +1,4 @@
-"""kb.redact: credentials are masked wherever they appear, harmless look-alikes come back unchanged.
+"""kb.secrets.redact: credentials are masked wherever they appear, harmless look-alikes come back unchanged.
 
 Every secret below is fake and assembled from pieces, so that no secret scanner flags this file.
 """
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb.redact import MASK, is_secret_name, redact_env, redact_text
+from kb.secrets.redact import MASK, is_secret_name, redact_env, redact_text
 
 AWS_KEY_ID = "AKIA" + "Q3Z7" + "X9W2" * 3
 AWS_TEMP_KEY_ID = "ASIA" + "7K2M" * 4
@@ -325,7 +325,7 @@ def test_a_cookie_inside_json_is_masked_and_the_json_stays_valid() -> None:
 def test_pieces_of_a_one_line_file_are_masked_as_the_whole() -> None:
     import io
 
-    from kb.redact import redact_pieces
+    from kb.secrets.redact import redact_pieces
 
     events = ",".join(f'{{"name": "op{n}", "args": {{"token": "ghp_{n:04d}{"a" * 32}"}}}}' for n in range(400))
     text = f'{{"traceEvents": [{events}]}}'

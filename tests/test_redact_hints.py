@@ -19,7 +19,7 @@ from data.secrets_corpus import LOOK_ALIKES, SECRETS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb import redact
+from kb.secrets import redact
 
 _LOOKAROUND = re.compile(r"\(\?<?[=!]")
 

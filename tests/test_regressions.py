@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def run(kb: KnowledgeBase, n: int, neuronx: str, mode: str = "compiled", **fields) -> None:

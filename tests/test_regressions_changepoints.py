@@ -8,7 +8,7 @@ import re
 
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 RELEASES = ("2.8.0", "2.9.0", "2.10.0+cu126", "2.11.0", "2.12.0")  # PEP 440: 2.10 after 2.9
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import json_data, only_entry, run_kb, run_kb_in_terminal, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SEMIANALYSIS = (
     "add", "--title", "Qwen3-32B training on 16 Trainium2, eager", "--publisher", "SemiAnalysis",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import only_entry, run_kb, run_kb_in_terminal
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def _recorded(kb: KnowledgeBase, tmp_path: Path) -> tuple[str, Path]:

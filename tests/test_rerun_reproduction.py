@@ -10,9 +10,9 @@ from conftest import json_data, run_kb, write_entry
 
 from kb.answers import figures
 from kb.answers.compare import agreement
-from kb.entry import Entry
 from kb.index.db import connect, index_path
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 EMIT = (
     "import json, os\n"

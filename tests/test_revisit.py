@@ -10,8 +10,8 @@ import pytest
 from conftest import Clock, json_data, run_kb, write_entry
 
 from kb.answers.decisions import reviews_of
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 REPORT = "2026-10-01-neuron-report-000001"
 

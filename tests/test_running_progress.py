@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO, json_data, run_kb
 
 from ingest import steps
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "long_run.py"
 WAIT_S = 120.0  # for a busy machine to start torch and write the first flush; never a measure of speed

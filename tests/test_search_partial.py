@@ -15,7 +15,7 @@ from conftest import json_data, run_kb, write_entry
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # id: (title, fields); the first twelve are what the queries are after, the rest distractors.
 ENTRIES: dict[str, tuple[str, dict[str, Any]]] = {

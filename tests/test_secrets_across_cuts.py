@@ -11,8 +11,8 @@ from conftest import only_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb.redact import MASK, StreamMasker, redact_text
-from kb.store import KnowledgeBase
+from kb.secrets.redact import MASK, StreamMasker, redact_text
+from kb.store.knowledge_base import KnowledgeBase
 
 KEY_LINES = ["MIIEpAIBAAKCAQEA" + "x7Q2" * 12, "Pz4Lk9Rt" * 8, "Wm3Vn8Ya" * 4 + "Qb=="]
 KEY = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *KEY_LINES, "-----END RSA PRIVATE KEY-----"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from conftest import REPO, run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
 SHAPELESS = "Qm7" + "xT2vLp9Rw4Zk8Yb"

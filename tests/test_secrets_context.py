@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from kb.redact import MASK, redact_args, redact_text
+from kb.secrets.redact import MASK, redact_args, redact_text
 
 SECRET = "Qm7" + "xT2vLp9Rw4Zk8Yb"  # shapeless: no vendor prefix, no rule knows it
 HEX = "9c1f" + "0a7be3d24f6a8b5c1d2e3f4a5b6c7d8e9f0a1b2c"

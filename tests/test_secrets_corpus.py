@@ -32,9 +32,9 @@ import pytest
 from conftest import run_kb
 from data.secrets_corpus import LOOK_ALIKES, SECRETS, LookAlike, Secret
 
-from kb.entry import Entry
-from kb.redact import MASK, redact_text
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.secrets.redact import MASK, redact_text
+from kb.store.knowledge_base import KnowledgeBase
 
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+/-]{0,63}")
 BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{16,}={0,2}")

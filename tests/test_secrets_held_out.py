@@ -12,7 +12,7 @@ import pytest
 from data import secrets_corpus_fresh
 from data.secrets_corpus_independent import LOOK_ALIKES, SECRETS
 
-from kb.redact import redact_text
+from kb.secrets.redact import redact_text
 
 # The tuning corpus's credentials masking keeps, and why.
 TUNING_LEAKS = {

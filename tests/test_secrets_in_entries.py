@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import run_kb
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # Built at run time so that no scanner mistakes this file for a leak.
 HF = "hf_" + "Ab3De5Gh7Jk9Mn1Pq3Rs5Tu7Vw9Xy1Za3B"

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import run_kb
 
 from kb.secrets.known import gather
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 # Shapeless on purpose: no rule, context or entropy test would find these in a line of output.
 KNOWN = {

@@ -16,10 +16,10 @@ from conftest import run_kb
 from data.secrets_corpus_independent import SECRETS as CORPUS
 from test_secrets_held_out import TUNING_LEAKS
 
-from kb.entry import Entry
-from kb.ids import new_id
-from kb.redact import MASK, redact_text
-from kb.store import KnowledgeBase, masked_name, safe_name
+from kb.model.entry import Entry
+from kb.model.ids import new_id
+from kb.secrets.redact import MASK, redact_text
+from kb.store.knowledge_base import KnowledgeBase, masked_name, safe_name
 
 ONE_LINE = [s for s in CORPUS if s.id not in TUNING_LEAKS and "\n" not in s.text and "/" not in s.value]
 NAMEABLE = [s for s in ONE_LINE if MASK in redact_text(s.value)]  # recognisable without the words around it

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import MANIFEST, build_site
 from kb.website.render import render_page
 

@@ -13,7 +13,7 @@ from browser import browser_fixture, open_tab, serve  # noqa: F401 (fixtures)
 from conftest import run_kb, write_entry
 from playwright.sync_api import Browser, expect
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 EVIDENCE = "2026-11-10-lm-cuda-000001"
 

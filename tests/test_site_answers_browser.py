@@ -14,7 +14,7 @@ from browser import Tab, browser_fixture, open_tab, serve  # noqa: F401 (fixture
 from conftest import json_data, run_kb
 from playwright.sync_api import Browser, expect
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 WIDTHS = [1280, 390]
 

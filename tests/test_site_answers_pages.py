@@ -12,7 +12,7 @@ import pytest
 from answers_base import HOSTILE, NEURON_BROKEN, WORKLOAD, XLA_FAILED, make_base
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 @pytest.fixture(scope="module")

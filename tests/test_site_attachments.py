@@ -11,7 +11,7 @@ from browser import Tab, browser_fixture, serve, tab_fixture  # noqa: F401 (fixt
 from conftest import run_kb, write_entry
 from test_site_hostile import Trap
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 ENTRY = "2025-11-05-attached-e50003"
 OTHER = "2025-11-06-private-e50004"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.markup import collecting, markdown_html
 
 HEAVY = {

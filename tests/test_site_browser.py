@@ -20,9 +20,9 @@ from browser import Tab, browser_fixture, open_tab, serve, tab_fixture  # noqa: 
 from conftest import run_kb, write_entry
 from playwright.sync_api import Browser, Locator, expect
 
-from kb.entry import Entry
-from kb.humanize import duration
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
+from kb.text.humanize import duration
 
 WORKLOAD = "tiny-lm"
 UNIQUE = "zanzibarquux"  # only in the failed neuron run's failure explanation

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import build_site
 from kb.website.pages import lists
 

@@ -12,7 +12,7 @@ from answers_base import WORKLOAD, make_base
 from conftest import json_data, run_kb
 from test_site_answers_pages import fold, text
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 FLOOR = 0.3
 

@@ -17,7 +17,7 @@ from browser import SCREENSHOTS, browser_fixture, open_tab, serve  # noqa: F401 
 from conftest import REPO, write_entry
 from playwright.sync_api import Browser
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import build_site
 from kb.website.pages import Build, Site
 from kb.website.pages.home import ATTENTION, DUE_SHOWN, PER_PAGE, HomePage
@@ -31,10 +31,10 @@ SCREEN = {1280: 800, 390: 844}  # the first screen's height at each width
 def home_pages(kb: KnowledgeBase, out: Path) -> list[str]:
     """The home publisher's pages of `kb` (the home page rendered into `out`), as the site build makes them."""
     from kb.answers.decisions import due
-    from kb.entry import Entry
     from kb.index import site as index_site
     from kb.index.db import connect, index_path
     from kb.index.prepare import prepare
+    from kb.model.entry import Entry
 
     prepare(kb)
     db = connect(index_path(kb.cache_path))

@@ -14,7 +14,7 @@ from browser import browser_fixture, open_tab, serve  # noqa: F401 (fixtures)
 from conftest import REPO, json_data, run_kb, write_entry
 from playwright.sync_api import Browser
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import build_site
 
 MESSAGE = (

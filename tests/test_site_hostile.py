@@ -20,7 +20,7 @@ from browser import Tab, browser_fixture, serve, tab_fixture  # noqa: F401 (fixt
 from conftest import run_kb, write_entry
 from playwright.sync_api import expect
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 PWN = "window.__pwned=1"
 WORD = "wombatquasar"  # only in the hostile entries, to find them by search

@@ -17,7 +17,7 @@ from browser import Tab, browser_fixture, open_tab, serve, tab_fixture  # noqa: 
 from conftest import REPO, write_entry
 from playwright.sync_api import Browser, expect
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import build_site
 
 COMPILED = "2026-11-30-tiny-lm-cpu-compiled-b5c3dc"

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, only_entry
 from shown import added_lines, shown_lines
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "tests" / "scripts" / "started.py"
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import json_data, run_kb
 from test_board_verdicts import PASSED, cuda, neuron, run
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def memory(gb: float) -> dict:

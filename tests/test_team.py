@@ -12,8 +12,8 @@ import pytest
 from conftest import json_data, run_kb
 
 from kb.answers.decisions import reviews_of
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

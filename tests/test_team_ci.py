@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import REPO, run_kb
 
-from kb.entry import Entry
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 SCRIPT = REPO / "examples" / "team-record.sh"
 WORKFLOW = REPO / "examples" / "team-record.yml"

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from kb.entry import new_entry
-from kb.store import KnowledgeBase
+from kb.model.entry import new_entry
+from kb.store.knowledge_base import KnowledgeBase
 
 MEASURED = "2026-11-30-tiny-lm-cpu-compiled-b5c3dc"
 REPORTED = "2026-11-30-semianalysis-gpt-oss-training-recipe-waited-27-m-cad594"
@@ -237,8 +237,8 @@ _BRACKETED = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(title=_BRACKETED, message=_BRACKETED, body=_BRACKETED)
 def test_bracketed_text_and_control_characters_print_as_written(title: str, message: str, body: str) -> None:
-    from kb.plain import safe
-    from kb.render import entry_view, rows_table
+    from kb.terminal.plain import safe
+    from kb.terminal.rich_text import entry_view, rows_table
 
     entry = new_entry("2026-12-01-fuzz-abcdef", title or "t", "run", recorded="2026-12-01T00:00:00Z",
                       status="failed", failure={"class": "oom", "message": message})  # fmt: skip
@@ -254,7 +254,7 @@ def test_bracketed_text_and_control_characters_print_as_written(title: str, mess
 
 
 def test_figures_are_humanised_with_their_units() -> None:
-    from kb import humanize
+    from kb.text import humanize
 
     assert [humanize.number(v) for v in (14754.2, 689300.0, 230.535, 0.848021, 3, 0.0)] == [
         "14,754", "689,300", "230.5", "0.848", "3", "0"
@@ -269,8 +269,8 @@ def test_figures_are_humanised_with_their_units() -> None:
 
 
 def test_graph_breaks_and_recompiles_are_counted_by_reason() -> None:
-    from kb.entry import Entry
-    from kb.headline import sections
+    from kb.model.entry import Entry
+    from kb.text.headline import sections
 
     entry = Entry.read(REPO / "tests/data/schema-v1/2026-11-30-test-mlp-cpu-compiled-0a8c18.md")
     found = dict(sections(entry))
@@ -284,7 +284,7 @@ def test_graph_breaks_and_recompiles_are_counted_by_reason() -> None:
 
 
 def test_figures_are_read_by_their_unit_rates_before_seconds() -> None:
-    from kb import humanize
+    from kb.text import humanize
 
     assert humanize.field("tokens_per_s", 1104.2) == "1,104 tokens/s"  # not 18 min 24 s
     assert humanize.field("samples_per_s_median_step", 20.66) == "20.66 samples/s"
@@ -325,7 +325,7 @@ def test_show_labels_rates_graph_break_sites_memory_and_whole_keys_at_80_columns
 
 
 def test_show_breaks_its_facts_line_between_facts_never_inside_a_name() -> None:
-    from kb.render import entry_view
+    from kb.terminal.rich_text import entry_view
 
     author = "Alexandra Konstantinopoulou <a.konstantinopoulou@lab.example>"
     entry = new_entry("2026-11-30-tiny-lm-cpu-eager-2fd50f", "tiny-lm cpu eager", "run", status="completed",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import json_data, run_kb
 
-from kb.entry import new_entry
-from kb.store import KnowledgeBase
+from kb.model.entry import new_entry
+from kb.store.knowledge_base import KnowledgeBase
 
 POINTS = [  # (recorded, backend, torch, tokens/s): 2.13.0 was recorded before 2.10.0 on purpose
     *(("2026-01-01", "cuda", "2.9.0", rate) for rate in (10000.0, 10100.0, 9900.0)),

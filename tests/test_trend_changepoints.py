@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 GPU = {"accelerators": [{"name": "NVIDIA H100", "count": 1}], "cpu": "Xeon", "cpu_threads": 32}
 OTHER_GPU = {"accelerators": [{"name": "NVIDIA A10G", "count": 1}], "cpu": "EPYC", "cpu_threads": 16}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import json_data, run_kb, write_entry
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def run(kb: KnowledgeBase, n: int, torch: str, mode: str = "eager", **fields) -> None:

@@ -17,7 +17,7 @@ from kb.index import watch
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.index.sync import sync
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kb watch needs Linux's inotify")
 

@@ -36,15 +36,15 @@ from typing import Any
 import torch
 
 from ingest import backend_evidence, handover, rank_summaries, steps
-from ingest.integration import curve_file, metric_names
+from ingest.frameworks.integration import curve_file, metric_names
 from ingest.machine_load import LoadSampler, busy_note
 from ingest.pytorch import device as devices
 from ingest.pytorch import failures, numerics, ranks, xla_metrics
 from ingest.pytorch.compile_evidence import CompileWatch
 from ingest.pytorch.device_use import DeviceSampler
 from ingest.pytorch.fallbacks import FallbackWatch, count_cpu_round_trips, placement_audit, verdict
-from kb.entry import iso
-from kb.plain import with_path
+from kb.model.entry import iso
+from kb.terminal.plain import with_path
 
 # Where a run outside `kb record` writes its run folder: this, else the knowledge base's cache (the folder is
 # removed once its entry is written), else ./kb-runs when no knowledge base is reachable.
@@ -677,7 +677,7 @@ def run(**options: Any) -> Run:
 def _reachable_knowledge_base() -> Any:
     """The knowledge base this run can write its entry to ($KB_HOME, or upward from here), or None."""
     from kb.errors import KbError
-    from kb.store import KnowledgeBase
+    from kb.store.knowledge_base import KnowledgeBase
 
     try:
         return KnowledgeBase.find()

@@ -12,7 +12,7 @@
 It is the `with run(...)` form, entered now and left later: `finish()` leaves it as a clean exit; an
 exception nobody catches leaves it with that exception (through sys.excepthook, before Python prints
 it), SIGTERM too (the run turns it into an exception, as in the `with` form), and the end of the process
-leaves it as it stands. The framework callbacks (ingest.hf, ingest.lightning, ingest.accelerate) use it,
+leaves it as it stands. The framework callbacks (ingest.frameworks: hf, lightning, accelerate) use it,
 with `begin_step`/`end_step` where a framework tells of a step's ends in two calls.
 """
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from kb.answers import figures, verdict
 from kb.answers.verdict import FLOOR
-from kb.entry import Entry
 from kb.errors import KbError
+from kb.model.entry import Entry
 
 # Kinds whose figures can stand side by side: measured runs with reported figures, coverage with coverage.
 COMPARABLE = ({"run", "report"}, {"coverage"})

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from kb.answers import verdict
-from kb.entry import Entry, entry_now, iso
 from kb.errors import EntryError, KbError
 from kb.index import answers
-from kb.reading import read_entry_bytes
-from kb.reviews import CONFLICT, REVIEWS, instant, reviews_of
+from kb.model.entry import Entry, entry_now, iso
+from kb.store.reading import read_entry_bytes
+from kb.store.reviews import CONFLICT, REVIEWS, instant, reviews_of
 
 DECISION_STATUSES = ("proposed", "accepted", "rejected", "superseded")
 OPEN_STATUSES = ("proposed", "accepted")  # the ones worth revisiting
@@ -254,7 +254,7 @@ def _release(trigger: Trigger, decision: Entry, db: sqlite3.Connection) -> Trigg
 def _when(trigger: Trigger, since: str, db: sqlite3.Connection) -> TriggerState:
     """A condition on the runs recorded since the decision (or its last review), by the verdict rule: never one
     run; the comparable repeats of the newest run's configuration."""
-    from kb.humanize import field
+    from kb.text.humanize import field
 
     name = trigger.name or ""
     before, after = _comparable_runs(db, name, trigger.filters, since)
@@ -380,14 +380,14 @@ def review(kb: Any, ref: str, *, note: str, by: str | None, when: datetime) -> E
     written when the entry is not a decision."""
     import json
 
-    from kb import atomic
+    from kb.store import atomic
 
     if not note.strip():
         raise KbError("--note: say what was re-checked, e.g. --note 're-checked on 2.27.1, still CUDA'")
     entry = kb.load(ref)
     if entry.kind != "decision":
         raise KbError(f"{entry.id} is a {entry.kind} entry, not a decision; only decisions are reviewed")
-    from kb.ids import slugify
+    from kb.model.ids import slugify
 
     folder = kb.attachments_path(entry) / REVIEWS
     folder.mkdir(parents=True, exist_ok=True)
@@ -466,8 +466,8 @@ def new_release(
     kb: Any, package: str, version: str, *, when: date, url: str | None, notes: str | None, author: str | None = None
 ) -> Entry:
     """A release entry whose id carries the release's own date (a back-dated release is not one of today)."""
-    from kb.entry import new_entry, utc_now
-    from kb.ids import new_id
+    from kb.model.entry import new_entry, utc_now
+    from kb.model.ids import new_id
 
     title = f"{package} {version}"
     release = {"package": package, "version": version, "date": when.isoformat(), "time": _precise_now(),
@@ -479,7 +479,7 @@ def new_release(
 
 
 def _precise_now() -> str:
-    from kb.entry import utc_now
+    from kb.model.entry import utc_now
 
     return utc_now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -38,9 +38,9 @@ from kb.answers import figures
 from kb.answers.board import backend_package
 from kb.answers.changepoints import release_in
 from kb.answers.verdict import MIN_RUNS, spread
-from kb.config import loads_toml
 from kb.errors import KbError
 from kb.index import answers
+from kb.store.config import loads_toml
 
 FILE_NAME = "expectations.toml"
 COUNTS = {"graph_breaks": ("compile", "graph_breaks", "count"), "recompiles": ("compile", "recompiles", "count")}
@@ -253,8 +253,8 @@ def rewrite(
     """Bounds from the newest evidence (with room for timings and rates), as update_expected.py does, but only
     tighter: a bound is relaxed only where `relax` names it (WORKLOAD:BACKEND[:MODE]:FIGURE). A failing pair,
     and a timing with fewer than MIN_RUNS runs, keep their bound. The file is written whole, in one atomic step."""
-    from kb import atomic
     from kb.answers.names import did_you_mean
+    from kb.store import atomic
 
     names = {item.name for item in expectations}
     for name in relax:

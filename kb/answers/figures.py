@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kb.humanize import unit_of
+from kb.text.humanize import unit_of
 
 THROUGHPUT = ("tokens_per_s", "samples_per_s")  # over the steady steps' wall time: measured once per run
 STEP_RATES = tuple(f"{name}_median_step" for name in THROUGHPUT)  # the median step's: share the step's verdict

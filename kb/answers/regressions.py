@@ -22,9 +22,9 @@ from kb.answers.board import backend_package
 from kb.answers.changepoints import Change, changes, release_in
 from kb.answers.compare import case_changes
 from kb.answers.verdict import FLOOR
-from kb.entry import Entry
 from kb.index import answers
 from kb.index.query import version_key
+from kb.model.entry import Entry
 
 
 @dataclass

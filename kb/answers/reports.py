@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from kb.entry import Entry, entry_now
 from kb.errors import KbError
-from kb.redact import redact_text
+from kb.model.entry import Entry, entry_now
+from kb.secrets.redact import redact_text
 
 _HARDWARE = re.compile(r"(?:(?P<count>\d{1,9})\s*x\s*)?(?P<name>\S.*)\Z")
 # The text a person types in; people paste from anywhere, so each is masked like any log.

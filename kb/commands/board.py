@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
             if json_:
                 print_json(found.as_dict())
                 return
-            from kb.answers_text import regression_lines
+            from kb.text.answer_lines import regression_lines
 
             typer.echo("\n".join(regression_lines(found)))
             return
@@ -79,14 +79,14 @@ def register(app: typer.Typer) -> None:
             if json_:
                 print_json(summarised.as_dict())
                 return
-            from kb.answers_text import summary_lines
+            from kb.text.answer_lines import summary_lines
 
             typer.echo("\n".join(summary_lines(summarised, result)))
             return
         if json_:
             print_json(result.as_dict())
             return
-        from kb.answers_text import board_lines, board_markdown, missing_lines
+        from kb.text.answer_lines import board_lines, board_markdown, missing_lines
 
         if markdown:
             typer.echo(board_markdown(result))

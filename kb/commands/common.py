@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kb.entry import Entry
 from kb.errors import Problem
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry
+from kb.store.knowledge_base import KnowledgeBase
 
 if TYPE_CHECKING:
     import sqlite3
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 def settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
     """How the commands close a dead recorder's entry as killed: the CLI is where kb and ingest meet, and every reader
-    settles dead recorders' runs (kb.index.prepare, kb.orphans)."""
-    from ingest.orphans import settle  # closing an entry takes the recorder's code, which few commands reach
+    settles dead recorders' runs (kb.index.prepare, kb.store.orphans)."""
+    from ingest.killed import settle  # closing an entry takes the recorder's code, which few commands reach
 
     return settle(kb, entry)
 

@@ -85,8 +85,8 @@ def register(app: typer.Typer) -> None:
             return
         import textwrap
 
-        from kb.answers_text import WIDTH
-        from kb.render import COMPARISON_WIDTH, comparison_markdown, comparison_view, emit
+        from kb.terminal.rich_text import COMPARISON_WIDTH, comparison_markdown, comparison_view, emit
+        from kb.text.answer_lines import WIDTH
 
         for note in comparison.notes:  # a failure's message can be long: whole lines of 80 columns
             typer.echo("\n".join(textwrap.wrap(f"kb: {note}", WIDTH, subsequent_indent="  ")), err=True)

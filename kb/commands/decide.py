@@ -54,9 +54,9 @@ def register(app: typer.Typer) -> None:
         from datetime import date
 
         from kb.answers.decisions import new_decision
-        from kb.authors import current_author
         from kb.commands.common import ask_missing
         from kb.errors import KbError
+        from kb.store.authors import current_author
 
         asked = ask_missing(
             {"--title": (title, "Title"), "--question": (question, "Question"), "--choice": (choice, "Choice")},

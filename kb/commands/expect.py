@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         if json_:
             print_json([outcome.as_dict() for outcome in outcomes])
         else:
-            from kb.answers_text import expectation_lines
+            from kb.text.answer_lines import expectation_lines
 
             for line in expectation_lines(outcomes):
                 typer.echo(line)

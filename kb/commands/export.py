@@ -20,13 +20,13 @@ def register(app: typer.Typer) -> None:
         parquet: Path = typer.Option(..., "--parquet", help="The folder for the Parquet files.", metavar="DIR"),
         json_: bool = typer.Option(False, "--json", help="Print each file's table, path and rows as JSON."),
     ) -> None:
-        from kb import humanize
         from kb.commands.common import synced
         from kb.commands.envelope import print_json
         from kb.index.db import reading
         from kb.index.export import total_rows
-        from kb.parquet import export_parquet
-        from kb.progress import Progress
+        from kb.index.parquet import export_parquet
+        from kb.terminal.progress import Progress
+        from kb.text import humanize
 
         kb, db = synced(ctx)
         with reading(db), Progress("Exporting", total_rows(db), "rows") as step:

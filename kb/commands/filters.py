@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from kb.taxonomy import FAILURE_CLASSES, KINDS, STATUSES
+from kb.model.taxonomy import FAILURE_CLASSES, KINDS, STATUSES
 
 if TYPE_CHECKING:
     import sqlite3

@@ -11,7 +11,7 @@ import typer
 
 from kb.commands import describing, written
 from kb.errors import KbError
-from kb.plain import with_path
+from kb.terminal.plain import with_path
 
 JUNIT_HELP = """Import test results written as JUnit XML (pytest --junitxml=..., and other producers) as a
 coverage entry: totals, failures and skips grouped by reason, and every case's outcome attached, so that
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         note: Optional[str] = describing.NOTE,
         json_: bool = written.JSON,
     ) -> None:
-        from ingest.junit import read_junit
+        from ingest.importers.junit import read_junit
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
         _import(ctx, "kb ingest junit", lambda work: read_junit(files, work), given, json_=json_)
@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
         note: Optional[str] = describing.NOTE,
         json_: bool = written.JSON,
     ) -> None:
-        from ingest.profile import read_trace
+        from ingest.importers.profile import read_trace
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
         _import(ctx, "kb ingest profile", lambda work: read_trace(trace, work), given, to, "profile", json_)
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         note: Optional[str] = describing.NOTE,
         json_: bool = written.JSON,
     ) -> None:
-        from ingest.compile_trace import read_compile_trace
+        from ingest.importers.compile_trace import read_compile_trace
 
         given = Given(title, workload, backend, mode, tag, setting, version, author, note)
         _import(
@@ -134,7 +134,7 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = describing.TAG,
         json_: bool = written.JSON,
     ) -> None:
-        from ingest.mlflow_runs import import_mlflow
+        from ingest.importers.mlflow_runs import import_mlflow
 
         given = Given(None, workload, backend, mode, tag, [], [], None, None)
         _import_many(
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
         tag: list[str] = describing.TAG,
         json_: bool = written.JSON,
     ) -> None:
-        from ingest.tensorboard_events import import_tensorboard
+        from ingest.importers.tensorboard_events import import_tensorboard
 
         given = Given(None, workload, backend, mode, tag, [], [], None, None)
         _import_many(ctx, lambda kb, info, work: import_tensorboard(kb, folder, info, work), given, json_)
@@ -187,7 +187,7 @@ def _import(
 ) -> None:
     """Read first (bad input writes nothing), then make the entry or add to the one named by --to."""
     from ingest.describe import parse_versions
-    from ingest.imported import add_to, create_imported
+    from ingest.importers.imported import add_to, create_imported
     from kb.commands.common import knowledge_base
 
     kb = knowledge_base(ctx)
@@ -224,7 +224,7 @@ def _import_many(ctx: typer.Context, read: Callable, given: Given, json_: bool) 
     (exit 1 when there were any: what could be read is imported all the same)."""
     from kb.commands.common import knowledge_base
     from kb.commands.envelope import print_json
-    from kb.ids import short_id
+    from kb.model.ids import short_id
 
     kb = knowledge_base(ctx)
     with tempfile.TemporaryDirectory(prefix="kb-ingest-") as work:

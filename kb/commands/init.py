@@ -24,9 +24,9 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Make a knowledge base: kb.toml, entries/, an ignored .kb/ cache folder and a .gitignore for the site."""
-        from kb.config import set_incumbent
-        from kb.gitfiles import write_gitignore
-        from kb.store import KnowledgeBase
+        from kb.store.config import set_incumbent
+        from kb.store.gitfiles import write_gitignore
+        from kb.store.knowledge_base import KnowledgeBase
 
         kb, created = KnowledgeBase.init(path)
         ignored = write_gitignore(kb.root)

@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
             print_json(rows)
             return
         if csv_:
-            from kb.plain import write_csv
+            from kb.terminal.plain import write_csv
 
             write_csv(rows)
             return
@@ -58,12 +58,12 @@ def register(app: typer.Typer) -> None:
                 "No entries match." if not chosen.empty() else "No entries yet: kb record -- <command> makes one."
             )
             return
-        from kb.plain import piped, rows_lines, write_lines
+        from kb.terminal.plain import piped, rows_lines, write_lines
 
         sorted_by = sort if "." in sort else None
         if piped():
             write_lines(rows_lines(rows, sorted_by))
             return
-        from kb.render import emit_table, rows_table
+        from kb.terminal.rich_text import emit_table, rows_table
 
         emit_table(db, rows, lambda short: rows_table(rows, sorted_by, short=short))

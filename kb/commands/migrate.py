@@ -15,9 +15,9 @@ def register(app: typer.Typer) -> None:
         """Bring entries written by an older kb to the current entry format (kb reads them either way). Lists
         what would change; --write first saves the files as they are to .kb/backups/migrate-TIME.tar.gz, then
         replaces each atomically. Files that cannot be read are reported and skipped (exit 1); the rest go on."""
-        from kb import migrate
         from kb.commands.common import knowledge_base, report_problems
-        from kb.schema import SCHEMA_VERSION
+        from kb.model.validation import SCHEMA_VERSION
+        from kb.store import migrate
 
         kb = knowledge_base(ctx)
         found = migrate.plan(kb)

@@ -12,11 +12,11 @@ import typer
 from kb.commands import describing, written
 from kb.commands.filters import check_choice
 from kb.errors import KbError
-from kb.taxonomy import FAILURE_CLASSES, STATUSES
+from kb.model.taxonomy import FAILURE_CLASSES, STATUSES
 
 if TYPE_CHECKING:
-    from kb.entry import Entry
-    from kb.store import KnowledgeBase
+    from kb.model.entry import Entry
+    from kb.store.knowledge_base import KnowledgeBase
 
 HELP = """Record a run as an entry in the knowledge base.
 
@@ -101,8 +101,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         from ingest.describe import RunInfo, parse_all
-        from kb.authors import current_author
         from kb.commands.common import knowledge_base
+        from kb.store.authors import current_author
 
         settings, metrics = parse_all(setting, metric)
         check_choice("--status", status, STATUSES[:-1])

@@ -28,10 +28,10 @@ def register(app: typer.Typer) -> None:
         from packaging.version import InvalidVersion, Version
 
         from kb.answers.decisions import new_release, recorded_release
-        from kb.authors import current_author
         from kb.commands.common import synced
         from kb.errors import KbError
         from kb.index.db import reading
+        from kb.store.authors import current_author
 
         try:
             Version(version)
@@ -64,9 +64,9 @@ def due_by(ctx: typer.Context, release_id: str) -> list:
 
     from kb.answers.decisions import TriggerState, due, parse_trigger
     from kb.commands.common import synced
-    from kb.entry import Entry
     from kb.index import answers
     from kb.index.db import reading
+    from kb.model.entry import Entry
 
     kb, db = synced(ctx)
     with reading(db):

@@ -28,11 +28,11 @@ def register(app: typer.Typer) -> None:
 
         from ingest.rerun import check, rerun
         from kb.answers.compare import agreement, compare
-        from kb.answers_text import WIDTH
         from kb.commands.common import knowledge_base, synced
         from kb.errors import KbError
         from kb.index.db import reading
-        from kb.render import COMPARISON_WIDTH, comparison_view, emit
+        from kb.terminal.rich_text import COMPARISON_WIDTH, comparison_view, emit
+        from kb.text.answer_lines import WIDTH
 
         kb = knowledge_base(ctx)
         original, argv, folder, warnings = check(kb, ref)
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
             from dataclasses import asdict
 
             from kb.commands.envelope import print_json
-            from kb.ids import short_id
+            from kb.model.ids import short_id
 
             print_json({"id": entry.id, "short_id": short_id(entry.id), "path": str(entry.path), "kind": entry.kind,
                         "status": entry.status, "rerun_of": done.original.id, "exit_code": done.recorded.exit_code,

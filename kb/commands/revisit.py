@@ -9,7 +9,7 @@ import typer
 
 if TYPE_CHECKING:
     from kb.answers.decisions import Due, TriggerState
-    from kb.entry import Entry
+    from kb.model.entry import Entry
 
 
 DUE = 1  # kb revisit --check: a decision is due
@@ -41,16 +41,16 @@ def register(app: typer.Typer) -> None:
         from kb.answers.decisions import OPEN_STATUSES, due
         from kb.commands.common import knowledge_base, synced
         from kb.commands.envelope import print_json
-        from kb.entry import Entry
         from kb.errors import KbError
         from kb.index import answers
         from kb.index.db import reading
+        from kb.model.entry import Entry
 
         if ack is not None:
             from kb.answers.decisions import review
-            from kb.authors import current_author
-            from kb.entry import utc_now
-            from kb.plain import with_path
+            from kb.model.entry import utc_now
+            from kb.store.authors import current_author
+            from kb.terminal.plain import with_path
 
             if not note:
                 raise KbError("--ack needs --note: say what was re-checked, e.g. --note 're-checked on 2.27.1'")
@@ -113,9 +113,9 @@ def revisit_lines(ctx: typer.Context, decision: Entry) -> list[str]:
     from datetime import date
 
     from kb.answers.decisions import decision_state
-    from kb.answers_text import decision_lines
     from kb.commands.common import synced
     from kb.index.db import reading
+    from kb.text.answer_lines import decision_lines
 
     _, db = synced(ctx)
     with reading(db):

@@ -11,6 +11,6 @@ def register(app: typer.Typer) -> None:
         path: bool = typer.Option(False, "--path", help="Print where the schema file is instead of its text."),
     ) -> None:
         """Print the JSON Schema that entry front matter follows (point your editor's YAML plugin at it)."""
-        from kb.schema import schema_path
+        from kb.model.validation import schema_path
 
         typer.echo(str(schema_path()) if path else schema_path().read_text("utf-8"), nl=path)

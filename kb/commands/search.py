@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
             better = suggest(db, query)  # from the index's own words: "complie" finds compile
             typer.echo("No entries match." + (f" Did you mean {quoted(better)}?" if better else ""))
             return
-        from kb.plain import piped, search_lines, write_lines
+        from kb.terminal.plain import piped, search_lines, write_lines
 
         first = results[0][0]
         if len(first.matched) < first.words:  # on stderr: a pipe gets the results alone
@@ -74,6 +74,6 @@ def register(app: typer.Typer) -> None:
         if piped():
             write_lines(search_lines(results))
             return
-        from kb.render import emit_table, search_results
+        from kb.terminal.rich_text import emit_table, search_results
 
         emit_table(db, [row for _, row in results], lambda short: search_results(results, short=short))

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
-    from kb.entry import Entry
-    from kb.store import KnowledgeBase
+    from kb.model.entry import Entry
+    from kb.store.knowledge_base import KnowledgeBase
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         failure), then compile frames, graph breaks, placement, timings, settings, versions, notes and output."""
         from kb.commands.common import knowledge_base, settle_orphan
         from kb.commands.envelope import print_json
-        from kb.orphans import settle_orphans
+        from kb.store.orphans import settle_orphans
 
         kb = knowledge_base(ctx)
         (entry,) = settle_orphans(kb, [kb.load(ref)], settle_orphan)
@@ -35,8 +35,8 @@ def register(app: typer.Typer) -> None:
         import time
         from functools import cache, partial
 
-        from kb.headline import progress
-        from kb.render import emit, entry_view
+        from kb.terminal.rich_text import emit, entry_view
+        from kb.text.headline import progress
 
         pairs = progress(found, time.time()) if found is not None else None
         emit(entry_view(entry, everything=all_, short=cache(partial(_short_id, kb)), progress=pairs))
@@ -60,7 +60,7 @@ def _progress(kb: KnowledgeBase, entry: Entry) -> dict[str, Any] | None:
 def _short_id(kb: KnowledgeBase, entry_id: str) -> str:
     """The suffix when it finds this entry alone, else the whole id (two entries can share a suffix)."""
     from kb.errors import EntryNotFound
-    from kb.ids import suffix
+    from kb.model.ids import suffix
 
     tail = suffix(entry_id)
     try:

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from kb.progress import Progress
+from kb.terminal.progress import Progress
 
 BUILD_HELP = """Render every entry, listing, comparison, trend and decision into a static site (default: site/
 in the knowledge base). Only pages whose inputs changed are rewritten; the same entries give the same

@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
         from dataclasses import asdict
 
         from kb.answers.trend import trend
-        from kb.answers_text import trend_lines
         from kb.commands.common import synced
         from kb.commands.envelope import print_json
         from kb.index.db import reading
+        from kb.text.answer_lines import trend_lines
 
         kb, db = synced(ctx)
         chosen = kb.config.answers.floor if floor is None else floor

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from kb.entry import Entry
+    from kb.model.entry import Entry
 
 JSON = typer.Option(False, "--json", help="Print the new entry's id, short id, path, kind and status as JSON.")
 
@@ -17,8 +17,8 @@ def report_written(entry: Entry, sentence: str, json_: bool, *, stdout_free: boo
     """`sentence` on stderr, then the entry's file on a line of its own (a path is as long as it is, the sentence
     stays within 80 columns); the id on stdout when stdout is kb's own (`stdout_free`), the JSON when asked."""
     from kb.commands.envelope import print_json
-    from kb.ids import short_id
-    from kb.plain import with_path
+    from kb.model.ids import short_id
+    from kb.terminal.plain import with_path
 
     typer.echo(with_path(sentence, entry.path), err=True)
     if json_:

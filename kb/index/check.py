@@ -7,10 +7,10 @@ import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
-from kb.entry import Entry, iso, utc_now
 from kb.errors import EntryError, Problem
 from kb.index.sync import stored_problems
-from kb.store import KnowledgeBase
+from kb.model.entry import Entry, iso, utc_now
+from kb.store.knowledge_base import KnowledgeBase
 
 FUTURE_SLACK = timedelta(days=1)  # time zones and clocks a little ahead are not the future
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.entry import Entry
-from kb.reviews import reviews_of
+from kb.model.entry import Entry
+from kb.store.reviews import reviews_of
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _ids(value: str | list[str] | None) -> list[str] | None:
 
 def _decision_row(row: tuple, entries: Path | None) -> tuple:
     """The index holds only entries the schema accepts: the decision's own fields have the types it says. Its
-    reviews are files beside it (kb.reviews), read from the entries folder."""
+    reviews are files beside it (kb.store.reviews), read from the entries folder."""
     entry_id, title, recorded, author, front_matter, path = row
     data = json.loads(front_matter)
     decision, links = data.get("decision") or {}, data.get("links") or {}

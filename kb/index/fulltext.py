@@ -25,8 +25,8 @@ from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from kb.entry import Entry
 from kb.errors import LONE_SURROGATE, KbError, quoted
+from kb.model.entry import Entry
 
 if TYPE_CHECKING:
     from whoosh.qparser import QueryParser

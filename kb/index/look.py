@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from stat import S_ISDIR
 
-from kb.folders import SETTLED_NS, each_folder_once
 from kb.index.signature import GONE as GONE_SIGNATURE
 from kb.index.signature import WIDTH, Signature
-from kb.reading import GONE, leads_nowhere
-from kb.store import KnowledgeBase, entry_file_names
+from kb.store.folders import SETTLED_NS, each_folder_once
+from kb.store.knowledge_base import KnowledgeBase, entry_file_names
+from kb.store.reading import GONE, leads_nowhere
 
 _BYTES = 8 * WIDTH  # one file's signature, as stored
 HALVED_FROM = 20_000  # a folder with this many entry files is looked at by two processes (_halved)
@@ -170,7 +170,7 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
 
 
 def _walk(kb: KnowledgeBase, trusted: dict[str, Folder]) -> Iterator[Folder]:
-    """Each folder the scan enters (kb.store.KnowledgeBase.scan), in scan order, with its files' signatures;
+    """Each folder the scan enters (KnowledgeBase.scan), in scan order, with its files' signatures;
     listed unless its time vouches for the names in `trusted`."""
     began = time.time_ns()
     top = str(kb.entries_path)

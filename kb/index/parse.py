@@ -21,12 +21,12 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kb.entry import Entry
 from kb.errors import EntryError, Problem
 from kb.index import signature
 from kb.index.rows import Rows, rows_of
 from kb.index.signature import GONE, Signature
-from kb.reading import Refused, leads_nowhere, read_entry_file
+from kb.model.entry import Entry
+from kb.store.reading import Refused, leads_nowhere, read_entry_file
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future

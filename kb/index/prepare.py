@@ -4,10 +4,10 @@ that every reader (kb ls, search, check, index, site build and serve) shows the 
 
 from __future__ import annotations
 
-from kb import orphans
 from kb.index.db import IndexUnwritable, connect, finished, index_path, reading
 from kb.index.sync import SyncReport, sync
-from kb.store import KnowledgeBase
+from kb.store import orphans
+from kb.store.knowledge_base import KnowledgeBase
 
 
 def prepare(
@@ -18,7 +18,7 @@ def prepare(
     stale_ok: bool = False,
     every_folder: bool = False,
 ) -> SyncReport:
-    """Sync, settle dead recorders' entries with `settle` (the CLI passes ingest.orphans.settle; without it they are
+    """Sync, settle dead recorders' entries with `settle` (the CLI passes ingest.killed.settle; without it they are
     left as they are), and sync again if any was settled; the first sync's report.
 
     `stale_ok`: on a full disk or a read-only cache folder, an index that exists is read as it was (the report's

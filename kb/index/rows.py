@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kb.entry import Entry
 from kb.index import stored_json
 from kb.index.fulltext import document
+from kb.model.entry import Entry
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.

@@ -13,7 +13,7 @@ import hashlib
 
 from kb.index import fulltext
 from kb.index.rows import CHILD_TABLES, ROWS_VERSION
-from kb.schema import SCHEMA_VERSION
+from kb.model.validation import SCHEMA_VERSION
 
 # The normalised tables' child rows go with their entry (ON DELETE CASCADE; a sync writing with the foreign keys
 # off deletes them itself, kb.index.sync._delete).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from kb.ids import SUFFIX_LENGTH, suffix
 from kb.index.db import reading
+from kb.model.ids import SUFFIX_LENGTH, suffix
 
 CHUNK = 500  # parameters per statement, well under SQLite's limit
 

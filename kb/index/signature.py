@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from kb.folders import SETTLED_NS
+from kb.store.folders import SETTLED_NS
 
 Signature = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 WIDTH = 4  # numbers per signature, as the looks store them one after the other

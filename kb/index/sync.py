@@ -45,9 +45,9 @@ from kb.index.db import (
 )
 from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, Rows
 from kb.index.signature import Signature, as_stored
-from kb.progress import counted
-from kb.reading import leads_nowhere
-from kb.store import KnowledgeBase, is_text_name
+from kb.store.knowledge_base import KnowledgeBase, is_text_name
+from kb.store.reading import leads_nowhere
+from kb.terminal.progress import counted
 
 if TYPE_CHECKING:
     from kb.index import parse

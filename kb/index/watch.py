@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from kb.errors import KbError
-from kb.inotify import add_watch, folder_mask
-from kb.store import KnowledgeBase, is_text_name
+from kb.store.inotify import add_watch, folder_mask
+from kb.store.knowledge_base import KnowledgeBase, is_text_name
 
 if TYPE_CHECKING:
     from inotify_simple import Event, INotify
@@ -185,7 +185,7 @@ class _Watcher:
 
     def _start_journal(self) -> None:
         """A new journal under a new token, put in place whole: a reader sees the old one or the new one."""
-        from kb import atomic
+        from kb.store import atomic
 
         token = os.urandom(8).hex()
         atomic.write_text(self.folder / JOURNAL, json.dumps(["kb-watch", token]) + "\n")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RULES_FILE = Path(__file__).with_name("gitleaks.toml")
-# gitleaks' catch-all for `name = value`: kb's own context rules (kb.redact) decide those, with the look-alikes
+# gitleaks' catch-all for `name = value`: kb's own context rules (kb.secrets.redact) decide those, with the look-alikes
 # of training logs in mind (`key_states`, `num_key_value_heads=8`).
 REPLACED = frozenset({"generic-api-key"})
 _POSIX = {
@@ -185,7 +185,7 @@ def _by_keyword(generic: bool) -> dict[str, tuple[Rule, ...]]:
 
 def find(text: str, lowered: str | None = None, every_rule: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, rule id) of each secret the rules find in `text`; `lowered`: the text in lower case, each
-    character where it was (kb.redact has it); `every_rule`: the rules kb replaces too (for measuring)."""
+    character where it was (kb.secrets.redact has it); `every_rule`: the rules kb replaces too (for measuring)."""
     lowered = text.lower() if lowered is None else lowered
     lines: dict[Rule, dict[int, int]] = {}
     for keyword, keyed in _by_keyword(every_rule).items():

@@ -1,6 +1,6 @@
 """Whether a name says its value is a credential, and whether a value next to such a name is evidence instead.
 
-Shared by the masking (kb.redact) and by the reading of this machine's own credentials (kb.secrets.known).
+Shared by the masking (kb.secrets.redact) and by the reading of this machine's own credentials (kb.secrets.known).
 """
 
 from __future__ import annotations

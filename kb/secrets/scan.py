@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import atomic
-from kb.store import TEXT_SNIFF, KnowledgeBase, text_codec
+from kb.store import atomic
+from kb.store.knowledge_base import TEXT_SNIFF, KnowledgeBase, text_codec
 
 CACHE = "secrets-scan.json"
 LINES = 2000  # lines masked together: a block masking leaves unchanged has no finding, and most have none
@@ -41,8 +41,7 @@ class Finding:
 
 def rule_of(line: str) -> str:
     """The name of what finds a credential in this line (the line holds one: masking changes it)."""
-    from kb import redact
-    from kb.secrets import gitleaks
+    from kb.secrets import gitleaks, redact
 
     if "PRIVATE KEY" in line or "Private-" in line:
         return "private-key"
@@ -61,9 +60,9 @@ def rule_of(line: str) -> str:
 def scan_entry(path: Path) -> list[tuple[int, str]]:
     """(line, rule) of each field and body line of an entry that masking would change. Its fields are compared as
     values, not as lines: YAML folds and quotes a long value, and a piece of one is not the value."""
-    from kb.entry import Entry
     from kb.errors import EntryError
-    from kb.redact import redact_fields
+    from kb.model.entry import Entry
+    from kb.secrets.redact import redact_fields
 
     try:
         text = path.read_text("utf-8", errors="replace")
@@ -103,7 +102,7 @@ def _line_of(lines: dict[tuple, int], where: tuple) -> int:
 
 def scan_lines(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
     """(line number, rule) of each line holding a credential."""
-    from kb.redact import redact_text
+    from kb.secrets.redact import redact_text
 
     number = 0
     block: list[str] = []
@@ -180,7 +179,7 @@ def scan_base(kb: KnowledgeBase) -> list[Finding]:
 
 
 def _without_known(scan, path: Path) -> list[tuple[int, str]]:
-    from kb.redact import MASK_KNOWN
+    from kb.secrets.redact import MASK_KNOWN
 
     token = MASK_KNOWN.set(False)
     try:
@@ -192,8 +191,7 @@ def _without_known(scan, path: Path) -> list[tuple[int, str]]:
 @functools.cache
 def _rules_digest() -> str:
     """What a cached scan depends on besides the file: the masking code and the vendored rules."""
-    from kb import redact
-    from kb.secrets import gitleaks
+    from kb.secrets import gitleaks, redact
 
     digest = hashlib.sha256()
     for path in (Path(redact.__file__), gitleaks.RULES_FILE, Path(gitleaks.__file__), Path(__file__)):

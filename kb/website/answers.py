@@ -8,11 +8,11 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from kb import humanize
 from kb.answers import figures
 from kb.answers.board import Board, Cell, WorkloadBoard, board
-from kb.answers_text import comparison_text, compile_text, figure_text, footing_text, ratio_text, run_texts
 from kb.index import answers
+from kb.text import humanize
+from kb.text.answer_lines import comparison_text, compile_text, figure_text, footing_text, ratio_text, run_texts
 
 SHOWN_VERDICTS = ("baseline", "counted", "unchecked", "numerics failed")
 TONES = {"baseline": "baseline", "counted": "good", "unchecked": "unchecked", "numerics failed": "bad"}

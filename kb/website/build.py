@@ -23,8 +23,8 @@ from typing import Any
 
 from kb import __version__
 from kb.errors import KbError, Problem
-from kb.orphans import Settle
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
+from kb.store.orphans import Settle
 from kb.website import search_index
 from kb.website.pages import Build, Page, Site, publish, search_page
 from kb.website.render import Rendered, write_if_changed
@@ -34,7 +34,7 @@ MANIFEST = ".kb-site.json"
 LOCK = ".kb-site.lock"
 HERE = Path(__file__).parent
 # What a page's look depends on besides its data: a change to any of these renders every page again.
-RENDERER_FILES = (HERE, HERE.parent / "sections.py", HERE.parent / "humanize.py", HERE.parent / "answers")
+RENDERER_FILES = (HERE, HERE.parent / "text", HERE.parent / "answers")
 
 Progress = Callable[[int, int], None]
 
@@ -81,11 +81,11 @@ def build_site(
     allow_secrets: bool = False,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
-    from kb.entry import Entry
     from kb.index import site as index_site
     from kb.index.db import connect, index_path, reading
     from kb.index.prepare import prepare
     from kb.index.sync import stored_problems
+    from kb.model.entry import Entry
 
     started = time.perf_counter()
     out = (out or default_out(kb)).resolve()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from kb import folders, inotify
+from kb.store import folders, inotify
 
 
 class Changes(Protocol):

@@ -14,8 +14,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from kb.answers.trend import Trend
-from kb.humanize import duration, number
 from kb.index.query import version_key
+from kb.text.humanize import duration, number
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 56

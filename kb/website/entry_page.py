@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kb.entry import Entry
-from kb.headline import Records, headline, record_time, sections
+from kb.model.entry import Entry
+from kb.text.headline import Records, headline, record_time, sections
 from kb.website.charts import curve_svg, step_time_rows, step_times_svg
 from kb.website.series import curves
 
-# kb.headline's sections the page shows its own way: timings by phase, links and attachments as links, a
+# kb.text.headline's sections the page shows its own way: timings by phase, links and attachments as links, a
 # decision with whether it is due.
 SHOWN_APART = {"Timings", "Links", "Attachments", "Decision"}
 # Headline lines the page shows in full beside it: the failure section, the record-time notice.

@@ -12,7 +12,7 @@ from typing import Any
 
 from kb import __version__
 from kb.errors import DISK_FULL, KbError
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.markup import collecting
 from kb.website.pages.base import Page, facet_path, slug
 
@@ -59,7 +59,7 @@ def _write_error(context: dict[str, Any], target: Path, exc: OSError) -> KbError
 def environment(base_url: str) -> Any:
     import jinja2
 
-    from kb import humanize
+    from kb.text import humanize
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),

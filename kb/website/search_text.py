@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from kb.entry import Entry
 from kb.index.fulltext import DEFAULT_FIELDS, document
+from kb.model.entry import Entry
 
 # A token fulltext.exact() made: its punctuation is private-use. Tried only where a word starts: from every
 # position of a long word, the search ran to the word's end and back (a line of 50,000 "[" took a minute).

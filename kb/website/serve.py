@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from kb.errors import KbError
-from kb.orphans import Settle
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
+from kb.store.orphans import Settle
 from kb.website import changes
 from kb.website.build import build_site, default_out
 

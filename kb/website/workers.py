@@ -15,7 +15,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from kb.store import KnowledgeBase
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.pages import Page
 from kb.website.render import Rendered, render_page
 

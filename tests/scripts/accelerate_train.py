@@ -12,7 +12,7 @@ import torch
 from accelerate import Accelerator
 from torch import nn
 
-from ingest.accelerate import KbTracker  # kb
+from ingest.frameworks.accelerate import KbTracker  # kb
 
 scenario = sys.argv[1]
 torch.manual_seed(0)

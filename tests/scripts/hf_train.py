@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
-from ingest.hf import KbCallback  # kb
+from ingest.frameworks.hf import KbCallback  # kb
 
 scenario, output_dir = sys.argv[1], sys.argv[2]
 SEQ, BATCH, STEPS = 16, 4, 8

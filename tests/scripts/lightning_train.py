@@ -13,7 +13,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
-from ingest.lightning import KbLogger  # kb
+from ingest.frameworks.lightning import KbLogger  # kb
 
 scenario = sys.argv[1]
 torch.manual_seed(0)

@@ -105,7 +105,7 @@ def _where(workload: str, backend: str, mode: str | None) -> str:
 
 
 def _outcome(outcome: Any, paths: dict[str, str]) -> dict[str, Any]:
-    from kb.answers_text import expectation_parts
+    from kb.text.answer_lines import expectation_parts
 
     where, bound, actual = expectation_parts(outcome)
     return {"verdict": outcome.verdict, "where": where, "bound": bound, "actual": actual, "notes": outcome.notes,

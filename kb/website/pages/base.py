@@ -18,14 +18,14 @@ from datetime import date
 from functools import cached_property
 from typing import Any
 
-from kb import frontmatter
-from kb.entry import Entry
 from kb.errors import Problem
 from kb.index import site as index_site
 from kb.index import stored_json
 from kb.index.query import COLUMNS, version_key
-from kb.schema import clipped
-from kb.store import KnowledgeBase
+from kb.model import frontmatter
+from kb.model.entry import Entry
+from kb.model.validation import clipped
+from kb.store.knowledge_base import KnowledgeBase
 from kb.website.why import failure_note
 
 # Packages whose versions get facet pages: PyTorch and the backend stacks people compare across releases.
@@ -79,7 +79,7 @@ def slug(value: str) -> str:
 
 
 def entry_page_path(entries_relative: str) -> str:
-    return f"entries/{entries_relative.removesuffix('.md')}.html"  # entry files end in .md (kb.store.scan)
+    return f"entries/{entries_relative.removesuffix('.md')}.html"  # entry files end in .md (KnowledgeBase.scan)
 
 
 def facet_path(dim: str, value: str) -> str:

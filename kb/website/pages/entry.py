@@ -10,11 +10,11 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from kb.entry import Entry
-from kb.headline import record_time
 from kb.index import answers as index_answers
 from kb.index import site as index_site
-from kb.sections import IDENTITY, SECTIONS, flatten
+from kb.model.entry import Entry
+from kb.text.headline import record_time
+from kb.text.sections import IDENTITY, SECTIONS, flatten
 from kb.website.entry_page import entry_extras, own_siblings, siblings_by_workload, untabulated
 from kb.website.markup import inside_site, markdown_html
 from kb.website.pages.answer_pages import shown_error
@@ -122,7 +122,7 @@ class EntryPages(Publisher):
 def _reviews(decision: Entry, root: str) -> dict[str, Any]:
     """A decision's reviews, oldest first, each as date, reviewer and note; or the review file kb cannot read."""
     from kb.errors import KbError
-    from kb.reviews import reviews_of
+    from kb.store.reviews import reviews_of
 
     try:
         found = reviews_of(decision)
@@ -164,7 +164,7 @@ def _split_output(body: str) -> tuple[str, str]:
 
 
 def _phases(timings: dict[str, Any]) -> list[tuple[str, str]]:
-    from kb.humanize import duration
+    from kb.text.humanize import duration
 
     rows = [(label, duration(timings[key])) for key, label in PHASES if isinstance(timings.get(key), (int, float))]
     step = timings.get("step_s")

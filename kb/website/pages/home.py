@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kb import humanize
 from kb.answers.board import Board, board
 from kb.answers.summary import BackendSummary, summary
 from kb.index import site as index_site
 from kb.index.query import Filters, list_entries
+from kb.text import humanize
 from kb.website import answers as site_answers
 from kb.website.pages.base import Build, Page, Publisher, digest, href, list_row, slug
 

@@ -1,0 +1,1 @@
+"""Framework integrations that record a training where it runs: Trainer, Lightning, Accelerate, pytest."""

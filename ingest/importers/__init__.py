@@ -1,0 +1,1 @@
+"""Evidence read from other tools' files and stores: MLflow, TensorBoard, JUnit, traces."""

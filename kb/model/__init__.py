@@ -1,0 +1,1 @@
+"""The entry model: an entry's front matter and body, its schema, ids and words."""

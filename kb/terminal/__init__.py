@@ -1,0 +1,1 @@
+"""The terminal: rich views, plain lines for pipes, progress."""
