@@ -37,9 +37,13 @@ def test_the_script_records_checks_and_writes_the_summary(
     env = {**os.environ, "MODE": "eager", "STEPS": "12", "SUMMARY": str(tmp_path / "summary.md"), "CI_TAG": "pr-7"}
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"  # kb and python of this environment
     result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, cwd=kb.root, timeout=600)
-    assert result.returncode == code, result.stdout + result.stderr  # a failed expectation fails the job
     (entry,) = kb.iter_entries()
     assert entry.data["tags"] == ["ci", "pr-7"] and entry.status == "completed"
+    if ((entry.data.get("hardware") or {}).get("load") or {}).get("busy"):
+        # A runner busy with other work (this suite's other workers) gives no verdict on a timing, only a miss,
+        # which fails the job as a failed expectation does.
+        code, verdict = 1, "MISSING  tiny-lm on cpu"
+    assert result.returncode == code, result.stdout + result.stderr  # a failed expectation fails the job
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## kb: tiny-lm\n") and "| " in summary  # the board as a Markdown table
     assert "### Expectations" in summary and verdict in summary  # written in both cases

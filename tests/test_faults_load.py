@@ -117,7 +117,7 @@ def _every_run_is_a_complete_entry(kb: KnowledgeBase, runs: dict[str, Finished])
         settings = entry.data["settings"]
         assert entry.status == "completed"
         assert f"\n{MARK} lane{settings['lane']}run{settings['n']}\n" in entry.body  # its own output, whole
-        assert Path(RECORDED.fullmatch(runs[entry_id].stderr)[2]) == entry.path
+        assert Path.cwd() / RECORDED.fullmatch(runs[entry_id].stderr)[2] == entry.path  # from the working folder
 
 
 def _both_indexes_hold_exactly(kb: KnowledgeBase, ids: set[str] | frozenset[str]) -> None:

@@ -45,7 +45,15 @@ def register(app: typer.Typer) -> None:
                 kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets
             )
         report_problems(report.problems)
-        typer.echo(textwrap.fill(f"Site: {report.summary()}", width=80, subsequent_indent="  "))
+        typer.echo(
+            textwrap.fill(
+                f"Site: {report.summary()}",
+                width=80,
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        )
         typer.echo(f"Open {report.out / 'index.html'}")
         typer.echo("For search, serve it: kb site serve")
 
