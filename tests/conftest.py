@@ -262,3 +262,13 @@ def watching() -> Iterator[subprocess.Popen]:
             process.send_signal(signal.SIGCONT)
             process.send_signal(signal.SIGINT)
         process.communicate(timeout=30)
+
+
+def git(repo: Path, *args: str) -> str:
+    """A git command in `repo` as a test's own committer (no signing, whatever the machine's configuration says):
+    its stdout, stripped."""
+    ran = subprocess.run(
+        ["git", "-c", "user.name=kb test", "-c", "user.email=kb@example.invalid", "-c", "commit.gpgsign=false", *args],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return ran.stdout.strip()

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from ingest import environment
 from ingest.environment import (
@@ -470,17 +471,6 @@ def test_absent_tools_are_not_spawned(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 # --- git ------------------------------------------------------------------------------------------------
-
-
-def git(repo: Path, *args: str) -> str:
-    ran = subprocess.run(
-        ["git", "-c", "user.name=kb test", "-c", "user.email=kb@example.invalid", "-c", "commit.gpgsign=false", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return ran.stdout.strip()
 
 
 @pytest.fixture

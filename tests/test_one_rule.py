@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import Clock, json_data, run_kb, write_entry
 from test_board_verdicts import PASSED, cuda, neuron, run
+from test_rerun_reproduction import rate_run
 
 from kb.answers.changepoints import release_in
 from kb.answers.compare import agreement
@@ -59,11 +60,7 @@ def reproduced(kb: KnowledgeBase, bo_rates: tuple[float, ...]) -> tuple[str, str
     first on host b at `bo_rates`, and kb rerun's agreement of bo's newest with it."""
 
     def write(n: int, rate: float, who: str, host: str, **fields) -> str:
-        entry_id = f"2026-11-{n:02d}-lm-cpu-{n:06d}"
-        write_entry(kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", status="completed", backend="cpu",
-                    mode="eager", workload={"name": "lm"}, author=who, hardware={"hostname": host, "cpu": "x"},
-                    metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}}, **fields)  # fmt: skip
-        return entry_id
+        return rate_run(kb, n, rate, who, host, **fields)
 
     original = write(1, 1000.0, "ana", "a")
     for n, rate in ((2, 1010.0), (3, 990.0)):

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import json_data, run_kb
+from conftest import git, json_data, run_kb
 
 from kb.model.entry import Entry
 from kb.store.knowledge_base import KnowledgeBase
-
-
-def git(repo: Path, *args: str) -> str:
-    ran = subprocess.run(
-        ["git", "-c", "user.name=kb test", "-c", "user.email=kb@example.invalid", "-c", "commit.gpgsign=false", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return ran.stdout.strip()
 
 
 def repository(where: Path, files: dict[str, str]) -> str:

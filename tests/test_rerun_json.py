@@ -7,20 +7,9 @@ import json
 import sys
 
 from conftest import run_kb
+from test_rerun_reproduction import EMIT, author
 
 from kb.store.knowledge_base import KnowledgeBase
-
-EMIT = (
-    "import json, os\n"
-    "print('step 1 done')\n"
-    "with open(os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl'), 'a') as out:\n"
-    "    out.write(json.dumps({'event': 'metric', 'name': 'tokens_per_s', 'value': 1000.0, 'unit': 'tokens/s'}))\n"
-)
-
-
-def author(name: str) -> dict[str, str]:
-    return {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": name,
-            "GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": f"{name}@example.org"}  # fmt: skip
 
 
 def test_rerun_json_gives_the_new_entry_and_its_agreement_verdict(kb: KnowledgeBase) -> None:

@@ -16,6 +16,7 @@ from kb.store.knowledge_base import KnowledgeBase
 
 EMIT = (
     "import json, os\n"
+    "print('step 1 done')\n"
     "with open(os.path.join(os.environ['KB_RUN_DIR'], 'events.jsonl'), 'a') as out:\n"
     "    out.write(json.dumps({'event': 'metric', 'name': 'tokens_per_s', 'value': 1000.0, 'unit': 'tokens/s'}))\n"
 )
@@ -25,6 +26,15 @@ def author(name: str) -> dict[str, str]:
     """git's identity for one command, as a person's own configuration gives it."""
     return {"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": name,
             "GIT_CONFIG_KEY_1": "user.email", "GIT_CONFIG_VALUE_1": f"{name}@example.org"}  # fmt: skip
+
+
+def rate_run(kb: KnowledgeBase, n: int, rate: float, who: str, host: str, **fields) -> str:
+    """A completed lm run on the CPU by `who` on `host` at `rate` tokens/s, recorded on day `n`: its id."""
+    entry_id = f"2026-11-{n:02d}-lm-cpu-{n:06d}"
+    write_entry(kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", status="completed", backend="cpu",
+                mode="eager", workload={"name": "lm"}, author=who, hardware={"hostname": host, "cpu": "x"},
+                metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}}, **fields)  # fmt: skip
+    return entry_id
 
 
 def test_a_rerun_by_another_author_is_a_reproduction_attempt_with_its_verdict(kb: KnowledgeBase) -> None:
@@ -60,11 +70,7 @@ def test_a_rerun_by_another_author_is_a_reproduction_attempt_with_its_verdict(kb
 
 def test_each_side_stands_with_its_own_repeats(kb: KnowledgeBase) -> None:
     def run(n: int, rate: float, who: str, host: str, **fields) -> str:
-        entry_id = f"2026-11-{n:02d}-lm-cpu-{n:06d}"
-        write_entry(kb, entry_id, recorded=f"2026-11-{n:02d}T00:00:00Z", status="completed", backend="cpu",
-                    mode="eager", workload={"name": "lm"}, author=who, hardware={"hostname": host, "cpu": "x"},
-                    metrics={"tokens_per_s": {"value": rate, "unit": "tokens/s"}}, **fields)  # fmt: skip
-        return entry_id
+        return rate_run(kb, n, rate, who, host, **fields)
 
     original = run(1, 1000.0, "ana", "a")
     ana = [run(2, 1010.0, "ana", "a"), run(3, 990.0, "ana", "a")]
