@@ -54,7 +54,7 @@ def varied(kb: KnowledgeBase) -> KnowledgeBase:
     """Every section the board reads: verdicts, compile caches, devices, adaptations, coverage, a report, a failure."""
     run(kb, 1, "cpu", 1000.0, precision={"dtype": "fp32"}, adaptations=[], versions={"torch": "2.10.0"})
     run(kb, 2, "cuda", 64000.0, mode="compiled", precision={"dtype": "fp32"}, numerics={"verdict": "pass"},
-        fallbacks={"stayed_on_device": True}, hardware={"accelerators": [{"name": "h100", "count": 8}]},
+        fallbacks={"stayed_on_device": True}, hardware={"accelerators": [{"name": "h100", "count": 8, "memory_gb": 80, "driver": "570.1"}]},
         timings={"compile_s": 41.0, "step_s": {"median": 0.01, "count": 20}}, compile={"cache": "fresh"},
         adaptations=[{"what": "pad the vocabulary", "kind": "code"}, {"what": "flag", "kind": "config"}])  # fmt: skip
     run(kb, 3, "cuda", 70000.0, mode="compiled", tags=["warm"], fallbacks={"stayed_on_device": False},
@@ -102,7 +102,7 @@ def test_the_facts_hold_only_what_the_board_reads(varied: KnowledgeBase) -> None
         "id": run_2, "title": run_2, "recorded": "2026-11-02T00:00:00Z", "settings": {"batch": 8},
         "timings": {"compile_s": 41.0, "step_s": {"median": 0.01}},  # not the steps' count
         "metrics": {RATE: {"value": 64000.0, "unit": "tokens/s"}}, "precision": {"dtype": "fp32"}, "adaptations": 2,
-        "hardware": {"accelerators": [{"count": 8}]},  # not their names
+        "hardware": {"accelerators": [{"name": "h100", "count": 8}]},  # which machine, not its memory or driver
         "compile": {"cache": "fresh"}, "numerics": {"verdict": "pass"}, "fallbacks": {"stayed_on_device": True},
     }  # fmt: skip
     assert facts_of(varied, "2026-11-04-lm-cuda-000004") is None  # a failed run is counted, never judged

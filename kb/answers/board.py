@@ -269,9 +269,6 @@ def _package(name: Any) -> str:
     return normalise_package(str(name))
 
 
-Flagged = Callable[[list[str]], "dict[str, dict[str, Any]]"]  # ids -> the sections the facts leave out
-
-
 def _workload(
     name: str,
     evidence: Evidence,
@@ -348,7 +345,6 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
     release = max(known, key=version_key) if known else None
     current = evidence.runs(cell, raw, package, release, within=True) if cell.tried else []
     older = [known_release for known_release in known if known_release != release]
-    _flag(current, evidence.flagged)
     cell.busy = sum(1 for run in current if run.completed and figures.busy(run.data))
     measured = [run for run in current if run.completed and figures.headline(run.data)]
     usable = [run for run in measured if not figures.busy(run.data)]
@@ -380,22 +376,6 @@ def _state(cell: Cell, raw: str | None, recorded: list[tuple[str, str]], evidenc
         completed = evidence.runs(cell, raw, package, release, within=False, compiled=True)
     _compiles(cell, (run.data for run in completed))
     return state
-
-
-def _flag(runs: list[Run], flagged: Flagged) -> None:
-    """The completed runs of the current state with the sections a verdict needs beyond the facts: whether the
-    machine was busy, where the versions were read, and every metric and numerics figure (for NaN)."""
-    completed = [run for run in runs if run.completed]
-    found = flagged([run.id for run in completed]) if completed else {}
-    for run in completed:
-        extra = found.get(run.id) or {}
-        data = dict(run.data)
-        if extra.get("hardware"):  # the whole section: whether it was busy, and on what hardware
-            data["hardware"] = extra["hardware"]
-        for section in ("provenance", "numerics", "metrics", "memory"):
-            if extra.get(section):
-                data[section] = extra[section]
-        run.row = {**run.row, "data": data, "author": extra.get("author"), "host": extra.get("host")}
 
 
 def _compiles(cell: Cell, runs: Iterator[dict[str, Any]]) -> None:

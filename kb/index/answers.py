@@ -208,10 +208,10 @@ def cell_runs(
     make: Callable[[Iterable[tuple[str, Any]]], dict[str, Any]] = dict,
 ) -> list[Any]:
     """The measured runs (completed or not) of one board cell (workload, backend, mode), newest first, as the board
-    keeps them (`facts` as stored, read with `board_facts`): those whose version of `package` (one of its backend's:
-    kb/index/rows.py BACKEND_PACKAGES) is one of `versions` (`within`), or is not (not `within`), each with that
-    `version` (None within `versions`: one of them); all of them, with their version, when `versions` is None.
-    `compiled`: only the completed runs with a compile time."""
+    keeps them (`facts` as stored, read with `board_facts`), with their entry's author and host: those whose version
+    of `package` (one of its backend's: kb/index/rows.py BACKEND_PACKAGES) is one of `versions` (`within`), or is not
+    (not `within`), each with that `version` (None within `versions`: one of them); all of them, with their version,
+    when `versions` is None. `compiled`: only the completed runs with a compile time."""
     on = (
         "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
         "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
@@ -228,7 +228,8 @@ def cell_runs(
     return _dicts(
         db.execute(
             "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
-            f"r.class, r.facts, {version} AS version FROM board_rows r WHERE r.workload = ? AND r.backend IS ? "
+            f"r.class, r.facts, {version} AS version, e.author, e.host FROM board_rows r "
+            "JOIN entries e ON e.id = r.entry_id WHERE r.workload = ? AND r.backend IS ? "
             f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
             "ORDER BY r.recorded DESC, r.entry_id DESC",
             [*looked_up, *cell, *params],
@@ -365,7 +366,7 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
 
 def board_facts(stored: str | None) -> dict[str, Any] | None:
     """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
-    facts = json.loads(stored) if stored else None
+    facts = stored_json.loads(stored) if stored else None
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 

@@ -18,7 +18,7 @@ from kb.model.entry import Entry
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 1
+ROWS_VERSION = 2
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
@@ -56,20 +56,24 @@ BACKEND_PACKAGES = {
 # kept in its board row's facts, in the front matter's shape, so that judging a cell parses a few hundred bytes per
 # candidate instead of the entry's front matter: these fields whole, ...
 BOARD_WHOLE = ("id", "title", "recorded", "tags", "settings", "versions")
-# ... of these sections only these members (a section only when one of them holds a value), ...
+# ... of these sections only these members (a section only when one of them holds a value): a report's source, where
+# the versions were read, the numerics check and its NaN counts, the compile's cache, the peak memory, ...
 BOARD_MEMBERS = {
     "coverage": ("passed", "skipped", "total"),
-    "provenance": ("publisher", "date"),
+    "provenance": ("publisher", "date", "environment"),
     "precision": ("dtype",),
     "compile": ("cache",),
-    "numerics": ("verdict",),
+    "numerics": ("verdict", "nan", "inf", "nan_steps", "compared", "reference", "rtol", "atol"),
+    "memory": ("device_peak_gb", "host_peak_rss_gb"),
 }
-# ... of the metrics only the headline rates (value and unit), of the timings all but the run's span (_SPAN: among
-# them `device_sync`, which says whether the figures are launch times) with the steps' median only, the count of
-# adaptations, of the accelerators only their counts, and the placement verdict.
-BOARD_RATES = ("tokens_per_s", "samples_per_s")
+# ... of the metrics the headline rates and the peak memory (value and unit), and any metric that is no finite
+# number (a NaN fails the numerics), of the timings all but the run's span (_SPAN: among them `device_sync`, which
+# says whether the figures are launch times) with the steps' median only, the count of adaptations, of the hardware
+# what says which machine it was and whether it was busy, and the placement verdict.
+BOARD_RATES = ("tokens_per_s", "samples_per_s", "peak_memory_gb")
 NO_BACKEND = "(no backend)"  # the board's name for the cell of runs that name no backend
 _SPAN = ("started", "ended", "wall_s")  # the timings the board does without
+_PHASE_PEAK = "device_peak_gb_"  # memory's peaks per phase: device_peak_gb_compile ...
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ def board_facts(data: dict[str, Any]) -> dict[str, Any]:
     facts: dict[str, Any] = {name: data.get(name) for name in BOARD_WHOLE}
     timings = data.get("timings")
     if isinstance(timings, dict):
-        timings = {name: value for name, value in timings.items() if name not in _SPAN}
+        timings = {name: value for name, value in timings.items() if name not in _SPAN or not _finite(value)}
         step = timings.get("step_s")
         if isinstance(step, dict):
             timings["step_s"] = {"median": step.get("median")}
@@ -143,25 +147,56 @@ def board_facts(data: dict[str, Any]) -> dict[str, Any]:
     else:
         facts["timings"] = None
     metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
-    rates = {name: _rate(metrics.get(name)) for name in BOARD_RATES}
-    facts["metrics"] = {name: rate for name, rate in rates.items() if rate is not None} or None
+    kept = {name: _rate(metrics.get(name)) for name in BOARD_RATES}
+    kept |= {name: metric for name, metric in metrics.items() if _nonfinite_metric(metric)}
+    facts["metrics"] = {name: rate for name, rate in kept.items() if rate is not None} or None
     for section, members in BOARD_MEMBERS.items():
         found = data.get(section) if isinstance(data.get(section), dict) else {}
-        kept = {member: found[member] for member in members if found.get(member) is not None}
-        facts[section] = kept or None
+        wanted = [*members, *(k for k in found if str(k).startswith(_PHASE_PEAK))] if section == "memory" else members
+        kept_members = {member: found[member] for member in wanted if found.get(member) is not None}
+        facts[section] = kept_members or None
     adaptations = data.get("adaptations")
     facts["adaptations"] = len(adaptations) if isinstance(adaptations, list) else None
-    hardware = data.get("hardware")
-    accelerators = hardware.get("accelerators") if isinstance(hardware, dict) else None
-    facts["hardware"] = (
-        {"accelerators": [{"count": one.get("count")} for one in accelerators if isinstance(one, dict)]}
-        if isinstance(accelerators, list)
-        else None
-    )
+    facts["hardware"] = _machine(data.get("hardware"))
     fallbacks = data.get("fallbacks")
     stayed = fallbacks.get("stayed_on_device") if isinstance(fallbacks, dict) else None
     facts["fallbacks"] = {"stayed_on_device": stayed} if isinstance(stayed, bool) else None
     return facts
+
+
+def _machine(hardware: Any) -> dict[str, Any] | None:
+    """Of the hardware, what the board reads: the accelerators' names and counts, the CPU and its threads (which
+    machine it was), and whether the machine was busy."""
+    if not isinstance(hardware, dict):
+        return None
+    accelerators = hardware.get("accelerators")
+    load = hardware.get("load")
+    kept = {
+        "accelerators": [{key: one.get(key) for key in ("name", "count") if one.get(key) is not None}
+                         for one in accelerators if isinstance(one, dict)] if isinstance(accelerators, list) else None,
+        "cpu": hardware.get("cpu"),
+        "cpu_threads": hardware.get("cpu_threads"),
+        "load": {"busy": load.get("busy")} if isinstance(load, dict) and load.get("busy") is not None else None,
+    }  # fmt: skip
+    return {key: value for key, value in kept.items() if value is not None} or None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _nonfinite_metric(metric: Any) -> bool:
+    """A metric whose figure is no finite number: a NaN or an infinity, spelled as a float or as text, or marked
+    `nonfinite` beside a null value by a writer that cannot store NaN."""
+    if isinstance(metric, dict):
+        return "nonfinite" in metric or _nonfinite_value(metric.get("value"))
+    return _nonfinite_value(metric)
+
+
+def _nonfinite_value(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower().lstrip("+-.") in ("nan", "inf", "infinity")
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _rate(metric: Any) -> Any:
