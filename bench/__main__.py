@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from bench import board, changepoints, index, instrument, junit, redact, search_parity, secrets_detectors, site, startup
+from bench import (
+    board,
+    changepoints,
+    index,
+    instrument,
+    junit,
+    redact,
+    scale,
+    search_parity,
+    secrets_detectors,
+    site,
+    startup,
+)
 
 
 def main() -> None:
@@ -22,6 +34,7 @@ def main() -> None:
         site.run(sizes=(300,), repeats=1, quick=True)
     else:
         site.run(sizes=(10_000,), repeats=3, quick=False)
+    scale.main(["1000", "--repeats", "1"] if args.quick else ["100000"])  # 1,000,000: python -m bench.scale
     search_parity.run(count=200 if args.quick else 1000)
     secrets_detectors.run()
 
