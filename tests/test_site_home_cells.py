@@ -13,6 +13,7 @@ import pytest
 from browser import browser_fixture, open_tab, serve  # noqa: F401 (fixtures)
 from conftest import REPO, json_data, run_kb, write_entry
 from playwright.sync_api import Browser
+from test_site_home import home_pages
 
 from kb.store.knowledge_base import KnowledgeBase
 from kb.website.build import build_site
@@ -25,8 +26,9 @@ MESSAGE = (
 
 def slow_run(kb: KnowledgeBase, entry_id: str, backend: str, rate: float, **fields) -> None:
     fields.setdefault("metrics", {"samples_per_s": {"value": rate, "unit": "samples/s"}})
+    fields.setdefault("mode", "eager")
     write_entry(kb, entry_id, recorded=f"2026-11-{entry_id[8:10]}T00:00:00Z", status="completed", backend=backend,
-                mode="eager", workload={"name": "diffusion"}, settings={"batch": 1}, **fields)  # fmt: skip
+                workload={"name": "diffusion"}, settings={"batch": 1}, **fields)  # fmt: skip
 
 
 def test_a_figure_below_one_keeps_its_significant_digits(kb: KnowledgeBase) -> None:
@@ -142,3 +144,26 @@ def test_a_failure_message_wraps_in_its_cell(site: Path, browser: Browser, width
         assert page.locator("section.board .scroll").evaluate("el => el.scrollWidth <= el.clientWidth")
         tab.screenshot("workload")
         assert tab.problems() == []
+
+
+def test_the_home_summary_gives_the_compile_the_terminal_gives(kb: KnowledgeBase, tmp_path: Path) -> None:
+    # neuron's compiles were tagged neither cold nor warm (their cache unknown); cuda's cold and warm.
+    for day, tag, compile_s in ((10, "cold", 64.0), (11, "warm", 3.5)):
+        slow_run(kb, f"2026-11-{day}-diffusion-cuda-0000{day}", "cuda", 3.0, mode="compiled", tags=[tag],
+                 timings={"compile_s": compile_s})  # fmt: skip
+    for day, compile_s in ((12, 2.0), (13, 3.0), (14, 2.5)):
+        slow_run(kb, f"2026-11-{day}-diffusion-neuron-0000{day}", "neuron", 4.0, mode="compiled",
+                 timings={"compile_s": compile_s})  # fmt: skip
+    printed = run_kb("board", "--summary")
+    assert printed.returncode == 0, printed.stderr
+    lines = {line.split("  ")[0].strip(): line for line in printed.stdout.splitlines() if " · compiled " in line}
+    home_pages(kb, tmp_path)
+    page = (tmp_path / "index.html").read_text()
+    table = page[page.index('<table class="summary-table">') : page.index("</table>")]
+    rows = {label: cell_texts(row)[2] for label, row in re.findall(r'<th scope="row">(.*?)</th>(.*?)</tr>', table)}
+    assert rows == {"cuda · compiled": "1 min 4 s / 3.5 s", "neuron · compiled": "2.5 s (unknown)"}, rows
+    for label, compiled in rows.items():
+        assert lines[label].endswith(f"  {compiled}"), (lines[label], compiled)
+    rows = {row["label"]: row for row in json_data(run_kb("board", "--summary", "--json").stdout)["rows"]}
+    assert (rows["neuron · compiled"]["other_compile_s"], rows["neuron · compiled"]["other_compile_cache"]) == (
+        2.5, "unknown")  # fmt: skip

@@ -1,9 +1,9 @@
 """One screen per backend and mode across all workloads, the view PyTorch's compiler dashboard gives: the pass
 rate, the geometric mean of the speed-ups over the incumbent where numerics passed (with its interval over the
-workloads), the median cold and warm compile, the median peak device memory, how many workloads are due a rerun
-(their evidence older than the backend's newest release, or failed on it), and how that summary moved across the
-releases of the backend's package. Read off the board (the same cells, the same rules); the peak memory and
-the releases from the cells' runs.
+workloads), the median cold and warm compile (where no run is tagged either, the untagged one with its cache), the
+median peak device memory, how many workloads are due a rerun (their evidence older than the backend's newest
+release, or failed on it), and how that summary moved across the releases of the backend's package. Read off the
+board (the same cells, the same rules); the peak memory and the releases from the cells' runs.
 
 A release's line: the runs of every workload on that release, completed of tried, and the geometric mean over
 the workloads of the speed-up of their comparable runs on it (completed, measured, off a busy machine, numerics
@@ -56,6 +56,8 @@ class BackendSummary:
     peak_memory_gb: float | None = None  # the median over workloads of each cell's peak device memory
     memory_workloads: int = 0  # the workloads with a peak recorded
     rerun_due: int = 0  # workloads whose evidence is older than the newest release, or failed on it
+    other_compile_s: float | None = None  # the median over the workloads whose compile is neither cold nor warm
+    other_compile_cache: str | None = None  # their cache: `unknown`, or `mixed` where the workloads' differ
     history: list[ReleaseSummary] = field(default_factory=list)  # per release of the package, oldest first
 
 
@@ -94,11 +96,16 @@ def _row(label: str, cells: list[Cell]) -> BackendSummary:
     geomean, low, high = _geomean(speedups)
     cold = [c.cold_compile["seconds"] for c in cells if c.cold_compile]
     warm = [c.warm_compile["seconds"] for c in cells if c.warm_compile]
+    # The compile the board shows for a cell whose runs are tagged neither cold nor warm.
+    others = [c.other_compile for c in cells if c.other_compile and not (c.cold_compile or c.warm_compile)]
+    caches = {other["cache"] for other in others}
     due = sum(1 for c in cells if any(check.question == CURRENT and check.ok is False for check in c.checklist))
     return BackendSummary(
         label, len(cells), sum(c.completed for c in cells), sum(c.tried for c in cells), len(speedups),
         geomean, low, high, statistics.median(cold) if cold else None, statistics.median(warm) if warm else None,
         _ordered({c.release for c in cells if c.release}), rerun_due=due,
+        other_compile_s=statistics.median([other["seconds"] for other in others]) if others else None,
+        other_compile_cache=(caches.pop() if len(caches) == 1 else "mixed") if others else None,
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # `kb board` prints without importing decisions, expectations
     from kb.answers.expectations import Outcome
     from kb.answers.figures import Figure
     from kb.answers.regressions import Regressions
-    from kb.answers.summary import Summary
+    from kb.answers.summary import BackendSummary, Summary
     from kb.answers.trend import Trend
 
 WIDTH = 80
@@ -392,9 +392,7 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
 
     lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
     for row in found.rows:
-        compiles = " / ".join(duration(v) if v is not None else "-" for v in (row.cold_compile_s, row.warm_compile_s))
-        if row.cold_compile_s is None and row.warm_compile_s is None:
-            compiles = _untagged_compile(board, row.label) or compiles
+        compiles = " ".join(summary_compile_parts(row))
         shown = speed(row.geomean, row.low, row.high, row.counted)
         said = f"{row.label:<20} {rate(row.completed, row.tried):>14}  {shown:<24} {compiles}"
         lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 4)
@@ -428,16 +426,10 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
     return lines
 
 
-def _untagged_compile(board: Board, label: str) -> str:
-    """`1.02 s (unknown)`: the median over the workloads of the compile the board shows for a cell whose runs are
-    tagged neither cold nor warm; empty where no cell of `label` has one."""
-    import statistics
-
-    others = [cell.other_compile for workload in board.workloads for cell in workload.cells
-              if cell.label == label and cell.tried and cell.other_compile and cell.cold_compile is None
-              and cell.warm_compile is None]  # fmt: skip
-    if not others:
-        return ""
-    caches = {other["cache"] for other in others}
-    seconds = statistics.median([other["seconds"] for other in others])
-    return f"{duration(seconds)} ({caches.pop() if len(caches) == 1 else 'mixed'})"
+def summary_compile_parts(row: BackendSummary) -> list[str]:
+    """The summary's compile in the pieces a narrow column may break between, joined by spaces as the terminal
+    prints it: `12 s /` `3 s` (cold / warm), or where no run is tagged either the untagged one and its cache,
+    `2.5 s` `(unknown)`."""
+    if row.cold_compile_s is None and row.warm_compile_s is None and row.other_compile_s is not None:
+        return [duration(row.other_compile_s), f"({row.other_compile_cache})"]
+    return [f"{duration(row.cold_compile_s)} /", duration(row.warm_compile_s)]

@@ -15,6 +15,7 @@ from kb.answers.summary import BackendSummary, summary
 from kb.index import site as index_site
 from kb.index.query import Filters, list_entries
 from kb.text import humanize
+from kb.text.answer_lines import summary_compile_parts
 from kb.website import answers as site_answers
 from kb.website.pages.base import Build, Page, Publisher, digest, href, list_row, slug
 
@@ -98,7 +99,7 @@ def summary_row(row: BackendSummary) -> dict[str, Any]:
         "passed": f"{row.completed}/{row.tried} {row.completed / row.tried:.0%}" if row.tried else "-",
         "speedup": f"×{row.geomean:.3g}{interval}" if row.geomean is not None else "-",
         "counted": row.counted,
-        "compile": " / ".join(humanize.duration(v) for v in (row.cold_compile_s, row.warm_compile_s)),
+        "compile": summary_compile_parts(row),  # pieces the column may break between, never inside one
         "memory": humanize.size(row.peak_memory_gb * 1e9) if row.peak_memory_gb is not None else "-",
         "release": row.releases[-1] if row.releases else "-",
         "due": row.rerun_due,
