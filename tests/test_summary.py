@@ -61,7 +61,25 @@ def test_the_summary_gives_peak_memory_and_each_release(tmp_path) -> None:
     text = run_kb("--kb", str(kb.root), "board", "--summary", "--incumbent", "cuda").stdout
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert "    peak device memory 21 GB (the median of 2 workloads)" in lines
+    assert "    peak memory 21 GB (the median of 2 workloads)" in lines
     assert any(line.split() == ["torch-neuronx", "2.26.0", "10/10", "100%", "×2.08", "[1.5,", "3]", "n=3"]
                for line in lines), text  # fmt: skip
     assert any(line.split() == ["torch-neuronx", "2.27.1", "9/11", "82%", "×1.55", "n=2"] for line in lines), text
+
+
+def test_the_summary_gives_the_peak_memory_the_board_gives(tmp_path) -> None:
+    """One peak memory: a backend's summary is the median of its cells' peaks on the board, so a run on the host's
+    CPU gives the process's peak resident memory in both, and a figure's repeats give their highest."""
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    for workload, peaks in {"w1": (2.0, 2.5), "w2": (4.0, 3.0), "w3": (6.0, 5.0)}.items():
+        for rate, peak in zip((1000.0, 1010.0), peaks, strict=True):
+            run(kb, workload, "cpu", "eager", rate, versions=cuda(), numerics=PASSED,
+                memory={"host_peak_rss_gb": peak})  # fmt: skip
+    board = json_data(run_kb("--kb", str(kb.root), "board", "--json").stdout)
+    cells = [cell["peak_memory_gb"] for workload in board["workloads"] for cell in workload["cells"]]
+    assert sorted(cells) == [2.5, 4.0, 6.0]  # each cell: the highest of the runs behind its figure
+    result = run_kb("--kb", str(kb.root), "board", "--summary", "--json")
+    (row,) = json_data(result.stdout)["rows"]
+    assert (row["peak_memory_gb"], row["memory_workloads"]) == (4.0, 3)
+    text = run_kb("--kb", str(kb.root), "board", "--summary").stdout
+    assert "    peak memory 4 GB (the median of 3 workloads)" in text.splitlines(), text

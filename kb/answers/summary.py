@@ -1,9 +1,9 @@
 """One screen per backend and mode across all workloads, the view PyTorch's compiler dashboard gives: the pass
 rate, the geometric mean of the speed-ups over the incumbent where numerics passed (with its interval over the
 workloads), the median cold and warm compile (where no run is tagged either, the untagged one with its cache), the
-median peak device memory, how many workloads are due a rerun (their evidence older than the backend's newest
+median peak memory, how many workloads are due a rerun (their evidence older than the backend's newest
 release, or failed on it), and how that summary moved across the releases of the backend's package. Read off the
-board (the same cells, the same rules); the peak memory and the releases from the cells' runs.
+board (the same cells, the same rules, the same peak memory); the releases from the cells' runs.
 
 A release's line: the runs of every workload on that release, completed of tried, and the geometric mean over
 the workloads of the speed-up of their comparable runs on it (completed, measured, off a busy machine, numerics
@@ -53,7 +53,7 @@ class BackendSummary:
     cold_compile_s: float | None  # the median over workloads of each cell's newest cold compile
     warm_compile_s: float | None
     releases: list[str]  # the backend package releases its cells' figures come from, oldest first
-    peak_memory_gb: float | None = None  # the median over workloads of each cell's peak device memory
+    peak_memory_gb: float | None = None  # the median over workloads of each cell's peak memory (the board's)
     memory_workloads: int = 0  # the workloads with a peak recorded
     rerun_due: int = 0  # workloads whose evidence is older than the newest release, or failed on it
     other_compile_s: float | None = None  # the median over the workloads whose compile is neither cold nor warm
@@ -83,7 +83,7 @@ def summary(board: Board, db: sqlite3.Connection) -> Summary:
     rows = []
     for label, found in sorted(cells.items()):
         row = _row(label, found)
-        peaks = [peak for cell in found if (peak := _cell_peak(cell, runs)) is not None]
+        peaks = [cell.peak_memory_gb for cell in found if cell.peak_memory_gb is not None]
         row.peak_memory_gb = round(statistics.median(peaks), 3) if peaks else None
         row.memory_workloads = len(peaks)
         row.history = _history(found, board, runs)
@@ -117,15 +117,6 @@ def _release(row: dict[str, Any], package: str | None) -> str | None:
     """`torch-neuronx 2.27.1`: the run's release of the package, as the board names a cell's."""
     release = release_in(row["data"], package) if package else None
     return f"{package} {release}" if release else None
-
-
-def _cell_peak(cell: Cell, runs: dict[tuple[str, str, str | None], list[dict[str, Any]]]) -> float | None:
-    """The cell's peak device memory: the median over its completed runs on its current release."""
-    found = runs.get(_key(cell), [])
-    package = backend_package(cell.backend, found)
-    peaks = [peak for row in found if row["status"] == "completed" and _release(row, package) == cell.release
-             and (peak := figures.device_peak_gb(row["data"])) is not None]  # fmt: skip
-    return statistics.median(peaks) if peaks else None
 
 
 def _history(

@@ -403,9 +403,9 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
                                initial_indent=" " * 4, subsequent_indent=" " * 6, break_long_words=False,
                                break_on_hyphens=False)  # fmt: skip
         if row.peak_memory_gb is None:
-            lines.append("    peak device memory not recorded")
+            lines.append("    peak memory not recorded")
         else:
-            lines.append(f"    peak device memory {field('peak_gb', row.peak_memory_gb)} (the median of "
+            lines.append(f"    peak memory {field('peak_gb', row.peak_memory_gb)} (the median of "
                          f"{row.memory_workloads} workload{'s' if row.memory_workloads != 1 else ''})")  # fmt: skip
         if row.rerun_due:
             lines.append(f"    {row.rerun_due} workload{'s' if row.rerun_due != 1 else ''} due a rerun on the newest "
