@@ -54,7 +54,8 @@ def varied(kb: KnowledgeBase) -> KnowledgeBase:
     """Every section the board reads: verdicts, compile caches, devices, adaptations, coverage, a report, a failure."""
     run(kb, 1, "cpu", 1000.0, precision={"dtype": "fp32"}, adaptations=[], versions={"torch": "2.10.0"})
     run(kb, 2, "cuda", 64000.0, mode="compiled", precision={"dtype": "fp32"}, numerics={"verdict": "pass"},
-        fallbacks={"stayed_on_device": True}, hardware={"accelerators": [{"name": "h100", "count": 8, "memory_gb": 80, "driver": "570.1"}]},
+        fallbacks={"stayed_on_device": True},
+        hardware={"accelerators": [{"name": "h100", "count": 8, "memory_gb": 80, "driver": "570.1"}]},
         timings={"compile_s": 41.0, "step_s": {"median": 0.01, "count": 20}}, compile={"cache": "fresh"},
         adaptations=[{"what": "pad the vocabulary", "kind": "code"}, {"what": "flag", "kind": "config"}])  # fmt: skip
     run(kb, 3, "cuda", 70000.0, mode="compiled", tags=["warm"], fallbacks={"stayed_on_device": False},
