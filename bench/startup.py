@@ -61,3 +61,7 @@ def run(repeats: int) -> dict[str, float]:
         "help_ratio": medians["kb --help"] / python,
         "ls_ratio": medians["kb ls"] / python,
     }
+
+
+if __name__ == "__main__":
+    run(repeats=int(sys.argv[1]) if sys.argv[1:] else 21)

@@ -575,11 +575,6 @@ def _shapes_masker(context: frozenset[int]) -> Callable[[str], str]:
     return functools.partial(pattern.sub, _mask_shape)
 
 
-@functools.cache
-def _token_shapes() -> re.Pattern[str]:
-    return re.compile(_TOKEN_SHAPES)
-
-
 # Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it (the start of a run
 # of word characters), or after an escaped line break. Runs are found whole: a lookbehind tried at every character
 # costs ten times more.
@@ -598,13 +593,15 @@ def _token_starts(line: str) -> Iterator[int]:
 
 def _mask_tokens_on_line(line: str) -> str:
     """What _shapes_masker gives on a line holding no hint (only the token shapes can match there), trying
-    them only where a token can start: a line of one long run is tried once, not at each of its characters."""
+    them only where a token can start: a line of one long run is tried once, not at each of its characters. At each
+    such start _TOKEN_SHAPES' look-behind holds, so the body alone is matched: the one pattern _after_hyphens
+    compiles too (compiling it is most of a short recording's masking)."""
     out: list[str] = []
     done = 0
     for start in _token_starts(line):
         if start < done:
             continue
-        match = _token_shapes().match(line, start)
+        match = _token_body().match(line, start)
         if match:
             kept = match["hook"] or match["bearer"] or ""
             out += (line[done : match.start()], kept + MASK)
