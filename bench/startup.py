@@ -14,7 +14,10 @@ schema), which a user meets after every `kb record`; it has no target of its own
 
 from __future__ import annotations
 
+import functools
 import os
+import resource
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -36,24 +39,29 @@ def run(repeats: int) -> dict[str, float]:
         wall([*KB, "index"], env)
         wall([*KB, "index"], env_recorded)
         load_before = os.getloadavg()[0]
+        commands = {
+            "true (bare)": (["true"], env),
+            "kb record -- true": ([*KB, "record", "--", "true"], env_recorded),
+            "kb ls, one new entry": ([*KB, "ls"], env_recorded),
+            "python -c pass": ([sys.executable, "-c", "pass"], env),
+            "kb --help": ([*KB, "--help"], env),
+            "kb ls": ([*KB, "ls"], env),
+        }
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         samples = alternate(
-            {
-                "true (bare)": lambda: wall(["true"], env),
-                "kb record -- true": lambda: wall([*KB, "record", "--", "true"], env_recorded),
-                "kb ls, one new entry": lambda: wall([*KB, "ls"], env_recorded),
-                "python -c pass": lambda: wall([sys.executable, "-c", "pass"], env),
-                "kb --help": lambda: wall([*KB, "--help"], env),
-                "kb ls": lambda: wall([*KB, "ls"], env),
-            },
-            repeats,
+            {name: functools.partial(_timed, *command, cpu[name]) for name, command in commands.items()}, repeats
         )
     medians = {name: spread(values)[0] for name, values in samples.items()}
+    cpu_medians = {name: statistics.median(values[1:]) for name, values in cpu.items()}  # [0]: the warm-up
     print(f"kb start-up and recorder overhead, {repeats} runs each, alternated; {machine()}")
     print(f"load average {load_before:.1f} before the runs, {os.getloadavg()[0]:.1f} after")
-    print(f"{'command':<22}{'median s':>10}{'p10 s':>9}{'p90 s':>9}{'x python':>10}")
+    print(f"{'command':<22}{'median s':>10}{'p10 s':>9}{'p90 s':>9}{'x python':>10}{'CPU s':>8}{'x python':>10}")
     for name, values in samples.items():
         median, low, high = spread(values)
-        print(f"{name:<22}{median:>10.3f}{low:>9.3f}{high:>9.3f}{median / medians['python -c pass']:>9.1f}x")
+        ratio, cpu_ratio = median / medians["python -c pass"], cpu_medians[name] / cpu_medians["python -c pass"]
+        print(
+            f"{name:<22}{median:>10.3f}{low:>9.3f}{high:>9.3f}{ratio:>9.1f}x{cpu_medians[name]:>8.3f}{cpu_ratio:>9.1f}x"
+        )
     overhead = medians["kb record -- true"] - medians["true (bare)"]
     print(
         f"recorder overhead: {overhead:.3f} s over the bare command (target < 0.3 s); "
@@ -68,12 +76,22 @@ def run(repeats: int) -> dict[str, float]:
         )
     return {
         "record_overhead_s": overhead,
+        "record_ratio": medians["kb record -- true"] / python,
         "help_s": medians["kb --help"],
         "ls_s": medians["kb ls"],
         "ls_new_entry_s": medians["kb ls, one new entry"],
         "help_ratio": medians["kb --help"] / python,
         "ls_ratio": medians["kb ls"] / python,
     }
+
+
+def _timed(command: list[str], env: dict[str, str], cpu: list[float]) -> float:
+    """Wall seconds of one run; its CPU seconds (user and system: no wait for a core) appended to `cpu`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = wall(command, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return seconds
 
 
 if __name__ == "__main__":
