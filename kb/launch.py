@@ -6,8 +6,8 @@ kb would then go on as if nothing was sent. So until the command line and the co
 signal is only noted.
 
 Python's cyclic garbage collector is paused while they load: what they make are modules, classes and functions
-that live until kb exits, and each collection would walk all of them again, more often as more are made (a fifth
-of `kb --help`). They are then frozen out of later collections, and the collector resumes for the command's work.
+that live until kb exits, and each collection would walk all of them again, more often as more are made. They are
+then frozen out of later collections, and the collector resumes for the command's work.
 """
 
 from __future__ import annotations

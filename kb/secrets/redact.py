@@ -215,8 +215,8 @@ _SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 @functools.cache
 def _compiled(pattern: str) -> re.Pattern[str]:
-    """A pattern that few texts need (a private key, an HTTP auth header), compiled when one first does: compiling
-    every one of them at import was a millisecond of every command that masks."""
+    """A pattern that few texts need (a private key, an HTTP auth header), compiled when one first does rather than
+    at import by every command that masks."""
     return re.compile(pattern)
 
 

@@ -30,7 +30,7 @@ floor = 0.02
 """
 
 
-# Named tuples, not dataclasses: as immutable, and made in a tenth of the time at import (every recording reads them).
+# Named tuples, not dataclasses: as immutable, and far quicker to make at import (every recording reads them).
 class RecordConfig(NamedTuple):
     packages: tuple[str, ...] = ()
     env_prefixes: tuple[str, ...] = ()
