@@ -30,7 +30,9 @@ _POSIX = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+# Each rule and allowlist is made once and compared as itself (eq=False): a rule keys a table per text searched, and
+# hashing one by value hashed all its allowlists.
+@dataclass(frozen=True, eq=False)
 class Allow:
     target: str  # "secret", "match" or "line"
     patterns: tuple[str, ...]  # Go syntax, translated and compiled when first needed
@@ -48,7 +50,7 @@ class Allow:
         return any(word in lowered for word in self.stopwords)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rule:
     id: str
     go_pattern: str  # translated and compiled when a text first holds one of the keywords
