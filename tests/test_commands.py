@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import json_data, run_kb
+from conftest import KB_COMMAND, json_data, run_kb
 
 from kb.store.knowledge_base import KnowledgeBase
 
@@ -122,6 +122,49 @@ def test_help_and_every_command_start_without_heavy_imports() -> None:
         assert out.returncode == 0
         imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
         assert not imported & heavy, (args, imported & heavy)
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a `kb` process imports (as `python -X importtime` lists them)."""
+    out = subprocess.run([*KB_COMMAND[:-2], "-X", "importtime", "-m", "kb", *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_ls_of_an_unchanged_base_reads_no_entry_and_no_settings(kb: KnowledgeBase) -> None:
+    copy_samples(kb)
+    assert run_kb("index").returncode == 0
+    imported = imported_by("ls")
+    assert "kb.index.query" in imported  # it did list, from the index
+    assert not imported & {"yaml", "fastjsonschema", "kb.store.config", "tomllib", "kb.secrets.redact", "rich"}
+
+
+def test_the_vendored_secret_rules_load_without_a_toml_parser() -> None:
+    code = "import sys\nfrom kb.secrets import gitleaks\nassert gitleaks.rules()\nprint('tomllib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"
+
+
+def test_the_garbage_collector_pauses_only_while_kb_starts() -> None:
+    """Start-up makes modules and classes that live until exit: the collector is off while they load, they are frozen
+    out of later collections, and the command runs with the collector on."""
+    code = """
+import gc, sys
+import kb.cli
+seen = {}
+load = kb.cli.load
+def loading(name):
+    seen["loading"] = gc.isenabled()
+    return load(name)
+def running():
+    seen["running"] = gc.isenabled(), gc.get_freeze_count() > 0
+kb.cli.load, kb.cli.main = loading, running
+sys.argv = ["kb", "schema"]
+from kb.launch import main
+main()
+print(seen)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout == "{'loading': False, 'running': (True, True)}\n", out.stderr
 
 
 def test_every_command_has_help() -> None:

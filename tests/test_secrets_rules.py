@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 
@@ -16,9 +17,9 @@ def test_every_rule_of_the_vendored_file_compiles_without_warnings() -> None:
         gitleaks._all_rules.cache_clear()
         compiled = gitleaks._all_rules()
         assert all(rule.regex.pattern and all(allow.regexes is not None for allow in rule.allows) for rule in compiled)
-    text = gitleaks.RULES_FILE.read_text()
-    assert len(compiled) == text.count("[[rules]]") - text.count("\npath = ") > 200
-    assert "version: v8." in text.splitlines()[1]
+    vendored = json.loads(gitleaks.RULES_FILE.read_text())
+    assert len(compiled) == sum("regex" in rule and "path" not in rule for rule in vendored["rules"]) > 200
+    assert vendored["vendored"]["version"].startswith("v8.")
     assert all(rule.keywords for rule in compiled if rule.id != "pkcs12-file")
 
 

@@ -1,14 +1,18 @@
-"""gitleaks' rule set (gitleaks.toml beside this file) in Python's `re`: each rule's regex, keywords, entropy and
+"""gitleaks' rule set (gitleaks.json beside this file) in Python's `re`: each rule's regex, keywords, entropy and
 allowlists, and a search that tries a rule only on the lines holding one of its keywords, as gitleaks does.
 
 The rules are Go (RE2) regexes. Three things differ in Python and are translated where the file is loaded:
 a flag group in the middle of a pattern (`ab(?i)cd`, scoped to the end of its group in Go), `\\z`, and POSIX
 classes (`[[:alnum:]]`). tests/test_secrets_rules.py compiles every rule.
+
+The rules are kept as JSON, converted from upstream's config/gitleaks.toml by kb.secrets.refresh: Python reads JSON
+many times faster than TOML, and every `kb record` reads the rules.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections import Counter
@@ -16,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RULES_FILE = Path(__file__).with_name("gitleaks.toml")
+RULES_FILE = Path(__file__).with_name("gitleaks.json")
 # gitleaks' catch-all for `name = value`: kb's own context rules (kb.secrets.redact) decide those, with the look-alikes
 # of training logs in mind (`key_states`, `num_key_value_heads=8`).
 REPLACED = frozenset({"generic-api-key"})
@@ -26,7 +30,9 @@ _POSIX = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+# Each rule and allowlist is made once and compared as itself (eq=False): a rule keys a table per text searched, and
+# hashing one by value hashed all its allowlists.
+@dataclass(frozen=True, eq=False)
 class Allow:
     target: str  # "secret", "match" or "line"
     patterns: tuple[str, ...]  # Go syntax, translated and compiled when first needed
@@ -44,7 +50,7 @@ class Allow:
         return any(word in lowered for word in self.stopwords)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rule:
     id: str
     go_pattern: str  # translated and compiled when a text first holds one of the keywords
@@ -140,12 +146,7 @@ def rules() -> tuple[Rule, ...]:
 
 @functools.cache
 def _all_rules() -> tuple[Rule, ...]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-
-    config = tomllib.loads(RULES_FILE.read_text(encoding="utf-8"))
+    config = json.loads(RULES_FILE.read_text(encoding="utf-8"))
     top = config.get("allowlist", {})
     common = Allow("secret", tuple(top.get("regexes", ())), tuple(top.get("stopwords", ())))
     out = []

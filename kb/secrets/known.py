@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import configparser
 import contextlib
 import functools
 import itertools
@@ -39,7 +38,7 @@ def gather(environ: Mapping[str, str], home: Path) -> tuple[str, ...]:
     for reader in _READERS:
         try:
             found.update(reader(environ, home))
-        except (OSError, ValueError, UnicodeError, KeyError, TypeError, AttributeError, configparser.Error):
+        except (OSError, ValueError, UnicodeError, KeyError, TypeError, AttributeError):
             continue  # unreadable or not the format: nothing known from it
     return tuple(sorted((v for v in found if len(v) >= SHORTEST and "\n" not in v), key=len, reverse=True))
 
@@ -77,18 +76,26 @@ def _huggingface(environ: Mapping[str, str], home: Path) -> Iterator[str]:
             yield _read(path).strip()
     stored = hf_home / "stored_tokens"
     if stored.is_file():
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(_read(stored))
-        yield from (section.get("hf_token", "") for section in parser.values())
+        yield from (section.get("hf_token", "") for section in _ini_sections(_read(stored)))
 
 
 def _ini_secrets(text: str) -> Iterator[str]:
     from kb.secrets.names import is_secret_name
 
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text)
-    for section in parser.values():
+    for section in _ini_sections(text):
         yield from (value.strip() for name, value in section.items() if is_secret_name(name))
+
+
+def _ini_sections(text: str) -> list[Mapping[str, str]]:
+    """The sections of an INI file; one that is not INI raises ValueError."""
+    import configparser  # only where such a file is: most machines have none, and every recording reads them
+
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        raise ValueError(str(exc)) from None
+    return list(parser.values())
 
 
 def _aws(environ: Mapping[str, str], home: Path) -> Iterator[str]:

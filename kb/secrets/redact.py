@@ -55,7 +55,7 @@ _PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|---- END [A-Z0-9 ]*P
 # A line inside a block: base64, or a header like DEK-Info; never a line holding a mask (no `[`), so
 # that masking twice changes nothing.
 _PEM_LINE = r"(?:[A-Za-z0-9+/=]{0,128}|[A-Za-z-]{1,32}: [^\r\n\[]*)"
-_PEM = re.compile(
+_PEM = (
     rf"(?:{_PEM_BEGIN})[^-]*(?:-(?!---)[^-]*)*(?:{_PEM_END})"  # up to the next run of dashes only: linear
     rf"|(?:{_PEM_BEGIN})(?:\r?\n{_PEM_LINE}){{0,512}}"
     rf"|\A(?:{_PEM_LINE}\r?\n){{0,512}}(?:{_PEM_END})"
@@ -214,6 +214,13 @@ _SHAPES = f"{_CONTEXT_SHAPES}|{_TOKEN_SHAPES}"
 
 
 @functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A pattern that few texts need (a private key, an HTTP auth header), compiled when one first does rather than
+    at import by every command that masks."""
+    return re.compile(pattern)
+
+
+@functools.cache
 def shapes() -> re.Pattern[str]:
     """_SHAPES compiled, when a text first needs it: that takes 0.02 to 0.03 s, and `kb record -- true` never does."""
     return re.compile(_SHAPES)
@@ -344,7 +351,7 @@ def redact_text(text: str) -> str:
     of many lines rather than line by line.
     """
     if "PRIVATE KEY" in text or "Private-" in text:
-        text = _PEM.sub(MASK, text)
+        text = _compiled(_PEM).sub(MASK, text)
     if len(text) > _BLANK_RUN and _LONG_BLANK.search(text):
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
@@ -575,11 +582,6 @@ def _shapes_masker(context: frozenset[int]) -> Callable[[str], str]:
     return functools.partial(pattern.sub, _mask_shape)
 
 
-@functools.cache
-def _token_shapes() -> re.Pattern[str]:
-    return re.compile(_TOKEN_SHAPES)
-
-
 # Where a token of _TOKEN_SHAPES can start: a letter or digit with no word character before it (the start of a run
 # of word characters), or after an escaped line break. Runs are found whole: a lookbehind tried at every character
 # costs ten times more.
@@ -598,13 +600,15 @@ def _token_starts(line: str) -> Iterator[int]:
 
 def _mask_tokens_on_line(line: str) -> str:
     """What _shapes_masker gives on a line holding no hint (only the token shapes can match there), trying
-    them only where a token can start: a line of one long run is tried once, not at each of its characters."""
+    them only where a token can start: a line of one long run is tried once, not at each of its characters. At each
+    such start _TOKEN_SHAPES' look-behind holds, so the body alone is matched: the one pattern _after_hyphens
+    compiles too (compiling it is most of a short recording's masking)."""
     out: list[str] = []
     done = 0
     for start in _token_starts(line):
         if start < done:
             continue
-        match = _token_shapes().match(line, start)
+        match = _token_body().match(line, start)
         if match:
             kept = match["hook"] or match["bearer"] or ""
             out += (line[done : match.start()], kept + MASK)
@@ -789,7 +793,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
         return None
     scheme = re.match(r"[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=\S)", value)
     kept = scheme[0] if scheme and scheme[0].strip().lower() != MASK.lower() else ""
-    credentials = _AUTH_CREDENTIALS.match(value, len(kept))
+    credentials = _compiled(_AUTH_CREDENTIALS).match(value, len(kept))
     if not opening and not quote and credentials and credentials.end() > len(kept):
         after = value[credentials.end() : credentials.end() + 1]
         if not after or after.isspace() or after in "'\"`)]}>,;|\\":  # several headers on a line: this one's end
@@ -799,7 +803,7 @@ def _mask_authorization(match: re.Match[str]) -> tuple[str, int] | None:
 
 # What follows an HTTP auth scheme: a list of parameters (`username="u", response="..."`) or one token (RFC 9110).
 _AUTH_PARAM = r'[\w-]+[ \t]*=[ \t]*(?:"(?:[^"\\\r\n]|\\.)*"|\\"(?:[^"\\\r\n]|\\[^"\r\n])*\\"|[^\s,"\\]*)'
-_AUTH_CREDENTIALS = re.compile(rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*")
+_AUTH_CREDENTIALS = rf"{_AUTH_PARAM}(?:[ \t]*,[ \t]*{_AUTH_PARAM})*|{re.escape(MASK)}|[A-Za-z0-9._~+/-]+=*"
 
 
 def _mask_assignment(match: re.Match[str]) -> tuple[str, int] | None:
@@ -816,8 +820,8 @@ def _mask_assignment(match: re.Match[str]) -> tuple[str, int] | None:
     return text[match.start() : match.start(value)] + MASK + text[match.end(value) : match.end()], match.end()
 
 
-_PEM_OPEN = re.compile(rf"{_PEM_BEGIN}|Private-Lines: ")
-_PEM_CLOSE = re.compile(rf"{_PEM_END}|Private-MAC: [0-9a-fA-F]+\r?\n")
+_PEM_OPEN = rf"{_PEM_BEGIN}|Private-Lines: "
+_PEM_CLOSE = rf"{_PEM_END}|Private-MAC: [0-9a-fA-F]+\r?\n"
 _SEPARATOR = re.compile(r"[\s,;&{}]")
 HOLD_MAX = 64 * 1024  # a private key block is a few KiB: an open one is held back this far at most
 LONG_LINE = 64 * 1024  # a line without an end is cut past this, at a separator outside any secret
@@ -853,11 +857,11 @@ def _safe_cut(text: str, long_line: int) -> int:
     """Where `text` can be cut with no secret in two: after its last whole line, unless a key block is open."""
     begin = None
     keyed = "PRIVATE KEY" in text or "Private-" in text
-    for begin_match in _PEM_OPEN.finditer(text, max(len(text) - HOLD_MAX, 0)) if keyed else ():
+    for begin_match in _compiled(_PEM_OPEN).finditer(text, max(len(text) - HOLD_MAX, 0)) if keyed else ():
         begin = begin_match.start()
     cut = text.rfind("\n") + 1
     if begin is not None and begin < len(text):
-        close = _PEM_CLOSE.search(text, begin)
+        close = _compiled(_PEM_CLOSE).search(text, begin)
         if close is None or close.end() > cut:  # the block is not whole before the cut: hold it, line end too
             return begin if len(text) - begin < HOLD_MAX else len(text)  # past the bound: masked from its start
     if cut or len(text) <= long_line:

@@ -1,6 +1,7 @@
 """Refresh the vendored gitleaks rules: `python -m kb.secrets.refresh [REF]` (a tag or commit; default: the latest
-release). Downloads config/gitleaks.toml and LICENSE at REF, writes them beside this file with the version in a
-header, and compiles every rule, so that a rule Python cannot read is seen before it is committed."""
+release). Downloads config/gitleaks.toml and LICENSE at REF, writes the rules beside this file as gitleaks.json
+(what kb reads: JSON loads far faster than TOML) with where and which version they came from, and the license, and
+compiles every rule, so that a rule Python cannot read is seen before it is committed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import sys
 import urllib.request
 from pathlib import Path
+
+from kb.store.config import loads_toml
 
 HERE = Path(__file__).parent
 REPO = "gitleaks/gitleaks"
@@ -23,13 +26,17 @@ def refresh(ref: str | None) -> str:
         ref = json.loads(_get(f"https://api.github.com/repos/{REPO}/releases/latest"))["tag_name"]
     commit = json.loads(_get(f"https://api.github.com/repos/{REPO}/commits/{ref}"))
     sha, date = commit["sha"], commit["commit"]["committer"]["date"][:10]
-    rules = _get(f"https://raw.githubusercontent.com/{REPO}/{sha}/config/gitleaks.toml").decode()
-    header = (
-        f"# Vendored from https://github.com/{REPO} config/gitleaks.toml\n"
-        f"# version: {ref} (commit {sha}, {date}); MIT, see LICENSE-gitleaks\n"
-        "# Refresh: python -m kb.secrets.refresh [REF]\n"
-    )
-    (HERE / "gitleaks.toml").write_text(header + rules, encoding="utf-8")
+    config = loads_toml(_get(f"https://raw.githubusercontent.com/{REPO}/{sha}/config/gitleaks.toml").decode())
+    vendored = {
+        "from": f"https://github.com/{REPO} config/gitleaks.toml",
+        "version": ref,
+        "commit": sha,
+        "date": date,
+        "license": "MIT, see LICENSE-gitleaks",
+        "refresh": "python -m kb.secrets.refresh [REF]",
+    }
+    text = json.dumps({"vendored": vendored, **config}, indent=1, ensure_ascii=False)
+    (HERE / "gitleaks.json").write_text(text + "\n", encoding="utf-8")
     (HERE / "LICENSE-gitleaks").write_bytes(_get(f"https://raw.githubusercontent.com/{REPO}/{sha}/LICENSE"))
     from kb.secrets import gitleaks
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kb.errors import KbError
 
@@ -31,24 +30,22 @@ floor = 0.02
 """
 
 
-@dataclass(frozen=True)
-class RecordConfig:
+# Named tuples, not dataclasses: as immutable, and far quicker to make at import (every recording reads them).
+class RecordConfig(NamedTuple):
     packages: tuple[str, ...] = ()
     env_prefixes: tuple[str, ...] = ()
     tail_lines: int = 40
     probe_timeout_s: float = 5.0
 
 
-@dataclass(frozen=True)
-class AnswersConfig:
+class AnswersConfig(NamedTuple):
     incumbent: str = ""
     floor: float = 0.02
 
 
-@dataclass(frozen=True)
-class Config:
-    record: RecordConfig = field(default_factory=RecordConfig)
-    answers: AnswersConfig = field(default_factory=AnswersConfig)
+class Config(NamedTuple):
+    record: RecordConfig = RecordConfig()
+    answers: AnswersConfig = AnswersConfig()
 
 
 def loads_toml(text: str) -> dict[str, Any]:
@@ -80,13 +77,13 @@ def _config(path: Path, raw: dict[str, Any]) -> Config:
     )
 
 
-def _section(path: Path, name: str, raw: dict[str, Any], cls: type) -> Any:
-    known = {f.name: f for f in fields(cls)}
+def _section(path: Path, name: str, raw: dict[str, Any], cls: type[RecordConfig | AnswersConfig]) -> Any:
+    known = cls._field_defaults  # every setting has one
     values = {}
     for key, value in raw.items():
         if key not in known:
             raise KbError(f"{path}: [{name}] {key}: unknown setting; known settings: {', '.join(known)}")
-        default = known[key].default
+        default = known[key]
         if isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise KbError(f"{path}: [{name}] {key}: expected a list of strings, found {value!r}")

@@ -18,13 +18,16 @@ import stat
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kb.errors import DISK_FULL, LONE_SURROGATE, EntryError, EntryNotFound, KbError, Problem
 from kb.model import ids
 from kb.model.entry import Entry
 from kb.store import atomic, folders
-from kb.store.config import TEMPLATE, Config, load_config
 from kb.store.home import CACHE, CONFIG_NAME, find_root
+
+if TYPE_CHECKING:
+    from kb.store.config import Config
 
 ENTRIES = "entries"
 CREATE_ATTEMPTS = 8
@@ -101,6 +104,8 @@ class KnowledgeBase:
         try:
             root.mkdir(parents=True, exist_ok=True)
             if not (root / CONFIG_NAME).exists():
+                from kb.store.config import TEMPLATE
+
                 atomic.write_text(root / CONFIG_NAME, TEMPLATE)
                 created = True
             kb = cls(root)
@@ -135,6 +140,8 @@ class KnowledgeBase:
 
     @cached_property
     def config(self) -> Config:
+        from kb.store.config import load_config  # its settings classes cost the commands that read none (kb ls)
+
         return load_config(self.config_path)
 
     def ensure_cache(self) -> Path:
