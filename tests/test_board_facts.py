@@ -152,3 +152,129 @@ def test_a_coverage_section_with_only_some_totals_says_what_it_lacks(kb: Knowled
     run(kb, 2, "cpu", None, kind="coverage", status=None, coverage={"passed": 7})
     checks = {check["question"]: check["detail"] for check in cell(board_json(), "cpu · eager")["checklist"]}
     assert checks["test coverage disclosed"] == "7 passed, ? skipped of ?"
+
+
+@pytest.fixture
+def traps(kb: KnowledgeBase) -> KnowledgeBase:
+    """Runs holding every member of a section the board's verdicts read, each one changing an answer: a numerics
+    check with NaN counts, a wall time that became NaN, a NaN metric written as text and one marked beside a null,
+    the same CPU with other thread counts (other machines), a busy machine, device peaks per phase, the process's
+    peak memory on the CPU, a peak-memory metric, versions read after the fact, a check's reference and tolerances,
+    launch times, and a report giving only a compile wait."""
+    same = {"hardware": {"cpu": "Xeon 8480", "cpu_threads": 64, "accelerators": [{"name": "h100", "count": 1}]}}
+    for n, rate in enumerate((1000.0, 1010.0, 990.0), start=1):
+        run(kb, n, "cuda", rate, versions={"torch": "2.10.0"}, numerics={"verdict": "pass"}, **same)
+    run(
+        kb,
+        4,
+        "cuda",
+        1500.0,
+        mode="compiled",
+        versions={"torch": "2.10.0"},
+        hardware={"cpu": "Xeon 8480", "cpu_threads": 32, "accelerators": [{"name": "h100", "count": 1}]},
+        numerics={"verdict": "pass", "compared": "loss curve", "reference": "eager-loss.txt", "rtol": 0.05},
+    )
+    for n, rate in ((5, 1480.0), (6, 1520.0)):
+        run(
+            kb,
+            n,
+            "cuda",
+            rate,
+            mode="compiled",
+            versions={"torch": "2.10.0"},
+            numerics={"verdict": "pass"},
+            memory={"device_peak_gb_step": 30.0 + n, "device_peak_gb_load": 2.0},
+            **same,
+        )
+    run(
+        kb,
+        7,
+        "cuda",
+        9000.0,
+        mode="compiled",
+        versions={"torch": "2.10.0"},
+        numerics={"verdict": "pass"},
+        hardware={**same["hardware"], "load": {"busy": True, "load_1m": 9.5}},
+    )
+    run(kb, 8, "rocm", 1300.0, versions={"torch": "2.10.0"}, numerics={"verdict": "pass", "nan": 2}, **same)
+    run(
+        kb,
+        9,
+        "xla",
+        1400.0,
+        versions={"torch-xla": "2.9.0"},
+        numerics={"verdict": "pass"},
+        timings={"wall_s": float("nan"), "step_s": {"median": 0.1}},
+        **same,
+    )
+    run(
+        kb,
+        10,
+        "tpu",
+        1200.0,
+        versions={"torch-tpu": "0.2.0"},
+        metrics={"tokens_per_s": {"value": 1200.0, "unit": "tokens/s"}, "loss": {"value": float("nan"), "step": 7}},
+    )
+    run(
+        kb,
+        11,
+        "mps",
+        800.0,
+        versions={"torch": "2.10.0"},
+        metrics={"tokens_per_s": {"value": 800.0}, "loss": {"value": None, "nonfinite": "inf", "step": 3}},
+    )
+    run(
+        kb,
+        12,
+        "cpu",
+        300.0,
+        versions={"torch": "2.10.0"},
+        memory={"host_peak_rss_gb": 4.5},
+        provenance={"source": "imported", "environment": "record_time"},
+        numerics={"verdict": "pass"},
+    )
+    run(
+        kb,
+        13,
+        "neuron",
+        1100.0,
+        versions={"torch-neuronx": "2.27.1"},
+        numerics={"verdict": "pass"},
+        metrics={"tokens_per_s": {"value": 1100.0}, "peak_memory_gb": {"value": 14.0, "unit": "GB"}},
+        timings={"device_sync": "none: launch times", "step_s": {"median": 0.2}},
+    )
+    run(
+        kb,
+        14,
+        "neuron",
+        None,
+        kind="report",
+        status=None,
+        metrics={"compile_s": {"value": 1620.0}},
+        provenance={"source": "reported", "publisher": "Vendor blog", "date": "2026-10-01"},
+    )
+    return kb
+
+
+def test_the_board_answers_from_its_facts_as_from_the_whole_front_matter(traps: KnowledgeBase) -> None:
+    """What the facts keep is what the verdicts read: with every board row's facts replaced by the entry's whole
+    front matter, every answer is the same (a member a verdict reads but the facts drop would change one)."""
+    sync(traps)
+    asked = ("board", "--json"), ("board", "--missing", "--json"), ("board", "--summary", "--json")
+    from_facts = [json_data(run_kb(*args).stdout) for args in asked]
+    conn = sqlite3.connect(db.index_path(traps.cache_path))
+    with conn:
+        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
+                     "WHERE facts IS NOT NULL")  # fmt: skip
+    conn.close()
+    assert [json_data(run_kb(*args).stdout) for args in asked] == from_facts
+    found = from_facts[0]
+    assert cell(found, "rocm · eager")["numerics"] == "failed"  # its check counted NaN
+    assert cell(found, "xla · eager")["numerics"] == "failed"  # its wall time became NaN
+    assert cell(found, "tpu · eager")["numerics"] == "failed" and cell(found, "mps · eager")["numerics"] == "failed"
+    compiled = cell(found, "cuda · compiled")
+    assert (compiled["n"], compiled["busy"], compiled["peak_memory_gb"]) == (2, 1, 36.0)  # 32 threads: another machine
+    assert cell(found, "cpu · eager")["peak_memory_gb"] == 4.5
+    assert cell(found, "neuron · eager")["peak_memory_gb"] == 14.0 and cell(found, "neuron · eager")["launch_times"]
+    (report,) = found["workloads"][0]["reported"]
+    assert report["figure"]["value"] == 1620.0

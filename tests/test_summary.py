@@ -83,3 +83,17 @@ def test_the_summary_gives_the_peak_memory_the_board_gives(tmp_path) -> None:
     assert (row["peak_memory_gb"], row["memory_workloads"]) == (4.0, 3)
     text = run_kb("--kb", str(kb.root), "board", "--summary").stdout
     assert "    peak memory 4 GB (the median of 3 workloads)" in text.splitlines(), text
+
+
+@pytest.mark.parametrize(("cold", "warm"), [(130.0, 45.2), (1250.0, 63.0)])
+def test_a_summary_line_breaks_between_figures_never_inside_one(cold: float, warm: float) -> None:
+    from kb.answers.board import Board
+    from kb.answers.summary import BackendSummary, Summary
+    from kb.text.answer_lines import summary_lines
+    from kb.text.humanize import duration
+
+    row = BackendSummary("neuron · compiled", 3, 30, 46, 3, 1.55, 1.21, 2.13, cold, warm, ["torch-neuronx 2.27.1"])
+    lines = summary_lines(Summary([row]), Board("cuda", []))
+    assert max(len(line) for line in lines) <= 80
+    for piece in ("×1.55 [1.21, 2.13] n=3", f"{duration(cold)} /", duration(warm)):
+        assert any(piece in line for line in lines[1:3]), (piece, lines)

@@ -227,9 +227,6 @@ class Evidence:
         return [Run(row, _release_of(row["versions"][package]) if row["versions"].get(package) else None)
                 for row in rows]  # fmt: skip
 
-    def flagged(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        return answers.run_flags(self.db, ids)
-
 
 class _Row(dict[str, Any]):
     """A board row whose `data` (what the board reads of the entry) is parsed when first read: its facts, or for a
@@ -303,14 +300,11 @@ def _workload(
         _judge(cell, states[key], base, key == base_key, floor, bootstrap)
         newest = states[key].figure_runs[0] if states[key].figure_runs else None
         cell.checklist = checklist(cell, newest.data if newest else None, coverage.get(cell.backend), latest)
-    # A report without a rate may report a wait (27 min of compiling): its metrics are read whole for it.
-    unrated = [str(found["id"]) for _, found in reports if figures.headline(found) is None]
-    waits = evidence.flagged(unrated) if unrated else {}
     reported = []
     for key, found in reports:
         provenance = found.get("provenance") or {}
-        metrics = (waits.get(str(found["id"])) or {}).get("metrics")
-        figure = figures.headline(found) or figures.headline({**found, "metrics": metrics}, REPORTED_WAIT)
+        # A report without a rate may report a wait (27 min of compiling): shown, never ranked.
+        figure = figures.headline(found) or figures.headline(found, REPORTED_WAIT)
         reported.append(Reported(name, *key, found["id"], found.get("title") or found["id"], figure,
                                  provenance.get("publisher"), provenance.get("date")))  # fmt: skip
     ordered = sorted(cells.values(), key=lambda c: (c.backend, c.mode or ""))
@@ -554,7 +548,7 @@ def reproduction(rows: list[dict[str, Any]], values: list[float], name: str, flo
 
 
 def _who(row: dict[str, Any]) -> tuple[Any, Any, Any]:
-    return row.get("author"), row.get("host"), figures.machine(row.get("data") or {})
+    return row.get("author"), row.get("host"), figures.machine(row["data"])
 
 
 def _history(cell: Cell, state: State, base: State | None, floor: float, bootstrap: verdict.Bootstrap) -> None:

@@ -3,12 +3,12 @@ cache state, the numerics verdict, the headline figure, a version's release. Sha
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metric_nonfinite, nonfinite_word
 from kb.text.humanize import unit_of
 
 THROUGHPUT = ("tokens_per_s", "samples_per_s")  # over the steady steps' wall time: measured once per run
@@ -97,15 +97,12 @@ def nonfinite(data: dict[str, Any]) -> str:
     metric's `nonfinite: nan` beside a null value, or the NaN/Inf counts of its numerics check); empty when every
     figure is a number."""
     for name, metric in sorted((data.get("metrics") or {}).items()):
-        value = metric.get("value") if isinstance(metric, dict) else metric
-        # A writer that cannot store NaN keeps `value: null` and says what it was in `nonfinite`.
-        marked = metric.get("nonfinite") if isinstance(metric, dict) else None
-        word = _nonfinite_word(value) or _nonfinite_word(marked if isinstance(marked, str) else None)
+        word = metric_nonfinite(metric)
         if word:
             step = metric.get("step") if isinstance(metric, dict) else None
             return f"{name} became {word}" + (f" at step {step}" if step is not None else "")
     for name, timing in sorted((data.get("timings") or {}).items()):
-        word = _nonfinite_word(timing.get("median") if isinstance(timing, dict) else timing)
+        word = nonfinite_word(timing.get("median") if isinstance(timing, dict) else timing)
         if word:
             return f"{name} became {word}"
     section = data.get("numerics")
@@ -114,16 +111,6 @@ def nonfinite(data: dict[str, Any]) -> str:
         found = [f"{key.replace('_', ' ')} {n}" for key, n in counts.items() if isinstance(n, int) and n > 0]
         if found:
             return "non-finite values in the checked outputs: " + ", ".join(found)
-    return ""
-
-
-def _nonfinite_word(value: Any) -> str:
-    """`NaN` or `infinite` for such a float, or its spelling as text (YAML's .nan, JSON's NaN, -Infinity)."""
-    if isinstance(value, str):
-        text = value.strip().lower().lstrip("+-.")
-        return "NaN" if text == "nan" else "infinite" if text in ("inf", "infinity") else ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "infinite"
     return ""
 
 
@@ -232,10 +219,10 @@ def device_peak_gb(data: dict[str, Any]) -> float | None:
     memory = data.get("memory")
     if not isinstance(memory, dict):
         return None
-    whole = finite_number(memory.get("device_peak_gb"))
+    whole = finite_number(memory.get(DEVICE_PEAK))
     if whole is not None:
         return whole
-    phases = [finite_number(v) for k, v in memory.items() if str(k).startswith("device_peak_gb_")]
+    phases = [finite_number(v) for k, v in memory.items() if str(k).startswith(DEVICE_PEAK_PHASE)]
     found = [v for v in phases if v is not None]
     return max(found) if found else None
 
@@ -249,12 +236,6 @@ def peak_memory_gb(data: dict[str, Any], on_host: bool) -> float | None:
     if on_host:
         found.append(memory.get("host_peak_rss_gb"))
     return next((number for number in map(finite_number, found) if number is not None), None)
-
-
-def finite_number(value: Any) -> float | None:
-    """A finite number, else None: a NaN or infinite figure is never a good figure."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
 
 
 def _text(value: Any) -> str:

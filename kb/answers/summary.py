@@ -57,7 +57,7 @@ class BackendSummary:
     memory_workloads: int = 0  # the workloads with a peak recorded
     rerun_due: int = 0  # workloads whose evidence is older than the newest release, or failed on it
     other_compile_s: float | None = None  # the median over the workloads whose compile is neither cold nor warm
-    other_compile_cache: str | None = None  # their cache: `unknown`, or `mixed` where the workloads' differ
+    other_compile_cache: str | None = None  # their runs' cache state (`hit`, `unknown` ...), or `mixed` if they differ
     history: list[ReleaseSummary] = field(default_factory=list)  # per release of the package, oldest first
 
 

@@ -370,45 +370,6 @@ def board_facts(stored: str | None) -> dict[str, Any] | None:
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 
-RUN_FLAGS = ("hardware", "provenance", "numerics", "metrics", "memory")
-
-
-def run_flags(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the sections the board's facts leave out and a verdict needs ({'hardware': ..., 'provenance':
-    ..., 'numerics': ..., 'metrics': ..., 'memory': ...}: a busy machine and its hardware, versions read after the
-    fact, NaN and infinity, the peak memory), and
-    the entry's author and host (who reproduced it), of the entries named. A front matter SQLite's JSON cannot
-    read (a NaN) is read whole by Python."""
-    # Each an object or nothing; json_valid first: SQLite's JSON functions refuse a document holding NaN.
-    picked = ", ".join(
-        f"CASE WHEN json_valid(front_matter) AND json_type(front_matter, '$.{path}') = 'object' "
-        f"THEN json_extract(front_matter, '$.{path}') END"
-        for path in RUN_FLAGS
-    )
-    found: dict[str, dict[str, Any]] = {}
-    unreadable = []
-    people: dict[str, dict[str, Any]] = {}
-    for entry_id, author, host, valid, *values in db.execute(
-        f"SELECT id, author, host, json_valid(front_matter), {picked} FROM entries "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
-    ):
-        people[entry_id] = {"author": author, "host": host}
-        if not valid:
-            unreadable.append(entry_id)
-            continue
-        found[entry_id] = {path: json.loads(v) if v else None for path, v in zip(RUN_FLAGS, values, strict=True)}
-    for entry_id, data in front_matters(db, unreadable).items():
-        found[entry_id] = {path: _at(data, path) for path in RUN_FLAGS}
-    return {entry_id: {**found.get(entry_id, {}), **who} for entry_id, who in people.items()}
-
-
-def _at(data: dict[str, Any], path: str) -> Any:
-    for part in path.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
-
-
 def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none.
     A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""

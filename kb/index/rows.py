@@ -8,13 +8,13 @@ unpickle, and making them was a fifth of the writing process's time.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from kb.index import stored_json
 from kb.index.fulltext import document
 from kb.model.entry import Entry
+from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metric_nonfinite, nonfinite_word
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
@@ -53,7 +53,7 @@ BACKEND_PACKAGES = {
 }  # fmt: skip
 
 # What the board reads of a run, report or coverage entry (kb/answers/board.py, figures.py), declared here once and
-# kept in its board row's facts, in the front matter's shape, so that judging a cell parses a few hundred bytes per
+# kept in its board row's facts, in the front matter's shape, so that judging a cell parses about a kilobyte per
 # candidate instead of the entry's front matter: these fields whole, ...
 BOARD_WHOLE = ("id", "title", "recorded", "tags", "settings", "versions")
 # ... of these sections only these members (a section only when one of them holds a value): a report's source, where
@@ -64,16 +64,16 @@ BOARD_MEMBERS = {
     "precision": ("dtype",),
     "compile": ("cache",),
     "numerics": ("verdict", "nan", "inf", "nan_steps", "compared", "reference", "rtol", "atol"),
-    "memory": ("device_peak_gb", "host_peak_rss_gb"),
+    "memory": (DEVICE_PEAK, "host_peak_rss_gb"),
 }
-# ... of the metrics the headline rates and the peak memory (value and unit), and any metric that is no finite
-# number (a NaN fails the numerics), of the timings all but the run's span (_SPAN: among them `device_sync`, which
-# says whether the figures are launch times) with the steps' median only, the count of adaptations, of the hardware
-# what says which machine it was and whether it was busy, and the placement verdict.
-BOARD_RATES = ("tokens_per_s", "samples_per_s", "peak_memory_gb")
+# ... of the metrics the headline rates, the peak memory and a report's compile wait (value and unit), and any metric
+# that is no finite number (a NaN fails the numerics), of the timings all but the run's span (_SPAN, unless no finite
+# number: among the rest `device_sync`, which says whether the figures are launch times) with the steps' median only,
+# the count of adaptations, of the hardware what says which machine it was and whether it was busy, and the
+# placement verdict.
+BOARD_METRICS = ("tokens_per_s", "samples_per_s", "peak_memory_gb", "compile_s")
 NO_BACKEND = "(no backend)"  # the board's name for the cell of runs that name no backend
 _SPAN = ("started", "ended", "wall_s")  # the timings the board does without
-_PHASE_PEAK = "device_peak_gb_"  # memory's peaks per phase: device_peak_gb_compile ...
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,11 @@ def board_versions(entry: Entry, board: tuple) -> list[tuple]:
 
 
 def board_facts(data: dict[str, Any]) -> dict[str, Any]:
-    """What the board reads of an entry (BOARD_WHOLE, BOARD_MEMBERS, BOARD_RATES...); None where it has none."""
+    """What the board reads of an entry (BOARD_WHOLE, BOARD_MEMBERS, BOARD_METRICS...); None where it has none."""
     facts: dict[str, Any] = {name: data.get(name) for name in BOARD_WHOLE}
     timings = data.get("timings")
     if isinstance(timings, dict):
-        timings = {name: value for name, value in timings.items() if name not in _SPAN or not _finite(value)}
+        timings = {name: value for name, value in timings.items() if name not in _SPAN or nonfinite_word(value)}
         step = timings.get("step_s")
         if isinstance(step, dict):
             timings["step_s"] = {"median": step.get("median")}
@@ -147,12 +147,13 @@ def board_facts(data: dict[str, Any]) -> dict[str, Any]:
     else:
         facts["timings"] = None
     metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
-    kept = {name: _rate(metrics.get(name)) for name in BOARD_RATES}
-    kept |= {name: metric for name, metric in metrics.items() if _nonfinite_metric(metric)}
+    kept = {name: _rate(metrics.get(name)) for name in BOARD_METRICS}
+    kept |= {name: metric for name, metric in metrics.items() if metric_nonfinite(metric)}
     facts["metrics"] = {name: rate for name, rate in kept.items() if rate is not None} or None
     for section, members in BOARD_MEMBERS.items():
         found = data.get(section) if isinstance(data.get(section), dict) else {}
-        wanted = [*members, *(k for k in found if str(k).startswith(_PHASE_PEAK))] if section == "memory" else members
+        phases = [key for key in found if str(key).startswith(DEVICE_PEAK_PHASE)] if section == "memory" else []
+        wanted = [*members, *phases]
         kept_members = {member: found[member] for member in wanted if found.get(member) is not None}
         facts[section] = kept_members or None
     adaptations = data.get("adaptations")
@@ -179,24 +180,6 @@ def _machine(hardware: Any) -> dict[str, Any] | None:
         "load": {"busy": load.get("busy")} if isinstance(load, dict) and load.get("busy") is not None else None,
     }  # fmt: skip
     return {key: value for key, value in kept.items() if value is not None} or None
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _nonfinite_metric(metric: Any) -> bool:
-    """A metric whose figure is no finite number: a NaN or an infinity, spelled as a float or as text, or marked
-    `nonfinite` beside a null value by a writer that cannot store NaN."""
-    if isinstance(metric, dict):
-        return "nonfinite" in metric or _nonfinite_value(metric.get("value"))
-    return _nonfinite_value(metric)
-
-
-def _nonfinite_value(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower().lstrip("+-.") in ("nan", "inf", "infinity")
-    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _rate(metric: Any) -> Any:
@@ -236,10 +219,10 @@ def entry_row(entry: Entry) -> tuple:
         get("provenance.source"),
         get("hardware.hostname"),
         get("failure.class"),
-        _number(get("timings.wall_s")),
-        _number(get("timings.compile_s")),
-        _number(get("timings.first_step_s")),
-        _number(get("timings.step_s.median")),
+        finite_number(get("timings.wall_s")),
+        finite_number(get("timings.compile_s")),
+        finite_number(get("timings.first_step_s")),
+        finite_number(get("timings.step_s.median")),
         get("git.commit"),
         stored_json.dumps(entry.data),
     )
@@ -253,7 +236,7 @@ def child_rows(entry: Entry) -> dict[str, list[tuple]]:
     rows: dict[str, list[tuple]] = {table: [] for table in CHILD_TABLES}
     rows["tags"] = [(entry_id, tag) for tag in data.get("tags") or []]
     for name, value in (data.get("settings") or {}).items():
-        rows["settings"].append((entry_id, name, None if value is None else str(value), _number(value)))
+        rows["settings"].append((entry_id, name, None if value is None else str(value), finite_number(value)))
     rows["versions"] = [
         (entry_id, normalise_package(name), version) for name, version in (data.get("versions") or {}).items()
     ]
@@ -263,7 +246,7 @@ def child_rows(entry: Entry) -> dict[str, list[tuple]]:
                 (
                     entry_id,
                     name,
-                    _number(metric.get("value")),
+                    finite_number(metric.get("value")),
                     metric.get("unit"),
                     metric.get("phase"),
                     metric.get("better"),
@@ -271,8 +254,8 @@ def child_rows(entry: Entry) -> dict[str, list[tuple]]:
             )
     for name, value in (data.get("timings") or {}).items():
         seconds = value.get("median") if isinstance(value, dict) else value
-        if _number(seconds) is not None:
-            rows["timings"].append((entry_id, name, _number(seconds)))
+        if finite_number(seconds) is not None:
+            rows["timings"].append((entry_id, name, finite_number(seconds)))
     failure = data.get("failure")
     if isinstance(failure, dict) and failure:
         rows["failures"].append(
@@ -296,7 +279,7 @@ def child_rows(entry: Entry) -> dict[str, list[tuple]]:
                     accelerator.get("vendor"),
                     accelerator.get("name"),
                     accelerator.get("count"),
-                    _number(accelerator.get("memory_gb")),
+                    finite_number(accelerator.get("memory_gb")),
                 )
             )
     return rows
@@ -305,11 +288,3 @@ def child_rows(entry: Entry) -> dict[str, list[tuple]]:
 def normalise_package(name: str) -> str:
     """Distribution names compare as pip compares them: case and -/_/. do not matter."""
     return name.lower().replace("_", "-").replace(".", "-")
-
-
-def _number(value: Any) -> float | None:
-    """A number SQL may compare, sum and sort: NaN and the infinities (a diverged run) are kept in the front matter
-    only, where the entry shows them, never taken for a figure."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)

@@ -392,10 +392,12 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
 
     lines = [f"{'backend · mode':<20} {'passed':>14}  {'speed-up (geomean)':<24} {'compile cold/warm':<17}"]
     for row in found.rows:
-        compiles = " ".join(summary_compile_parts(row))
-        shown = speed(row.geomean, row.low, row.high, row.counted)
+        # A line breaks between the speed-up and the compile's pieces, never inside one ("2 min 10 s /", "45.2 s").
+        compiles = " ".join(_unbroken(part) for part in summary_compile_parts(row))
+        shown = _unbroken(speed(row.geomean, row.low, row.high, row.counted))
         said = f"{row.label:<20} {rate(row.completed, row.tried):>14}  {shown:<24} {compiles}"
-        lines += textwrap.wrap(said, WIDTH, subsequent_indent=" " * 4)
+        lines += [line.replace(_NO_BREAK, " ") for line in textwrap.wrap(
+            said, WIDTH, subsequent_indent=" " * 4, break_long_words=False, break_on_hyphens=False)]  # fmt: skip
         # The release the board's figures stand on (its current one); the lines below it, every release run.
         current = "current release" if len(row.releases) == 1 else "current releases"
         releases = f"; figures on the {current} {', '.join(row.releases)}" if row.releases else ""
@@ -424,6 +426,13 @@ def summary_lines(found: Summary, board: Board) -> list[str]:
             "workloads whose evidence is older than the newest release, or failed on it.")  # fmt: skip
     lines += ["", *textwrap.wrap(said, WIDTH)]
     return lines
+
+
+_NO_BREAK = "\u00a0"  # a space textwrap does not break at
+
+
+def _unbroken(text: str) -> str:
+    return text.replace(" ", _NO_BREAK)
 
 
 def summary_compile_parts(row: BackendSummary) -> list[str]:
