@@ -97,3 +97,18 @@ def test_a_summary_line_breaks_between_figures_never_inside_one(cold: float, war
     assert max(len(line) for line in lines) <= 80
     for piece in ("×1.55 [1.21, 2.13] n=3", f"{duration(cold)} /", duration(warm)):
         assert any(piece in line for line in lines[1:3]), (piece, lines)
+
+
+def test_no_workload_is_due_a_rerun_before_any_release_is_recorded(tmp_path) -> None:
+    """Due a rerun means newer than the evidence, or failed on it: with no release recorded nothing is due, whatever
+    the runs; once one is, a workload without a measured run on it is."""
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    for _ in range(3):
+        run(kb, "w1", "cuda", "eager", None, versions=cuda())  # completed, no figure
+    result = run_kb("--kb", str(kb.root), "board", "--summary", "--json")
+    (row,) = json_data(result.stdout)["rows"]
+    assert row["rerun_due"] == 0
+    assert "due a rerun" not in run_kb("--kb", str(kb.root), "board", "--summary").stdout
+    assert run_kb("--kb", str(kb.root), "release", "torch", "2.11.0").returncode == 0
+    (row,) = json_data(run_kb("--kb", str(kb.root), "board", "--summary", "--json").stdout)["rows"]
+    assert row["rerun_due"] == 1

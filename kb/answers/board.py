@@ -779,10 +779,10 @@ def _release_check(cell: Cell, run: dict[str, Any] | None, newest: LatestRelease
             cell.failure["entry"] if cell.failure else None,
             f"run on {cell.release} and failed: {failed}" + (f"; {cell.history}" if cell.history else ""),
         )
+    if latest is None:  # nothing to be newer than, with or without a run
+        return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
     if run is None:
         return Check(QUESTIONS[7], False, None, "no completed, measured run: " + (cell.note or "record one"))
-    if latest is None:
-        return Check(QUESTIONS[7], None, None, f"no release of {' or '.join(packages)} recorded (kb release)")
     versions = _versions(run)
     used = versions.get(latest["package"])
     if used is not None:
