@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.index import stored_json
-from kb.index.fulltext import document
+from kb.index.fulltext import document, packed
 from kb.model.entry import Entry
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
@@ -80,6 +80,7 @@ class Rows:
     id_line: int  # the line of the front matter's id, for a problem naming it
     entry: tuple  # ENTRY_COLUMNS
     words: tuple  # kb.index.fulltext.DEFAULT_FIELDS
+    packed: bytes  # the words as the index keeps its text (kb.index.fulltext.packed)
     children: dict[str, list[tuple]]  # CHILD_COLUMNS and DERIVED_COLUMNS, only the tables the entry has rows in
 
 
@@ -90,7 +91,8 @@ def rows_of(entry: Entry) -> Rows:
     children.update({table: [found] for table, found in derived.items() if found is not None})
     if derived["board_rows"] is not None and (versions := board_versions(entry, derived["board_rows"])):
         children["board_versions"] = versions
-    return Rows(entry.id, entry.lines.get(("id",), 1), row, tuple(document(entry).values()), children)
+    words = tuple(document(entry).values())
+    return Rows(entry.id, entry.lines.get(("id",), 1), row, words, packed(words), children)
 
 
 def board_row(entry: Entry, row: tuple) -> tuple | None:

@@ -485,7 +485,7 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tup
     _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])], cells)
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
-    fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
+    fulltext.insert(db, [(rowids[rows.id], rows.packed, *rows.words) for _, rows in batch])
     for table, columns in _ROW_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
     cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
