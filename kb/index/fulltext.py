@@ -21,13 +21,12 @@ token each: their punctuation is mapped to private-use characters, which FTS5 ke
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -134,20 +133,33 @@ def register(db: sqlite3.Connection) -> None:
 
 
 def packed(words: tuple[str, ...]) -> bytes:
-    """A document's fields (DEFAULT_FIELDS' order) as DOCUMENTS keeps them: compressed as one, which packs the
-    repeated words of a log far better than each field alone."""
-    return zlib.compress(json.dumps(words, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    """A document's fields (DEFAULT_FIELDS' order) as DOCUMENTS keeps them: a line of their lengths, then the fields
+    one after the other, compressed as one (which packs the repeated words of a log far better than each field
+    alone). Lengths, not separators: a field may hold any character."""
+    text = ",".join(str(len(word)) for word in words) + "\n" + "".join(words)
+    return zlib.compress(text.encode("utf-8", "surrogatepass"))
 
 
 def unpacked(document: bytes, at: int) -> str:
-    """One field of a packed document."""
-    return _fields(document)[at]
+    """One field of a packed document. The view asks for each field of a row in turn, so the row's document is
+    unpacked once: the last one is kept (compared, not hashed: a hash reads the whole document every time)."""
+    last = _last[0]
+    if last[0] != document:
+        last = (document, _fields(zlib.decompress(document).decode("utf-8", "surrogatepass")))
+        _last[0] = last  # whole: a thread reading the index beside this one sees one document or the other
+    return last[1][at]
 
 
-@lru_cache(maxsize=1)
-def _fields(document: bytes) -> list[str]:
-    # The view asks for each field of a row in turn: the row's document is unpacked once.
-    return json.loads(zlib.decompress(document).decode("utf-8", "surrogatepass"))
+def _fields(text: str) -> list[str]:
+    lengths, _, joined = text.partition("\n")
+    fields, start = [], 0
+    for length in map(int, lengths.split(",")):
+        fields.append(joined[start : start + length])
+        start += length
+    return fields
+
+
+_last: list[tuple[bytes, list[str]]] = [(b"", [])]
 
 
 # --- What is indexed ---------------------------------------------------------------------------------------------
