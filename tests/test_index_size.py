@@ -9,6 +9,8 @@ from pathlib import Path
 from test_fulltext import build, find, make, write
 
 from kb.index import fulltext
+from kb.index.db import connect, index_path
+from kb.index.sync import sync
 
 RUN = "2026-11-03-llama-neuron-eager-0a1b2c"
 LOG = "".join(
@@ -53,4 +55,23 @@ def test_an_edited_or_deleted_entry_leaves_none_of_its_words(tmp_path: Path) -> 
     write(kb, [])
     assert _terms(db) == set()
     assert db.execute(f"SELECT count(*) FROM {fulltext.DOCUMENTS}").fetchone() == (0,)
+    _integrity(db)
+
+
+def test_an_index_whose_words_kept_their_own_text_is_built_again(tmp_path: Path) -> None:
+    kb, db = build(tmp_path / "kb", [make(RUN, "llama on trainium", _body("flex"), backend="neuron")])
+    db.close()
+    old = sqlite3.connect(index_path(kb.cache_path))  # as the kb before the packed text left it
+    old.executescript(f"""
+        DROP TRIGGER entries_fulltext; DROP TABLE {fulltext.VOCABULARY}; DROP TABLE {fulltext.TABLE};
+        DROP VIEW {fulltext.TEXT}; DROP TABLE {fulltext.DOCUMENTS};
+        CREATE VIRTUAL TABLE {fulltext.TABLE} USING fts5({", ".join(fulltext.DEFAULT_FIELDS)});
+        UPDATE index_format SET format = 'before the packed text';
+    """)
+    old.close()
+    sync(kb)
+    db = connect(index_path(kb.cache_path))
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert f"{fulltext.TABLE}_content" not in tables and fulltext.DOCUMENTS in tables
+    assert [hit.snippet for hit in find(db, "unroll")] == ["The flex kernel would not **unroll**."]
     _integrity(db)
