@@ -113,7 +113,7 @@ def board_row(entry: Entry, row: tuple) -> tuple | None:
         category = "completed" if status == "completed" else "other"
     other = category == "other"
     failure = (failure_class or status or "unknown") if other else None
-    facts = None if other else stored_json.dumps(board_facts(entry.data))
+    facts = None if other else stored_json.dumps(board_facts(entry.data), compact=True)
     return (entry.id, recorded, workload, backend, mode, kind, status, category, failure, facts)
 
 
@@ -208,7 +208,7 @@ def entry_row(entry: Entry) -> tuple:
         _number(get("timings.first_step_s")),
         _number(get("timings.step_s.median")),
         get("git.commit"),
-        stored_json.dumps(entry.data),
+        stored_json.dumps(entry.data, compact=True),
     )
 
 
