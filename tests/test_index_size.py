@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_fulltext import build, find, make, write
 
-from kb.index import fulltext
+from kb.index import fulltext, schema
 from kb.index.db import connect, index_path
 from kb.index.sync import sync
 
@@ -75,3 +75,9 @@ def test_an_index_whose_words_kept_their_own_text_is_built_again(tmp_path: Path)
     assert f"{fulltext.TABLE}_content" not in tables and fulltext.DOCUMENTS in tables
     assert [hit.snippet for hit in find(db, "unroll")] == ["The flex kernel would not **unroll**."]
     _integrity(db)
+
+
+def test_a_new_index_has_pages_that_hold_several_entries(tmp_path: Path) -> None:
+    _, db = build(tmp_path / "kb", [make(RUN, "llama on trainium", _body("flex"), backend="neuron")])
+    assert db.execute("PRAGMA page_size").fetchone() == (schema.PAGE_SIZE,) == (16384,)
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -189,6 +189,8 @@ def _open(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     fulltext.register(conn)
     conn.execute("PRAGMA foreign_keys = ON")
+    # Before the log: a page size is set by the first write of a new file (a WAL file's included), never after.
+    conn.execute(f"PRAGMA page_size = {schema.PAGE_SIZE}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
