@@ -79,5 +79,5 @@ def test_an_index_whose_words_kept_their_own_text_is_built_again(tmp_path: Path)
 
 def test_a_new_index_has_pages_that_hold_several_entries(tmp_path: Path) -> None:
     _, db = build(tmp_path / "kb", [make(RUN, "llama on trainium", _body("flex"), backend="neuron")])
-    assert db.execute("PRAGMA page_size").fetchone() == (schema.PAGE_SIZE,) == (16384,)
+    assert db.execute("PRAGMA page_size").fetchone() == (schema.PAGE_SIZE,) == (8192,)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
