@@ -87,7 +87,7 @@ def test_the_joined_word_is_indexed_last_and_matched_only_beside_the_other_words
 def test_an_index_made_before_the_joined_classes_learns_them_on_the_next_sync(tmp_path: Path) -> None:
     kb, db = build(tmp_path / "kb", runs())
     db.close()
-    old = sqlite3.connect(index_path(kb.cache_path))  # as the kb before them left it: the class as words only
+    old = connect(index_path(kb.cache_path))  # as the kb before them left it: the class as words only
     old.execute("UPDATE fulltext SET failure = replace(failure, 'compiletimeout', '')")
     old.execute("UPDATE index_format SET format = 'older'")
     old.commit()

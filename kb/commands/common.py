@@ -14,6 +14,7 @@ from kb.store.knowledge_base import KnowledgeBase
 
 if TYPE_CHECKING:
     import sqlite3
+    from pathlib import Path
 
 
 def settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
@@ -22,6 +23,11 @@ def settle_orphan(kb: KnowledgeBase, entry: Entry) -> Entry:
     from ingest.killed import settle  # closing an entry takes the recorder's code, which few commands reach
 
     return settle(kb, entry)
+
+
+def waiting_note(lock: Path) -> None:
+    """What a command says when its sync has waited a while for another kb process's lock on the index."""
+    typer.echo(f"kb: waiting for another kb process that is updating the index ({lock})", err=True)
 
 
 def knowledge_base(ctx: typer.Context) -> KnowledgeBase:
@@ -34,7 +40,7 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     from kb.index.prepare import prepare
 
     kb = knowledge_base(ctx)
-    report = prepare(kb, settle=settle_orphan, stale_ok=True)
+    report = prepare(kb, settle=settle_orphan, stale_ok=True, waiting=waiting_note)
     if report.repaired:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
     if report.stale:

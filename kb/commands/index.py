@@ -16,10 +16,12 @@ def register(app: typer.Typer) -> None:
         Other commands list again only the folders whose status-change time (ctime) moved; this one lists every
         folder, for a file system whose folder times do not move (some FUSE mounts of object stores).
         """
-        from kb.commands.common import knowledge_base, report_problems, settle_orphan
+        from kb.commands.common import knowledge_base, report_problems, settle_orphan, waiting_note
         from kb.index.prepare import prepare
 
-        report = prepare(knowledge_base(ctx), settle=settle_orphan, rebuild=rebuild, every_folder=True)
+        report = prepare(
+            knowledge_base(ctx), settle=settle_orphan, rebuild=rebuild, every_folder=True, waiting=waiting_note
+        )
         report_problems(report.problems)
         typer.echo(f"Indexed: {report.summary()}")
 
@@ -31,15 +33,15 @@ def register(app: typer.Typer) -> None:
         of its own (Ctrl-C stops it) or in the background (`kb watch &`, stopped by `kill %1`); once it stops,
         commands check every file again.
         """
-        from kb.commands.common import knowledge_base, settle_orphan
+        from kb.commands.common import knowledge_base, settle_orphan, waiting_note
         from kb.index.prepare import prepare
         from kb.index.watch import watch
 
         kb = knowledge_base(ctx)
 
         def ready(folders: int) -> None:
-            report = prepare(kb, settle=settle_orphan)  # from the watcher's first journal on, commands look only at
-            # what changed
+            # from the watcher's first journal on, commands look only at what changed
+            report = prepare(kb, settle=settle_orphan, waiting=waiting_note)
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",

@@ -36,14 +36,15 @@ def register(app: typer.Typer) -> None:
             help="Publish even entries that `kb check --secrets` finds a credential in (for a private site).",
         ),
     ) -> None:
-        from kb.commands.common import knowledge_base, report_problems, settle_orphan
+        from kb.commands.common import knowledge_base, report_problems, settle_orphan, waiting_note
         from kb.website.build import build_site
 
         kb = knowledge_base(ctx)
         with _Pages() as progress:
             report = build_site(
-                kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets
-            )
+                kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets,
+                waiting=waiting_note,
+            )  # fmt: skip
         report_problems(report.problems)
         typer.echo(
             textwrap.fill(

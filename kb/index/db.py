@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kb.errors import DISK_FULL, NOT_WRITABLE, KbError
-from kb.index import schema
+from kb.index import fulltext, schema
 
 DB_NAME = "index.db"
 BUSY_TIMEOUT_MS = 30_000
@@ -61,6 +61,7 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
             conn = sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, isolation_level=None,
                                    check_same_thread=False)  # fmt: skip
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            fulltext.register(conn)
             conn.execute("SELECT count(*) FROM entries").fetchone()
             return conn
         except sqlite3.DatabaseError as exc:  # damaged, too: it cannot be rebuilt here
@@ -186,7 +187,10 @@ def reading(db: sqlite3.Connection) -> Iterator[None]:
 def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    fulltext.register(conn)
     conn.execute("PRAGMA foreign_keys = ON")
+    # Before the log: a page size is set by the first write of a new file (a WAL file's included), never after.
+    conn.execute(f"PRAGMA page_size = {schema.PAGE_SIZE}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt

@@ -1,9 +1,13 @@
 """Full-text search: an FTS5 table in the SQLite index, queried in Whoosh's query language.
 
 Each entry is one row of the `fulltext` table (its rowid is the entry's rowid in `entries`; a trigger deletes it
-with the entry), stemmed by FTS5's porter tokenizer and ranked by bm25 with one weight per column. What people
-type is parsed by `whoosh.qparser` (fields, aliases, phrases, AND/OR/NOT, grouping, wildcards) and the tree is
-compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). A query of plain words
+with the entry), stemmed by FTS5's porter tokenizer and ranked by bm25 with one weight per column. The table keeps
+only its words: the text it was given (what snippets are cut from, and what deleting a row must give back) is kept
+compressed, one zlib-packed document per entry (`DOCUMENTS`), and read through a view (`TEXT`) that unpacks it with
+a function every connection to the index registers (`register`): as FTS5's own copy it was a fifth of the index.
+
+What people type is parsed by `whoosh.qparser` (fields, aliases, phrases, AND/OR/NOT, grouping, wildcards) and the
+tree is compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). A query of plain words
 only (no field, quote, operator or wildcard) is read without importing whoosh, as Whoosh reads it (tests compare
 the two); anything with syntax goes through Whoosh's parser.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,6 +39,9 @@ if TYPE_CHECKING:
 
 TABLE = "fulltext"
 VOCABULARY = "fulltext_terms"  # fts5vocab over TABLE: one row per indexed (stemmed) term
+DOCUMENTS = "fulltext_documents"  # each entry's document, packed: rowid (the entry's), packed
+TEXT = "fulltext_text"  # the view over DOCUMENTS that is TABLE's content: rowid, then a column per field
+UNPACKED = "kb_unpacked"  # the SQL function of `unpacked`, which the TEXT view calls
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 # The columns, in table order, with their bm25 weights: every one is searched when a word names no field.
@@ -97,16 +105,61 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def schema_sql() -> list[str]:
-    """The statements that make the table, its vocabulary and the trigger that deletes a row with its entry."""
+    """The statements that make the table, its packed text and the view that unpacks it, its vocabulary, and the
+    trigger that deletes a row with its entry (an external-content table is told the words to drop: its text)."""
     columns = ", ".join(DEFAULT_FIELDS)
     weights = ", ".join(str(weight) for weight in DEFAULT_FIELDS.values())
+    unpacked = ", ".join(f"{UNPACKED}(packed, {at})" for at in range(len(DEFAULT_FIELDS)))
+    named = ", ".join(f"{UNPACKED}(packed, {at}) AS {name}" for at, name in enumerate(DEFAULT_FIELDS))
+    # The trigger unpacks the text itself: a trigger reading the view could not be parsed on a connection without
+    # the function, and SQLite parses every trigger to alter any table.
     return [
-        f"CREATE VIRTUAL TABLE {TABLE} USING fts5({columns}, tokenize = '{TOKENIZER}')",
+        f"CREATE TABLE {DOCUMENTS} (rowid INTEGER PRIMARY KEY, packed BLOB NOT NULL)",
+        f"CREATE VIEW {TEXT} AS SELECT rowid, {named} FROM {DOCUMENTS}",
+        f"CREATE VIRTUAL TABLE {TABLE} USING fts5({columns}, content = '{TEXT}', content_rowid = 'rowid', "
+        f"tokenize = '{TOKENIZER}')",
         f"INSERT INTO {TABLE} ({TABLE}, rank) VALUES ('rank', 'bm25({weights})')",
         f"CREATE VIRTUAL TABLE {VOCABULARY} USING fts5vocab({TABLE}, 'row')",
-        "CREATE TRIGGER entries_fulltext AFTER DELETE ON entries "
-        f"BEGIN DELETE FROM {TABLE} WHERE rowid = old.rowid; END",
+        "CREATE TRIGGER entries_fulltext AFTER DELETE ON entries BEGIN "
+        f"INSERT INTO {TABLE} ({TABLE}, rowid, {columns}) SELECT 'delete', rowid, {unpacked} FROM {DOCUMENTS} "
+        "WHERE rowid = old.rowid; "
+        f"DELETE FROM {DOCUMENTS} WHERE rowid = old.rowid; END",
     ]
+
+
+def register(db: sqlite3.Connection) -> None:
+    """Make the function the TEXT view calls known to a connection to the index (before it reads the text)."""
+    db.create_function(UNPACKED, 2, unpacked, deterministic=True)
+
+
+def packed(words: tuple[str, ...]) -> bytes:
+    """A document's fields (DEFAULT_FIELDS' order) as DOCUMENTS keeps them: a line of their lengths, then the fields
+    one after the other, compressed as one (which packs the repeated words of a log far better than each field
+    alone). Lengths, not separators: a field may hold any character."""
+    text = ",".join(str(len(word)) for word in words) + "\n" + "".join(words)
+    return zlib.compress(text.encode("utf-8", "surrogatepass"))
+
+
+def unpacked(document: bytes, at: int) -> str:
+    """One field of a packed document. The view asks for each field of a row in turn, so the row's document is
+    unpacked once: the last one is kept (compared, not hashed: a hash reads the whole document every time)."""
+    last = _last[0]
+    if last[0] != document:
+        last = (document, _fields(zlib.decompress(document).decode("utf-8", "surrogatepass")))
+        _last[0] = last  # whole: a thread reading the index beside this one sees one document or the other
+    return last[1][at]
+
+
+def _fields(text: str) -> list[str]:
+    lengths, _, joined = text.partition("\n")
+    fields, start = [], 0
+    for length in map(int, lengths.split(",")):
+        fields.append(joined[start : start + length])
+        start += length
+    return fields
+
+
+_last: list[tuple[bytes, list[str]]] = [(b"", [])]
 
 
 # --- What is indexed ---------------------------------------------------------------------------------------------
@@ -143,13 +196,14 @@ def document(entry: Entry) -> dict[str, str]:
 
 
 def insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
-    """Index entries that are in the `entries` table already: each of `rows` is an entry's rowid there, then its
-    document()'s values. The rowid is given, not selected: SQLite opens a savepoint for an INSERT ... SELECT (it may
-    write many rows), and FTS5 writes out its pending words at every savepoint, so each entry became a segment of
-    its own to merge (three times as long)."""
+    """Index entries that are in the `entries` table already: each of `rows` is an entry's rowid there, its
+    document()'s values packed (`packed`), then those values. The rowid is given, not selected: SQLite opens a
+    savepoint for an INSERT ... SELECT (it may write many rows), and FTS5 writes out its pending words at every
+    savepoint, so each entry became a segment of its own to merge (three times as long)."""
     columns = ", ".join(DEFAULT_FIELDS)
     marks = ", ".join("?" * len(DEFAULT_FIELDS))
-    db.executemany(f"INSERT INTO {TABLE} (rowid, {columns}) VALUES (?, {marks})", rows)
+    db.executemany(f"INSERT INTO {DOCUMENTS} (rowid, packed) VALUES (?, ?)", [row[:2] for row in rows])
+    db.executemany(f"INSERT INTO {TABLE} (rowid, {columns}) VALUES (?, {marks})", [(row[0], *row[2:]) for row in rows])
 
 
 def optimize(db: sqlite3.Connection) -> None:
@@ -707,12 +761,12 @@ def _clip(text: str) -> str:
 
 def count(db: sqlite3.Connection) -> int:
     """How many entries have text in the table (for consistency checks)."""
-    return db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+    return db.execute(f"SELECT count(*) FROM {DOCUMENTS}").fetchone()[0]
 
 
 def indexed_ids(db: sqlite3.Connection) -> set[str]:
     """The id of every entry with text in the table (for consistency checks)."""
-    return {row[0] for row in db.execute(f"SELECT e.id FROM {TABLE} f JOIN entries e ON e.rowid = f.rowid")}
+    return {row[0] for row in db.execute(f"SELECT e.id FROM {DOCUMENTS} f JOIN entries e ON e.rowid = f.rowid")}
 
 
 # --- When nothing is found --------------------------------------------------------------------------------------

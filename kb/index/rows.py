@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.index import stored_json
-from kb.index.fulltext import document
+from kb.index.fulltext import document, packed
 from kb.model.entry import Entry
 from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metric_nonfinite, nonfinite_word
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 3
+ROWS_VERSION = 4
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
@@ -84,6 +84,7 @@ class Rows:
     id_line: int  # the line of the front matter's id, for a problem naming it
     entry: tuple  # ENTRY_COLUMNS
     words: tuple  # kb.index.fulltext.DEFAULT_FIELDS
+    packed: bytes  # the words as the index keeps its text (kb.index.fulltext.packed)
     children: dict[str, list[tuple]]  # CHILD_COLUMNS and DERIVED_COLUMNS, only the tables the entry has rows in
 
 
@@ -94,7 +95,8 @@ def rows_of(entry: Entry) -> Rows:
     children.update({table: [found] for table, found in derived.items() if found is not None})
     if derived["board_rows"] is not None and (versions := board_versions(entry, derived["board_rows"])):
         children["board_versions"] = versions
-    return Rows(entry.id, entry.lines.get(("id",), 1), row, tuple(document(entry).values()), children)
+    words = tuple(document(entry).values())
+    return Rows(entry.id, entry.lines.get(("id",), 1), row, words, packed(words), children)
 
 
 def board_row(entry: Entry, row: tuple) -> tuple | None:
@@ -115,7 +117,7 @@ def board_row(entry: Entry, row: tuple) -> tuple | None:
         category = "completed" if status == "completed" else "other"
     other = category == "other"
     failure = (failure_class or status or "unknown") if other else None
-    facts = None if other else stored_json.dumps(board_facts(entry.data))
+    facts = None if other else stored_json.dumps(board_facts(entry.data), compact=True)
     return (entry.id, recorded, workload, backend, mode, kind, status, category, failure, facts)
 
 
@@ -224,7 +226,7 @@ def entry_row(entry: Entry) -> tuple:
         finite_number(get("timings.first_step_s")),
         finite_number(get("timings.step_s.median")),
         get("git.commit"),
-        stored_json.dumps(entry.data),
+        stored_json.dumps(entry.data, compact=True),
     )
 
 

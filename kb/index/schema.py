@@ -167,11 +167,18 @@ CREATE VIEW run_metrics AS
 GROWING_TABLES = (*CHILD_TABLES, "board_rows", "release_rows", "board_versions")
 
 
+# Bytes per page of a new index. An entry's row (its front matter as JSON: two kilobytes on average) fitted once in
+# SQLite's default 4 KiB page, leaving most of the rest empty; 8 KiB pages hold three: at 100,000 entries the
+# `entries` table took 247 MB, not 352, the index a tenth less in all. 16 KiB pages saved 21 MB more and cost the
+# board's reads a twentieth of their time.
+PAGE_SIZE = 8192
+
+
 def statements() -> list[str]:
     """Every statement that makes an empty index, in order."""
     return [statement.strip() for statement in _TABLES.split(";\n")] + fulltext.schema_sql()
 
 
 FORMAT = hashlib.sha256(
-    "\n".join([*statements(), f"rows {ROWS_VERSION}", f"entries {SCHEMA_VERSION}"]).encode()
+    "\n".join([*statements(), f"pages {PAGE_SIZE}", f"rows {ROWS_VERSION}", f"entries {SCHEMA_VERSION}"]).encode()
 ).hexdigest()[:16]

@@ -19,7 +19,6 @@ import errno
 import fcntl
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -60,8 +59,10 @@ BULK_ENTRIES = 2000
 # Parsed entries are written this many at a time, inside the sync's one transaction.
 WRITE_BATCH = 500
 POSITION_SLACK = 16 * 1024  # journal bytes a sync may leave to read again (about 500 commands' cookies)
-LOCK_NOTICE_S = 10.0
+LOCK_NOTICE_S = 10.0  # of waiting for another process's lock before `waiting` is told
 LOCK_POLL_S = 0.05
+# Told the lock's path when a sync has waited LOCK_NOTICE_S for another process that is updating the index.
+Waiting = Callable[[Path], None]
 _MANIFEST = "path, size, mtime_ns, ctime_ns, inode, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
@@ -96,9 +97,12 @@ class _Indexed:
     entry_id: str | None
 
 
-def sync(kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False) -> SyncReport:
+def sync(
+    kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False, waiting: Waiting | None = None
+) -> SyncReport:
     """Update the index from the entries folder; `rebuild` starts from nothing. `every_folder`: a full look lists
-    every folder, even one whose time vouches for the names it had (kb.index.look).
+    every folder, even one whose time vouches for the names it had (kb.index.look). `waiting` is told (once, with
+    the lock's path) when the sync has waited LOCK_NOTICE_S for another process that is updating the index.
 
     An index found damaged (or removed while in use) is rebuilt at once; a full or read-only disk is a KbError
     that names the file: the entries are untouched, and the next sync catches up.
@@ -109,7 +113,7 @@ def sync(kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False
         report = _verified(kb, index_path(cache))
         report.seconds = time.perf_counter() - started
         return report
-    with _storage_errors(index_path(cache)), _exclusive(cache / LOCK_NAME):
+    with _storage_errors(index_path(cache)), _exclusive(cache / LOCK_NAME, waiting):
         try:
             report = _update(kb, rebuild=rebuild, every_folder=every_folder)
         except Exception as exc:
@@ -485,7 +489,7 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tup
     _delete(db, [entry_id for entry_id, _ in _rowids(db, [rows.id for _, rows in batch])], cells)
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
-    fulltext.insert(db, [(rowids[rows.id], *rows.words) for _, rows in batch])
+    fulltext.insert(db, [(rowids[rows.id], rows.packed, *rows.words) for _, rows in batch])
     for table, columns in _ROW_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
     cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
@@ -560,12 +564,12 @@ def stored_problems(kb: KnowledgeBase, db: sqlite3.Connection | None = None) -> 
 
 
 @contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
+def _exclusive(path: Path, waiting: Waiting | None) -> Iterator[None]:
     """One indexer at a time; a second waits (it will then find little left to do).
 
     It waits as long as the holder lives: the kernel drops the lock when its process ends, however it ends,
     so a wait can only be long, never stale (a deadline made busy machines fail commands that would have
-    succeeded). A long wait says so once.
+    succeeded). A long wait is told to `waiting` once.
     """
     with open(path, "a") as handle:
         waited = time.monotonic()
@@ -576,7 +580,8 @@ def _exclusive(path: Path) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if not told and time.monotonic() - waited > LOCK_NOTICE_S:
-                    print(f"kb: waiting for another kb process that is updating the index ({path})", file=sys.stderr)
+                    if waiting is not None:
+                        waiting(path)
                     told = True
                 time.sleep(LOCK_POLL_S)
         try:

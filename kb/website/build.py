@@ -79,6 +79,7 @@ def build_site(
     progress: Progress | None = None,
     settle: Settle | None = None,
     allow_secrets: bool = False,
+    waiting: Callable[[Path], None] | None = None,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
     from kb.index import site as index_site
@@ -92,7 +93,7 @@ def build_site(
     _check_out(kb, out)
     base_url = normal_base_url(base_url)
     report = BuildReport(out)
-    prepare(kb, settle=settle)  # dead recorders' entries are published as killed, as kb ls shows them
+    prepare(kb, settle=settle, waiting=waiting)  # dead recorders' entries are published as killed, as kb ls shows them
     if not allow_secrets:
         refuse_secrets(kb)
     report.problems = stored_problems(kb)
