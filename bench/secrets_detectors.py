@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from data import (  # noqa: E402
     secrets_corpus,
     secrets_corpus_independent,
+    secrets_corpus_kingfisher,
     secrets_corpus_noseyparker,
 )
 from data.secrets_corpus import LookAlike, Secret  # noqa: E402
@@ -40,6 +41,7 @@ CORPORA: dict[str, tuple[list[Secret], list[LookAlike]]] = {
     "in-sample corpus": (secrets_corpus.SECRETS, secrets_corpus.LOOK_ALIKES),
     "independent corpus (tuned on)": (secrets_corpus_independent.SECRETS, secrets_corpus_independent.LOOK_ALIKES),
     "Nosey Parker corpus (tuned on)": (secrets_corpus_noseyparker.SECRETS, []),
+    "Kingfisher corpus (held out)": (secrets_corpus_kingfisher.SECRETS, []),
 }
 
 
