@@ -1,8 +1,9 @@
 """The texts every match of a regex holds, in lower case: a rule set without keywords (Nosey Parker's) gets them from
 its regexes, so that a rule is tried only on the lines holding one, as gitleaks' keywords are used.
 
-Read from the tree Python's own parser makes of the regex; a regex that needs no text of three characters or more
-(`[a-z0-9]{40}`) gets none."""
+Read from the tree Python's own parser makes of the regex; a regex that needs no text of three characters or more, nor
+a shorter one holding a character logs seldom hold (the `!` of a Salesforce session id), gets none
+(`[a-z0-9]{40}`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ except ImportError:  # Python 3.10
     import sre_parse as sre_parser
 
 SHORTEST = 3  # a keyword shorter than this is on most lines: no filter
+_SELDOM = frozenset("!$^`|~")  # unless it holds one of these
 _FEW = 4  # texts searched for one by one; more with a common start are searched for by that
 _MOST = 64  # alternatives followed through a regex at most (`[Aa][Bb]...` stays one string in lower case)
 Texts = frozenset[str]
@@ -24,7 +26,7 @@ Texts = frozenset[str]
 def required(pattern: str) -> Texts | None:
     """Texts one of which is in every match of `pattern` (a Python regex), lower-cased; None where there are none."""
     _, needed, _ = _sequence(list(sre_parser.parse(pattern)))
-    if not needed or min(map(len, needed)) < SHORTEST:
+    if not _filters(needed):
         return None
     common = os.path.commonprefix(sorted(needed))  # noqa: RUF071 (texts, not paths: character by character)
     if len(needed) > _FEW and len(common) >= SHORTEST:
@@ -32,9 +34,14 @@ def required(pattern: str) -> Texts | None:
     return frozenset(text for text in needed if not any(other != text and other in text for other in needed))
 
 
+def _filters(texts: Texts | None) -> bool:
+    """Whether a line holding one of the texts is rare enough to be worth searching for."""
+    return bool(texts) and all(len(text) >= SHORTEST or _SELDOM.intersection(text) for text in texts)
+
+
 def _better(a: Texts | None, b: Texts | None) -> Texts | None:
     """The set that filters more: longer shortest text, then fewer texts."""
-    if not b or min(map(len, b)) < SHORTEST:
+    if not _filters(b):
         return a
     if not a:
         return b
