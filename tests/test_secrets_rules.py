@@ -101,3 +101,19 @@ def test_a_commit_on_the_line_after_an_aws_key_id_is_kept_and_a_secret_key_besid
     assert digest not in [text[start:end] for start, end, _ in noseyparker.find(text)]
     text = f"{key_id} {digest}"
     assert digest in [text[start:end] for start, end, _ in noseyparker.find(text)]
+
+
+def test_a_refreshed_noseyparker_file_keeps_each_rule_as_written_without_its_examples() -> None:
+    import yaml
+
+    from kb.secrets import refresh
+
+    pattern = "(?x)\n\\b\n(ab_[a-z0-9]{20})  (?# token )\n\\b\n"
+    source = yaml.safe_dump(
+        {"rules": [{"name": "A", "id": "np.a.1", "pattern": pattern, "categories": ["secret"], "examples": ["x"]}]}
+    )
+    text = refresh.noseyparker_rules({"rules/a.yml": source}, "v0.1.0", "f" * 40, "2026-01-01")
+    assert yaml.safe_load(text)["rules"] == [
+        {"name": "A", "id": "np.a.1", "pattern": pattern, "categories": ["secret"]}
+    ]
+    assert "version: v0.1.0" in text.splitlines()[1] and "    (ab_[a-z0-9]{20})  (?# token )" in text
