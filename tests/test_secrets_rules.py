@@ -65,6 +65,15 @@ def test_every_secret_rule_of_the_vendored_noseyparker_file_compiles_without_war
     assert all(rule.keywords for rule in compiled)  # none is tried on every line: a long line costs each a search
 
 
+def test_the_stored_noseyparker_keywords_are_the_texts_each_regex_needs() -> None:
+    """Read when the file is refreshed: a change to kb.secrets.literals shows here until the file is refreshed."""
+    from kb.secrets import refresh
+
+    vendored = json.loads(noseyparker.RULES_FILE.read_text())
+    stale = [rule["id"] for rule in vendored["rules"] if rule["keywords"] != refresh.keywords(rule["pattern"])]
+    assert not stale, f"run: python -m kb.secrets.refresh noseyparker {vendored['vendored']['commit']}"
+
+
 @pytest.mark.parametrize(
     ("pattern", "needed"),
     [
@@ -114,10 +123,12 @@ def test_a_refreshed_noseyparker_file_keeps_each_rule_as_written_without_its_exa
         {"rules": [{"name": "A", "id": "np.a.1", "pattern": pattern, "categories": ["secret"], "examples": ["x"]}]}
     )
     vendored = json.loads(refresh.noseyparker_rules({"rules/a.yml": source}, "v0.1.0", "f" * 40, "2026-01-01"))
-    assert vendored["rules"] == [{"name": "A", "id": "np.a.1", "pattern": pattern, "categories": ["secret"]}]
+    assert vendored["rules"] == [
+        {"name": "A", "id": "np.a.1", "pattern": pattern, "categories": ["secret"], "keywords": ["ab_"]}
+    ]
     assert vendored["vendored"] == {
         "from": f"https://github.com/{refresh.NOSEYPARKER} {refresh.NOSEYPARKER_RULES}*.yml: each rule's name, id, "
-        "pattern, categories",
+        "pattern, categories, and the keywords its pattern needs",
         "version": "v0.1.0",
         "commit": "f" * 40,
         "date": "2026-01-01",

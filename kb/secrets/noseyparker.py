@@ -1,7 +1,8 @@
 """Nosey Parker's rule set (noseyparker.json beside this file, Apache-2.0) read as kb.secrets.rules reads rules: its
-regexes are Rust's, and it has no keywords, so each rule's are the texts its regex needs (kb.secrets.literals). A rule
-that needs none is tried on every line that can hold a token (kb.secrets.redact passes only those). Its rules match
-across lines (a command continued with `\\`, a Terraform block), so a rule is tried on two lines after its keyword's."""
+regexes are Rust's, and it has no keywords, so each rule's are the texts its regex needs (kb.secrets.literals, read
+when the file is refreshed and stored beside the rule). A rule that needs none is tried on every line that can hold a
+token (kb.secrets.redact passes only those). Its rules match across lines (a command continued with `\\`, a Terraform
+block), so a rule is tried on two lines after its keyword's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import functools
 import re
 from pathlib import Path
 
-from kb.secrets import literals
 from kb.secrets import rules as engine
 from kb.secrets.rules import Rule
 
@@ -23,11 +23,9 @@ def rules() -> tuple[Rule, ...]:
     found = []
     for rule in engine.read(RULES_FILE)["rules"]:
         if "secret" in rule.get("categories", ()):
-            keywords = literals.required(engine.translate(rule["pattern"])) or ()
+            keywords = tuple(rule["keywords"])
             groups = tuple(n for n, said in _groups(rule["pattern"]).items() if not _IDENTIFIER.search(said))
-            found.append(
-                Rule(rule["id"], rule["pattern"], tuple(sorted(keywords)), groups=groups, lines_after=2, allows=_KEPT)
-            )
+            found.append(Rule(rule["id"], rule["pattern"], keywords, groups=groups, lines_after=2, allows=_KEPT))
     return tuple(found)
 
 

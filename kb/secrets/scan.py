@@ -192,10 +192,10 @@ def _without_known(scan, path: Path) -> list[tuple[int, str]]:
 @functools.cache
 def _rules_digest() -> str:
     """What a cached scan depends on besides the file: the masking code and the vendored rules."""
-    from kb.secrets import gitleaks, literals, noseyparker, redact, rules
+    from kb.secrets import gitleaks, noseyparker, redact, rules
 
     digest = hashlib.sha256()
-    code = (redact, gitleaks, noseyparker, rules, literals)
+    code = (redact, gitleaks, noseyparker, rules)
     for path in (
         *(Path(module.__file__) for module in code),
         gitleaks.RULES_FILE,
