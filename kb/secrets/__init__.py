@@ -1,1 +1,2 @@
-"""Credential rules kept as data: gitleaks' maintained rule set, vendored with its version and licence."""
+"""Credential masking, with rules kept as data: gitleaks' and Nosey Parker's maintained rule sets, vendored with
+their versions and licences."""
