@@ -26,7 +26,7 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
     rows = db.execute(
         "SELECT id, front_matter FROM entries WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
     )
-    return {entry_id: stored_json.loads(text) for entry_id, text in rows}
+    return {entry_id: stored_json.unpacked(stored) for entry_id, stored in rows}
 
 
 def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[str, Any]]:
@@ -81,21 +81,37 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
             "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry_id = e.id AND v.package = ?) "
             "AS version, "
             "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
-            "AS better, e.step_s_median AS step_s, "
-            "json_extract(e.front_matter, '$.settings') AS settings, "
-            "json_extract(e.front_matter, '$.precision') AS precision, "
-            "json_extract(e.front_matter, '$.compile.cache') AS cache, "
-            "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
-            "json_extract(e.front_matter, '$.timings.device_sync') AS device_sync, "
+            "AS better, e.step_s_median AS step_s, e.front_matter, "
             "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
             [metric, metric, normalise_package(package), metric, workload],
         )
     )
     for row in rows:
-        for name in ("settings", "precision", "accelerators", "tags"):
-            row[name] = stored_json.loads(row[name]) if row[name] else None
+        data = stored_json.unpacked(row.pop("front_matter"))
+        for name, path in _TREND_SECTIONS.items():
+            row[name] = _member(data, path)
+        row["tags"] = stored_json.loads(row["tags"])
     return rows
+
+
+# What splits a trend's series apart, by the front matter's path to it.
+_TREND_SECTIONS = {
+    "settings": ("settings",),
+    "precision": ("precision",),
+    "cache": ("compile", "cache"),
+    "accelerators": ("hardware", "accelerators"),
+    "device_sync": ("timings", "device_sync"),
+}
+
+
+def _member(data: Any, path: tuple[str, ...]) -> Any:
+    """The value at `path` in a front matter, None where a section on the way is absent or not a mapping."""
+    for name in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(name)
+    return data
 
 
 def figure_names(db: sqlite3.Connection) -> list[str]:
@@ -327,7 +343,7 @@ def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> li
         )
     )
     for row in rows:
-        row["data"] = json.loads(row.pop("front_matter"))
+        row["data"] = json.loads(stored_json.unpacked_text(row.pop("front_matter")))
     return rows
 
 
@@ -371,21 +387,9 @@ def board_facts(stored: str | None) -> dict[str, Any] | None:
 
 
 def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none.
-    A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""
+    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none."""
     found: dict[str, dict[str, Any]] = {}
-    unreadable = []
-    for entry_id, valid, text in db.execute(
-        "SELECT id, json_valid(front_matter), CASE WHEN json_valid(front_matter) AND "
-        "json_type(front_matter, '$.hardware') = 'object' THEN json_extract(front_matter, '$.hardware') END "
-        "FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
-    ):
-        if not valid:
-            unreadable.append(entry_id)
-            continue
-        found[entry_id] = json.loads(text) if text else {}
-    for entry_id, data in front_matters(db, unreadable).items():
+    for entry_id, data in front_matters(db, ids).items():
         found[entry_id] = data["hardware"] if isinstance(data.get("hardware"), dict) else {}
     return found
 

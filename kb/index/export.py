@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb.index import stored_json
 from kb.model.entry import Entry
 from kb.store.reviews import reviews_of
 
@@ -52,11 +53,16 @@ def _ids(value: str | list[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else value  # a link's target is an id or a list of ids
 
 
+def _entry_row(row: tuple, entries: Path | None) -> tuple:
+    """An entries row with its front matter as the JSON text it was packed from."""
+    return (*row[:-1], stored_json.unpacked_text(row[-1]))
+
+
 def _decision_row(row: tuple, entries: Path | None) -> tuple:
     """The index holds only entries the schema accepts: the decision's own fields have the types it says. Its
     reviews are files beside it (kb.store.reviews), read from the entries folder."""
     entry_id, title, recorded, author, front_matter, path = row
-    data = json.loads(front_matter)
+    data = json.loads(stored_json.unpacked_text(front_matter))
     decision, links = data.get("decision") or {}, data.get("links") or {}
     found = reviews_of(Entry(data=data, path=entries / path if entries else None))
     reviews = [
@@ -110,6 +116,7 @@ TABLES: tuple[Table, ...] = (
         "SELECT id, path, title, kind, status, recorded, author, backend, mode, workload, task, model, source, "
         "host, failure_class, wall_s, compile_s, first_step_s, step_s_median, git_commit, front_matter "
         "FROM entries ORDER BY recorded, id",
+        _entry_row,
         batch_rows=2_000,  # a front matter is kilobytes: 2,000 of them are about as much as 20,000 metrics
         count_sql="SELECT count(*) FROM entries",
     ),

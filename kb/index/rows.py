@@ -18,11 +18,12 @@ from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metri
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 4
+ROWS_VERSION = 5
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
-    "host", "failure_class", "wall_s", "compile_s", "first_step_s", "step_s_median", "git_commit", "front_matter",
+    "host", "failure_class", "wall_s", "compile_s", "first_step_s", "step_s_median", "git_commit", "environment",
+    "attachments", "front_matter",
 )  # fmt: skip
 # The normalised tables' columns, in their rows' order.
 CHILD_COLUMNS = {
@@ -226,8 +227,19 @@ def entry_row(entry: Entry) -> tuple:
         finite_number(get("timings.first_step_s")),
         finite_number(get("timings.step_s.median")),
         get("git.commit"),
-        stored_json.dumps(entry.data, compact=True),
+        get("provenance.environment"),
+        _attachment_paths(get("attachments")),
+        stored_json.packed(entry.data),
     )
+
+
+def _attachment_paths(attachments: Any) -> str | None:
+    """The paths an entry's attachments list (`kb check` looks for each file), as a JSON list; none when it lists
+    none. The front matter is packed, so what a query reads of it is taken out here."""
+    if not isinstance(attachments, list):
+        return None
+    paths = [item["path"] for item in attachments if isinstance(item, dict) and isinstance(item.get("path"), str)]
+    return stored_json.dumps(paths) if paths else None
 
 
 _AT = {name: place for place, name in enumerate(ENTRY_COLUMNS)}

@@ -39,7 +39,9 @@ CREATE TABLE entries (
     first_step_s REAL,
     step_s_median REAL,
     git_commit TEXT,
-    front_matter TEXT NOT NULL
+    environment TEXT,
+    attachments TEXT,
+    front_matter BLOB NOT NULL
 );
 CREATE INDEX entries_recorded ON entries(recorded);
 CREATE INDEX entries_workload_backend ON entries(workload, backend, mode, recorded);

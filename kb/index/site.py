@@ -6,13 +6,11 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from kb.index import stored_json
 from kb.index.query import KINDS_COMPARED as _KINDS
 
 # Versions recorded with a run (not taken from the environment at record time): what a version facet counts.
-_RUN_VERSIONS = (
-    "entry_id NOT IN (SELECT id FROM entries WHERE json_extract(front_matter, '$.provenance.environment') = "
-    "'record_time')"
-)
+_RUN_VERSIONS = "entry_id NOT IN (SELECT id FROM entries WHERE environment = 'record_time')"
 # Entry columns a facet counts by.
 FACET_COLUMNS = frozenset({"kind", "status", "backend", "workload", "mode", "failure_class"})
 
@@ -32,7 +30,8 @@ def entry_files(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
 
 def front_matter(db: sqlite3.Connection, entry_id: str) -> tuple[str, str]:
     """(path, front matter as JSON) of one entry."""
-    return db.execute("SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]).fetchone()
+    path, stored = db.execute("SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]).fetchone()
+    return path, stored_json.unpacked_text(stored)
 
 
 def entry_count(db: sqlite3.Connection) -> int:
@@ -117,9 +116,12 @@ def trended_names(db: sqlite3.Connection, workload: str) -> list[str]:
 
 def decisions(db: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
     """(id, title, recorded, front matter as JSON) of every decision, newest first."""
-    return db.execute(
+    rows = db.execute(
         "SELECT id, title, recorded, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded DESC, id"
-    ).fetchall()
+    )
+    return [
+        (entry_id, title, recorded, stored_json.unpacked_text(stored)) for entry_id, title, recorded, stored in rows
+    ]
 
 
 def decision_paths(db: sqlite3.Connection) -> list[str]:

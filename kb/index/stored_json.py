@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from typing import Any
 
 _MARK = "\ufdd0"  # a Unicode noncharacter: no text a person wrote starts with it
@@ -36,6 +37,22 @@ def loads(text: str) -> Any:
     """What `dumps` wrote, NaN and the infinities as floats again."""
     data = json.loads(text)
     return _unmarked(data) if _MARK in text else data
+
+
+def packed(data: Any) -> bytes:
+    """`data` as the index keeps a front matter: its compact JSON (`dumps`), zlib-compressed (a twelfth of its bytes).
+    Read back in Python only (`unpacked_text`, `unpacked`): no SQL reads into it."""
+    return zlib.compress(dumps(data, compact=True).encode("utf-8", "surrogatepass"))
+
+
+def unpacked_text(stored: bytes) -> str:
+    """The JSON text `packed` compressed, as `dumps` wrote it."""
+    return zlib.decompress(stored).decode("utf-8", "surrogatepass")
+
+
+def unpacked(stored: bytes) -> Any:
+    """What `packed` was given, NaN and the infinities as floats again."""
+    return loads(unpacked_text(stored))
 
 
 # A string (left as it is) or a number json wrote for NaN or an infinity, outside any string.
