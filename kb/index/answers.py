@@ -47,12 +47,12 @@ def grouped_candidates(
     """Runs and reports matching a WHERE over `entries e` (kb.index.query.Filters), newest first, each with its
     group value (`by`: backend or mode, or the version of `package`) and whether it holds figures at all."""
     group = "v.version" if package else f"e.{by}"
-    join = "JOIN versions v ON v.entry_id = e.id AND v.package = ?" if package else ""
+    join = "JOIN versions v ON v.entry = e.n AND v.package = ?" if package else ""
     return _dicts(
         db.execute(
             f"SELECT e.id, e.path, e.recorded, e.status, e.kind, e.backend, e.mode, {group} AS grp, "
-            "(EXISTS (SELECT 1 FROM timings t WHERE t.entry_id = e.id) "
-            "OR EXISTS (SELECT 1 FROM metrics m WHERE m.entry_id = e.id)) AS has_figures "
+            "(EXISTS (SELECT 1 FROM timings t WHERE t.entry = e.n) "
+            "OR EXISTS (SELECT 1 FROM metrics m WHERE m.entry = e.n)) AS has_figures "
             f"FROM entries e {join} WHERE {where} AND e.kind IN ('run', 'report') AND {group} IS NOT NULL "
             "ORDER BY e.recorded DESC, e.id DESC",
             [*([normalise_package(package)] if package else []), *params],
@@ -75,14 +75,14 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
     rows = _dicts(
         db.execute(
             "SELECT e.id, e.recorded, e.backend, e.mode, e.status, e.kind, e.source, "
-            "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?), "
-            "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry_id = e.id AND t.name = ?)) "
+            "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry = e.n AND m.name = ?), "
+            "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry = e.n AND t.name = ?)) "
             "AS value, "
-            "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry_id = e.id AND v.package = ?) "
+            "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry = e.n AND v.package = ?) "
             "AS version, "
-            "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
+            "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry = e.n AND m.name = ?) "
             "AS better, e.step_s_median AS step_s, e.front_matter, "
-            "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
+            "(SELECT json_group_array(tag) FROM tags g WHERE g.entry = e.n) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
             [metric, metric, normalise_package(package), metric, workload],
         )
@@ -148,7 +148,8 @@ def evidence_versions(db: sqlite3.Connection, package: str, ids: list[str]) -> l
     return [
         row[0]
         for row in db.execute(
-            "SELECT version FROM versions WHERE package = ? AND entry_id IN (SELECT value FROM json_each(?))",
+            "SELECT v.version FROM versions v JOIN entries e ON e.n = v.entry "
+            "WHERE v.package = ? AND e.id IN (SELECT value FROM json_each(?))",
             [normalise_package(package), json.dumps(ids)],
         )
     ]
@@ -170,8 +171,8 @@ def figure_after(
         clauses.append(f"e.{key} = ?")
         params.append(value)
     return db.execute(
-        "SELECT e.id, COALESCE((SELECT value FROM metrics m WHERE m.entry_id = e.id AND m.name = ?), "
-        "(SELECT seconds FROM timings t WHERE t.entry_id = e.id AND t.name = ?)) AS v, e.recorded "
+        "SELECT e.id, COALESCE((SELECT value FROM metrics m WHERE m.entry = e.n AND m.name = ?), "
+        "(SELECT seconds FROM timings t WHERE t.entry = e.n AND t.name = ?)) AS v, e.recorded "
         f"FROM entries e WHERE {' AND '.join(clauses)} ORDER BY e.recorded, e.id",
         [name, name, *params],
     ).fetchall()
@@ -181,7 +182,7 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
     """evidence id -> [(decision id, decision title)] of the decisions that cite it."""
     found: dict[str, list[tuple[str, str]]] = {}
     for target, entry_id, title in db.execute(
-        "SELECT l.target, e.id, e.title FROM links l JOIN entries e ON e.id = l.entry_id "
+        "SELECT l.target, e.id, e.title FROM links l JOIN entries e ON e.n = l.entry "
         "WHERE l.role = 'evidence' AND e.kind = 'decision' ORDER BY e.recorded, e.id"
     ):
         found.setdefault(target, []).append((entry_id, title))
@@ -192,7 +193,8 @@ def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str
     """id -> {package (pip name): version} of the entries named."""
     found: dict[str, dict[str, str]] = {}
     for entry_id, package, version in db.execute(
-        "SELECT entry_id, package, version FROM versions WHERE entry_id IN (SELECT value FROM json_each(?))",
+        "SELECT e.id, v.package, v.version FROM versions v JOIN entries e ON e.n = v.entry "
+        "WHERE e.id IN (SELECT value FROM json_each(?))",
         [json.dumps(ids)],
     ):
         found.setdefault(entry_id, {})[package] = version
@@ -294,7 +296,8 @@ def cell_failures(db: sqlite3.Connection, workload: str | None = None) -> list[d
     )
     messages = dict(
         db.execute(
-            "SELECT entry_id, message FROM failures WHERE entry_id IN (SELECT value FROM json_each(?))",
+            "SELECT e.id, f.message FROM failures f JOIN entries e ON e.n = f.entry "
+            "WHERE e.id IN (SELECT value FROM json_each(?))",
             [json.dumps([row["entry"] for row in rows])],
         ).fetchall()
     )
@@ -336,7 +339,7 @@ def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> li
     rows = _dicts(
         db.execute(
             "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
-            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) AS failure_message, "
+            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry = e.n LIMIT 1) AS failure_message, "
             f"e.front_matter FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage') "
             "ORDER BY e.recorded DESC, e.id DESC",
             [workload] if workload is not None else [],

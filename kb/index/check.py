@@ -19,7 +19,7 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
     """(problems in file order, number of entry files checked); the index must be in sync."""
     found = stored_problems(kb, db)
     dangling = db.execute(
-        "SELECT e.path, l.role, l.target FROM links l JOIN entries e ON e.id = l.entry_id "
+        "SELECT e.path, l.role, l.target FROM links l JOIN entries e ON e.n = l.entry "
         "WHERE l.target NOT IN (SELECT id FROM entries) ORDER BY e.path, l.role"
     ).fetchall()
     for relative, role, target in dangling:

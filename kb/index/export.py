@@ -84,6 +84,11 @@ def _decision_row(row: tuple, entries: Path | None) -> tuple:
     )
 
 
+def _by_entry_id(table: str, columns: str) -> str:
+    """The rows of a table of entries' rows (`columns` of it), each with its entry's id in place of its number."""
+    return f"SELECT e.id AS entry_id, {columns} FROM {table} x JOIN entries e ON e.n = x.entry ORDER BY x.rowid"
+
+
 ENTRY_ID = Column("entry_id", "string", "the entry's id (entries.id)")
 
 TABLES: tuple[Table, ...] = (
@@ -131,13 +136,13 @@ TABLES: tuple[Table, ...] = (
             Column("phase", "string", "the phase it was measured in"),
             Column("better", "string", "higher or lower"),
         ),
-        "SELECT entry_id, name, value, unit, phase, better FROM metrics",
+        _by_entry_id("metrics", "name, value, unit, phase, better"),
     ),
     Table(
         "timings",
         "one row per entry and timed phase (a phase timed repeatedly gives its median)",
         (ENTRY_ID, Column("name", "string", "the phase, e.g. compile"), Column("seconds", "float64", "seconds")),
-        "SELECT entry_id, name, seconds FROM timings",
+        _by_entry_id("timings", "name, seconds"),
     ),
     Table(
         "versions",
@@ -147,7 +152,7 @@ TABLES: tuple[Table, ...] = (
             Column("package", "string", "the distribution, normalised as pip compares names: torch-neuronx"),
             Column("version", "string", "its version, e.g. 2.27.1"),
         ),
-        "SELECT entry_id, package, version FROM versions",
+        _by_entry_id("versions", "package, version"),
     ),
     Table(
         "failures",
@@ -160,13 +165,13 @@ TABLES: tuple[Table, ...] = (
             Column("phase", "string", "where it failed"),
             Column("assigned", "string", "auto (from a signature) or by a person"),
         ),
-        "SELECT entry_id, class, message, explanation, phase, assigned FROM failures",
+        _by_entry_id("failures", "class, message, explanation, phase, assigned"),
     ),
     Table(
         "tags",
         "one row per entry and tag",
         (ENTRY_ID, Column("tag", "string", "the tag")),
-        "SELECT entry_id, tag FROM tags",
+        _by_entry_id("tags", "tag"),
     ),
     Table(
         "settings",
@@ -177,7 +182,7 @@ TABLES: tuple[Table, ...] = (
             Column("value", "string", "its value as text"),
             Column("number", "float64", "its value when a number"),
         ),
-        "SELECT entry_id, name, value, number FROM settings",
+        _by_entry_id("settings", "name, value, number"),
     ),
     Table(
         "decisions",

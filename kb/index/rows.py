@@ -18,23 +18,24 @@ from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metri
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 5
+ROWS_VERSION = 6
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
     "host", "failure_class", "wall_s", "compile_s", "first_step_s", "step_s_median", "git_commit", "environment",
     "attachments", "front_matter",
 )  # fmt: skip
-# The normalised tables' columns, in their rows' order.
+# The normalised tables' columns, in their rows' order. `entry` is the entry's number in the index (entries.n), which
+# only the writing sync knows: the rows made here hold the entry's id in its place (kb.index.sync._write swaps it).
 CHILD_COLUMNS = {
-    "tags": ("entry_id", "tag"),
-    "settings": ("entry_id", "name", "value", "number"),
-    "versions": ("entry_id", "package", "version"),
-    "metrics": ("entry_id", "name", "value", "unit", "phase", "better"),
-    "timings": ("entry_id", "name", "seconds"),
-    "failures": ("entry_id", "class", "message", "explanation", "phase", "assigned"),
-    "links": ("entry_id", "role", "target"),
-    "accelerators": ("entry_id", "vendor", "name", "count", "memory_gb"),
+    "tags": ("entry", "tag"),
+    "settings": ("entry", "name", "value", "number"),
+    "versions": ("entry", "package", "version"),
+    "metrics": ("entry", "name", "value", "unit", "phase", "better"),
+    "timings": ("entry", "name", "seconds"),
+    "failures": ("entry", "class", "message", "explanation", "phase", "assigned"),
+    "links": ("entry", "role", "target"),
+    "accelerators": ("entry", "vendor", "name", "count", "memory_gb"),
 }
 CHILD_TABLES = tuple(CHILD_COLUMNS)
 BOARD_COLUMNS = ("entry_id", "recorded", "workload", "backend", "mode", "kind", "status", "category", "class", "facts")

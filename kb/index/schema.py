@@ -15,11 +15,13 @@ from kb.index import fulltext
 from kb.index.rows import CHILD_TABLES, ROWS_VERSION
 from kb.model.validation import SCHEMA_VERSION
 
-# The normalised tables' child rows go with their entry (ON DELETE CASCADE; a sync writing with the foreign keys
-# off deletes them itself, kb.index.sync._delete).
+# The normalised tables' rows name their entry by its number (`entries.n`, its rowid: a few bytes where its id takes
+# 56 characters, in the table and in each index on it). They go with their entry (ON DELETE CASCADE; a sync writing
+# with the foreign keys off deletes them itself, kb.index.sync._delete).
 _TABLES = """
 CREATE TABLE entries (
-    id TEXT PRIMARY KEY,
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     path TEXT NOT NULL,
     title TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -60,50 +62,50 @@ CREATE TABLE files (
 CREATE INDEX files_entry ON files(entry_id);
 CREATE TABLE problems (path TEXT NOT NULL, line INTEGER, field TEXT, message TEXT NOT NULL);
 CREATE INDEX problems_path ON problems(path);
-CREATE TABLE tags (entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE, tag TEXT NOT NULL);
-CREATE INDEX tags_tag ON tags(tag, entry_id);
+CREATE TABLE tags (entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE, tag TEXT NOT NULL);
+CREATE INDEX tags_tag ON tags(tag, entry);
 CREATE TABLE settings (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     name TEXT NOT NULL, value TEXT, number REAL
 );
 CREATE INDEX settings_name ON settings(name, number);
 CREATE TABLE versions (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     package TEXT NOT NULL, version TEXT NOT NULL
 );
-CREATE INDEX versions_package ON versions(package, version, entry_id);
+CREATE INDEX versions_package ON versions(package, version, entry);
 CREATE TABLE metrics (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT
 );
 CREATE INDEX metrics_name ON metrics(name, value);
 CREATE TABLE timings (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     name TEXT NOT NULL, seconds REAL
 );
 CREATE INDEX timings_name ON timings(name, seconds);
 CREATE TABLE failures (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     class TEXT, message TEXT, explanation TEXT, phase TEXT, assigned TEXT
 );
 CREATE INDEX failures_class ON failures(class);
 CREATE TABLE links (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     role TEXT NOT NULL, target TEXT NOT NULL
 );
 CREATE INDEX links_target ON links(target);
 CREATE TABLE accelerators (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     vendor TEXT, name TEXT, count INTEGER, memory_gb REAL
 );
-CREATE INDEX tags_entry ON tags(entry_id);
-CREATE INDEX settings_entry ON settings(entry_id);
-CREATE INDEX versions_entry ON versions(entry_id);
-CREATE INDEX metrics_entry ON metrics(entry_id);
-CREATE INDEX timings_entry ON timings(entry_id);
-CREATE INDEX failures_entry ON failures(entry_id);
-CREATE INDEX links_entry ON links(entry_id);
-CREATE INDEX accelerators_entry ON accelerators(entry_id);
+CREATE INDEX tags_entry ON tags(entry);
+CREATE INDEX settings_entry ON settings(entry);
+CREATE INDEX versions_entry ON versions(entry);
+CREATE INDEX metrics_entry ON metrics(entry);
+CREATE INDEX timings_entry ON timings(entry);
+CREATE INDEX failures_entry ON failures(entry);
+CREATE INDEX links_entry ON links(entry);
+CREATE INDEX accelerators_entry ON accelerators(entry);
 -- What the board reads of each run, report and coverage entry of a workload (kb/index/rows.py board_row): one narrow
 -- row each, so that `kb board` reads one row per candidate. Its category: completed or other (measured runs), report
 -- or coverage; class: of a measured run that did not complete, its failure class, else its status; facts: what the
@@ -157,12 +159,12 @@ CREATE VIEW latest_runs AS
 -- Runs that did not complete, with what went wrong.
 CREATE VIEW failed_runs AS
     SELECT e.id, e.recorded, e.workload, e.backend, e.mode, e.status, f.class, f.message, f.explanation
-    FROM entries e JOIN failures f ON f.entry_id = e.id
+    FROM entries e JOIN failures f ON f.entry = e.n
     WHERE e.status IN ('failed', 'killed', 'interrupted');
 -- One row per run and metric, for charts and pivots.
 CREATE VIEW run_metrics AS
     SELECT e.id, e.recorded, e.workload, e.backend, e.mode, m.name AS metric, m.value, m.unit, m.better
-    FROM entries e JOIN metrics m ON m.entry_id = e.id
+    FROM entries e JOIN metrics m ON m.entry = e.n
 """
 
 # Tables that only grow while a build writes: their indexes are made once at its end (kb.index.db.loading_in_bulk).

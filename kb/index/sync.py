@@ -500,7 +500,10 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tup
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
     fulltext.insert(db, [(rowids[rows.id], rows.packed, *rows.words) for _, rows in batch])
-    for table, columns in _ROW_COLUMNS.items():
+    for table, columns in CHILD_COLUMNS.items():  # each row's entry id swapped for the entry's number
+        numbered = [(rowids[row[0]], *row[1:]) for _, rows in batch for row in rows.children.get(table, ())]
+        _insert(db, table, columns, numbered)
+    for table, columns in DERIVED_COLUMNS.items():
         _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
     cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
 
@@ -513,13 +516,13 @@ def _delete(db: sqlite3.Connection, ids: list[str], cells: set[tuple]) -> None:
     for chunk in _chunks(ids):
         marks = ", ".join("?" * len(chunk))
         cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry_id IN ({marks})", chunk))
+    numbers = [(number,) for _, number in _rowids(db, ids)]
+    for table in CHILD_COLUMNS:
+        db.executemany(f"DELETE FROM {table} WHERE entry = ?", numbers)
     marks = [(entry_id,) for entry_id in ids]
-    for table in _ROW_COLUMNS:
+    for table in DERIVED_COLUMNS:
         db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
     db.executemany("DELETE FROM entries WHERE id = ?", marks)
-
-
-_ROW_COLUMNS = CHILD_COLUMNS | DERIVED_COLUMNS  # the tables of an entry's rows, by entry_id
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:
