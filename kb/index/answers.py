@@ -383,9 +383,9 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
     return rows
 
 
-def board_facts(stored: str | None) -> dict[str, Any] | None:
+def board_facts(stored: bytes | None) -> dict[str, Any] | None:
     """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
-    facts = stored_json.loads(stored) if stored else None
+    facts = stored_json.unpacked(stored) if stored else None
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 

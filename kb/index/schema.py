@@ -13,7 +13,7 @@ import hashlib
 
 from kb.index import fulltext
 from kb.index.rows import CHILD_TABLES, ROWS_VERSION
-from kb.model.validation import SCHEMA_VERSION
+from kb.model.validation import SCHEMA_VERSION, schema_path
 
 # The normalised tables' rows name their entry by its number (`entries.n`, its rowid: a few bytes where its id takes
 # 56 characters, in the table and in each index on it). They go with their entry (ON DELETE CASCADE; a sync writing
@@ -74,16 +74,16 @@ CREATE TABLE versions (
     package TEXT NOT NULL, version TEXT NOT NULL
 );
 CREATE INDEX versions_package ON versions(package, version, entry);
+-- Metrics and timings have no index by name: no query looks them up by name alone (the list of their names reads
+-- the whole table, as quick as reading a whole index of them).
 CREATE TABLE metrics (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT
 );
-CREATE INDEX metrics_name ON metrics(name, value);
 CREATE TABLE timings (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     name TEXT NOT NULL, seconds REAL
 );
-CREATE INDEX timings_name ON timings(name, seconds);
 CREATE TABLE failures (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     class TEXT, message TEXT, explanation TEXT, phase TEXT, assigned TEXT
@@ -109,11 +109,12 @@ CREATE INDEX accelerators_entry ON accelerators(entry);
 -- What the board reads of each run, report and coverage entry of a workload (kb/index/rows.py board_row): one narrow
 -- row each, so that `kb board` reads one row per candidate. Its category: completed or other (measured runs), report
 -- or coverage; class: of a measured run that did not complete, its failure class, else its status; facts: what the
--- board reads, as JSON in the front matter's shape (none for a run that did not complete).
+-- board reads, as JSON in the front matter's shape, packed as the front matter is (none for a run that did not
+-- complete).
 CREATE TABLE board_rows (
     entry_id TEXT PRIMARY KEY REFERENCES entries(id) ON DELETE CASCADE,
     recorded TEXT NOT NULL, workload TEXT NOT NULL, backend TEXT, mode TEXT,
-    kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts TEXT
+    kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts BLOB
 );
 CREATE INDEX board_rows_newest ON board_rows(workload, backend, mode, category, recorded, entry_id);
 CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, recorded, entry_id)
@@ -183,6 +184,9 @@ def statements() -> list[str]:
     return [statement.strip() for statement in _TABLES.split(";\n")] + fulltext.schema_sql()
 
 
+# The entry schema's file too: its names are the dictionary the front matter and the facts are packed with
+# (kb.index.stored_json.packed).
 FORMAT = hashlib.sha256(
     "\n".join([*statements(), f"pages {PAGE_SIZE}", f"rows {ROWS_VERSION}", f"entries {SCHEMA_VERSION}"]).encode()
+    + schema_path().read_bytes()
 ).hexdigest()[:16]
