@@ -5,6 +5,7 @@ or made before them and built again, and a dtype given only as `precision.dtype`
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -70,6 +71,7 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(varied: K
     sync(varied)
     expected = board_json(), board_json("--missing"), board_rows(varied)
     conn = sqlite3.connect(db.index_path(varied.cache_path))
+    conn.create_function("front_matter_text", 1, stored_json.unpacked_text)  # the front matter is packed
     with conn:  # the index as a kb from before the facts made it: built again, not migrated
         conn.execute("ALTER TABLE board_rows DROP COLUMN facts")
         conn.execute("DROP TABLE index_format")
@@ -88,10 +90,10 @@ def test_an_index_made_before_the_facts_gets_them_and_the_same_answers(varied: K
 def facts_of(kb: KnowledgeBase, entry_id: str) -> dict | None:
     conn = sqlite3.connect(db.index_path(kb.cache_path))
     try:
-        (stored,) = conn.execute("SELECT facts FROM board_rows WHERE entry_id = ?", [entry_id]).fetchone()
+        (text,) = conn.execute("SELECT facts FROM board_rows WHERE entry_id = ?", [entry_id]).fetchone()
     finally:
         conn.close()
-    return stored_json.unpacked(stored) if stored else None
+    return json.loads(text) if text else None
 
 
 def test_the_facts_hold_only_what_the_board_reads(varied: KnowledgeBase) -> None:
@@ -112,8 +114,10 @@ def test_an_index_with_the_facts_of_before_gets_the_leaner_ones(varied: Knowledg
     sync(varied)
     expected = board_json(), board_rows(varied)
     conn = sqlite3.connect(db.index_path(varied.cache_path))
+    conn.create_function("front_matter_text", 1, stored_json.unpacked_text)  # the front matter is packed
     with conn:  # facts holding more of each section (here the whole front matter)
-        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
+        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter_text(front_matter) FROM entries "
+                     "WHERE id = entry_id) "
                      "WHERE facts IS NOT NULL")  # fmt: skip
         conn.execute("UPDATE index_format SET format = 'older'")
     conn.close()
@@ -262,8 +266,10 @@ def test_the_board_answers_from_its_facts_as_from_the_whole_front_matter(traps: 
     asked = ("board", "--json"), ("board", "--missing", "--json"), ("board", "--summary", "--json")
     from_facts = [json_data(run_kb(*args).stdout) for args in asked]
     conn = sqlite3.connect(db.index_path(traps.cache_path))
+    conn.create_function("front_matter_text", 1, stored_json.unpacked_text)  # the front matter is packed
     with conn:
-        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter FROM entries WHERE id = entry_id) "
+        conn.execute("UPDATE board_rows SET facts = (SELECT front_matter_text(front_matter) FROM entries "
+                     "WHERE id = entry_id) "
                      "WHERE facts IS NOT NULL")  # fmt: skip
     conn.close()
     assert [json_data(run_kb(*args).stdout) for args in asked] == from_facts

@@ -70,17 +70,17 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
     """Each run or report of a workload with its value of a metric or timing, the package's version, the
     step time beside it and what splits series apart (mode, status, source, settings, precision, devices, cache,
     tags, the device sync that says whether its times are launch times)."""
-    # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
-    # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
+    # INDEXED BY: left to itself SQLite may look each entry's versions up through the by-package index,
+    # scanning every row of that package for every entry (quadratic: seconds at 10,000 entries).
     rows = _dicts(
         db.execute(
             "SELECT e.id, e.recorded, e.backend, e.mode, e.status, e.kind, e.source, "
-            "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry = e.n AND m.name = ?), "
-            "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry = e.n AND t.name = ?)) "
+            "COALESCE((SELECT value FROM metrics m WHERE m.entry = e.n AND m.name = ?), "
+            "(SELECT seconds FROM timings t WHERE t.entry = e.n AND t.name = ?)) "
             "AS value, "
             "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry = e.n AND v.package = ?) "
             "AS version, "
-            "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry = e.n AND m.name = ?) "
+            "(SELECT better FROM metrics m WHERE m.entry = e.n AND m.name = ?) "
             "AS better, e.step_s_median AS step_s, e.front_matter, "
             "(SELECT json_group_array(tag) FROM tags g WHERE g.entry = e.n) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
@@ -383,9 +383,9 @@ def board_entries(db: sqlite3.Connection, workload: str | None = None) -> list[d
     return rows
 
 
-def board_facts(stored: bytes | None) -> dict[str, Any] | None:
+def board_facts(stored: str | None) -> dict[str, Any] | None:
     """A board row's facts in the front matter's shape, absent sections left out as in the entry."""
-    facts = stored_json.unpacked(stored) if stored else None
+    facts = stored_json.loads(stored) if stored else None
     return {key: value for key, value in facts.items() if value is not None} if facts else None
 
 

@@ -84,9 +84,10 @@ def _decision_row(row: tuple, entries: Path | None) -> tuple:
     )
 
 
-def _by_entry_id(table: str, columns: str) -> str:
-    """The rows of a table of entries' rows (`columns` of it), each with its entry's id in place of its number."""
-    return f"SELECT e.id AS entry_id, {columns} FROM {table} x JOIN entries e ON e.n = x.entry ORDER BY x.rowid"
+def _by_entry_id(table: str, columns: str, order: str = "x.rowid") -> str:
+    """The rows of a table of entries' rows (`columns` of it), each with its entry's id in place of its number; in
+    the order they were written, or `order` for a table without rowids (by entry and name)."""
+    return f"SELECT e.id AS entry_id, {columns} FROM {table} x JOIN entries e ON e.n = x.entry ORDER BY {order}"
 
 
 ENTRY_ID = Column("entry_id", "string", "the entry's id (entries.id)")
@@ -136,13 +137,13 @@ TABLES: tuple[Table, ...] = (
             Column("phase", "string", "the phase it was measured in"),
             Column("better", "string", "higher or lower"),
         ),
-        _by_entry_id("metrics", "name, value, unit, phase, better"),
+        _by_entry_id("metrics", "name, value, unit, phase, better", "x.entry, x.name"),
     ),
     Table(
         "timings",
         "one row per entry and timed phase (a phase timed repeatedly gives its median)",
         (ENTRY_ID, Column("name", "string", "the phase, e.g. compile"), Column("seconds", "float64", "seconds")),
-        _by_entry_id("timings", "name, seconds"),
+        _by_entry_id("timings", "name, seconds", "x.entry, x.name"),
     ),
     Table(
         "versions",
@@ -182,7 +183,7 @@ TABLES: tuple[Table, ...] = (
             Column("value", "string", "its value as text"),
             Column("number", "float64", "its value when a number"),
         ),
-        _by_entry_id("settings", "name, value, number"),
+        _by_entry_id("settings", "name, value, number", "x.entry, x.name"),
     ),
     Table(
         "decisions",

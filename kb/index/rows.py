@@ -18,7 +18,7 @@ from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metri
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 7
+ROWS_VERSION = 8
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
@@ -119,7 +119,7 @@ def board_row(entry: Entry, row: tuple) -> tuple | None:
         category = "completed" if status == "completed" else "other"
     other = category == "other"
     failure = (failure_class or status or "unknown") if other else None
-    facts = None if other else stored_json.packed(board_facts(entry.data))
+    facts = None if other else stored_json.dumps(board_facts(entry.data), compact=True)
     return (entry.id, recorded, workload, backend, mode, kind, status, category, failure, facts)
 
 

@@ -64,26 +64,30 @@ CREATE TABLE problems (path TEXT NOT NULL, line INTEGER, field TEXT, message TEX
 CREATE INDEX problems_path ON problems(path);
 CREATE TABLE tags (entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE, tag TEXT NOT NULL);
 CREATE INDEX tags_tag ON tags(tag, entry);
+-- An entry's settings, metrics and timings are a mapping (one row per name): kept in the order of (entry, name),
+-- without a rowid, so that the table is its own index by entry. Metrics and timings have no index by name: no query
+-- looks them up by name alone (the list of their names reads the whole table, as quick as a whole index of them).
 CREATE TABLE settings (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
-    name TEXT NOT NULL, value TEXT, number REAL
-);
+    name TEXT NOT NULL, value TEXT, number REAL,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE INDEX settings_name ON settings(name, number);
 CREATE TABLE versions (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     package TEXT NOT NULL, version TEXT NOT NULL
 );
 CREATE INDEX versions_package ON versions(package, version, entry);
--- Metrics and timings have no index by name: no query looks them up by name alone (the list of their names reads
--- the whole table, as quick as reading a whole index of them).
 CREATE TABLE metrics (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
-    name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT
-);
+    name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE TABLE timings (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
-    name TEXT NOT NULL, seconds REAL
-);
+    name TEXT NOT NULL, seconds REAL,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE TABLE failures (
     entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     class TEXT, message TEXT, explanation TEXT, phase TEXT, assigned TEXT
@@ -99,22 +103,18 @@ CREATE TABLE accelerators (
     vendor TEXT, name TEXT, count INTEGER, memory_gb REAL
 );
 CREATE INDEX tags_entry ON tags(entry);
-CREATE INDEX settings_entry ON settings(entry);
 CREATE INDEX versions_entry ON versions(entry);
-CREATE INDEX metrics_entry ON metrics(entry);
-CREATE INDEX timings_entry ON timings(entry);
 CREATE INDEX failures_entry ON failures(entry);
 CREATE INDEX links_entry ON links(entry);
 CREATE INDEX accelerators_entry ON accelerators(entry);
 -- What the board reads of each run, report and coverage entry of a workload (kb/index/rows.py board_row): one narrow
 -- row each, so that `kb board` reads one row per candidate. Its category: completed or other (measured runs), report
 -- or coverage; class: of a measured run that did not complete, its failure class, else its status; facts: what the
--- board reads, as JSON in the front matter's shape, packed as the front matter is (none for a run that did not
--- complete).
+-- board reads, as JSON in the front matter's shape (none for a run that did not complete).
 CREATE TABLE board_rows (
     entry_id TEXT PRIMARY KEY REFERENCES entries(id) ON DELETE CASCADE,
     recorded TEXT NOT NULL, workload TEXT NOT NULL, backend TEXT, mode TEXT,
-    kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts BLOB
+    kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts TEXT
 );
 CREATE INDEX board_rows_newest ON board_rows(workload, backend, mode, category, recorded, entry_id);
 CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, recorded, entry_id)

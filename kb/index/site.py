@@ -109,9 +109,9 @@ def trended_names(db: sqlite3.Connection, workload: str) -> list[str]:
     return [
         row[0]
         for row in db.execute(
-            "SELECT DISTINCT m.name FROM entries e JOIN metrics m INDEXED BY metrics_entry ON m.entry = e.n "
+            "SELECT DISTINCT m.name FROM entries e JOIN metrics m ON m.entry = e.n "
             f"WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ({_KINDS}) "
-            "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t INDEXED BY timings_entry "
+            "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t "
             "ON t.entry = e.n WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
             f"AND e.kind IN ({_KINDS}) ORDER BY 1",
             [workload, workload],
