@@ -44,7 +44,8 @@ def cell(data: dict, label: str) -> dict:
 def board_rows(kb: KnowledgeBase) -> list[tuple]:
     conn = sqlite3.connect(db.index_path(kb.cache_path))
     try:
-        return conn.execute("SELECT * FROM board_rows ORDER BY entry_id").fetchall()
+        # each row but its entry's number, which is the index's own (an edited entry gets a new one)
+        return [row[1:] for row in conn.execute("SELECT * FROM board_rows ORDER BY entry_id")]
     finally:
         conn.close()
 

@@ -231,15 +231,15 @@ def cell_runs(
     (not `within`), each with that `version` (None within `versions`: one of them); all of them, with their version,
     when `versions` is None. `compiled`: only the completed runs with a compile time."""
     on = (
-        "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
+        "SELECT b.entry FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
         "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
     )
     chosen, params = "", []
     if versions is not None:
-        chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
+        chosen = f"AND r.entry {'' if within else 'NOT '}IN ({on})"
         params = [*cell, package or "", json.dumps(versions)]
     if compiled:
-        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.id = r.entry_id "
+        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.n = r.entry "
                    "AND e.compile_s IS NOT NULL)")  # fmt: skip
     # Within `versions` the release is known: each row's own version is not looked up.
     version, looked_up = ("NULL", []) if versions is not None and within else (_VERSION, [package or ""])
@@ -247,7 +247,7 @@ def cell_runs(
         db.execute(
             "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
             f"r.class, r.facts, {version} AS version, e.author, e.host FROM board_rows r "
-            "JOIN entries e ON e.id = r.entry_id WHERE r.workload = ? AND r.backend IS ? "
+            "JOIN entries e ON e.n = r.entry WHERE r.workload = ? AND r.backend IS ? "
             f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
             "ORDER BY r.recorded DESC, r.entry_id DESC",
             [*looked_up, *cell, *params],
@@ -256,7 +256,7 @@ def cell_runs(
     )
 
 
-_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND b.package = ? LIMIT 1)"
+_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry = r.entry AND b.package = ? LIMIT 1)"
 
 
 # -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):

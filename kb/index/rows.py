@@ -18,7 +18,7 @@ from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metri
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 8
+ROWS_VERSION = 9
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
@@ -47,6 +47,9 @@ DERIVED_COLUMNS = {
     "release_rows": RELEASE_COLUMNS,
     "board_versions": BOARD_VERSION_COLUMNS,
 }
+# The derived tables that also name their entry by its number (an `entry` column before these; the writing sync
+# knows it): the board's, which join the entry and each other by it.
+NUMBERED = ("board_rows", "board_versions")
 # The packages whose release is a backend's state, by backend (others: the package named as the backend), the first
 # one its runs record deciding: the board's "newest release" of a cell, and the checklist's "latest release".
 BACKEND_PACKAGES = {

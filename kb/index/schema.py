@@ -112,7 +112,8 @@ CREATE INDEX accelerators_entry ON accelerators(entry);
 -- or coverage; class: of a measured run that did not complete, its failure class, else its status; facts: what the
 -- board reads, as JSON in the front matter's shape (none for a run that did not complete).
 CREATE TABLE board_rows (
-    entry_id TEXT PRIMARY KEY REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER PRIMARY KEY REFERENCES entries(n) ON DELETE CASCADE,
+    entry_id TEXT NOT NULL,
     recorded TEXT NOT NULL, workload TEXT NOT NULL, backend TEXT, mode TEXT,
     kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts TEXT
 );
@@ -122,12 +123,13 @@ CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, r
 -- The versions of its backend's packages (kb/index/rows.py BACKEND_PACKAGES) each measured run records, beside its
 -- cell: the releases of a cell and the runs on one of them, read without reading the cell's other runs.
 CREATE TABLE board_versions (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
+    entry_id TEXT NOT NULL,
     workload TEXT NOT NULL, backend TEXT, mode TEXT, recorded TEXT NOT NULL, package TEXT NOT NULL,
     version TEXT NOT NULL
 );
 CREATE INDEX board_versions_cell ON board_versions(workload, backend, mode, package, version, recorded, entry_id);
-CREATE INDEX board_versions_entry ON board_versions(entry_id, package);
+CREATE INDEX board_versions_entry ON board_versions(entry, package);
 -- How many board rows each (workload, backend, mode, category, failure class) holds, made again from them for each
 -- cell a sync changed (kb.index.sync): the board reads one row per cell instead of every entry.
 CREATE TABLE board_cells (

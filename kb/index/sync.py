@@ -42,7 +42,7 @@ from kb.index.db import (
     store_format,
     stored_format,
 )
-from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, Rows
+from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, NUMBERED, Rows
 from kb.index.signature import Signature, as_stored
 from kb.store.knowledge_base import KnowledgeBase, is_text_name
 from kb.store.reading import leads_nowhere
@@ -504,7 +504,11 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tup
         numbered = [(rowids[row[0]], *row[1:]) for _, rows in batch for row in rows.children.get(table, ())]
         _insert(db, table, columns, numbered)
     for table, columns in DERIVED_COLUMNS.items():
-        _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
+        derived = [row for _, rows in batch for row in rows.children.get(table, ())]
+        if table in NUMBERED:  # the entry's number before its id
+            _insert(db, table, ("entry", *columns), [(rowids[row[0]], *row) for row in derived])
+        else:
+            _insert(db, table, columns, derived)
     cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
 
 
@@ -513,14 +517,14 @@ def _delete(db: sqlite3.Connection, ids: list[str], cells: set[tuple]) -> None:
     in to `cells`. A sync writes with the foreign keys off (looking up the entry of each of an entry's thirty-odd
     rows was a tenth of a build's writing), so it deletes those rows itself, as the schema's ON DELETE CASCADE
     would; a trigger drops the entries' words."""
-    for chunk in _chunks(ids):
-        marks = ", ".join("?" * len(chunk))
-        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry_id IN ({marks})", chunk))
     numbers = [(number,) for _, number in _rowids(db, ids)]
-    for table in CHILD_COLUMNS:
+    for chunk in _chunks([number for (number,) in numbers]):
+        marks = ", ".join("?" * len(chunk))
+        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry IN ({marks})", chunk))
+    for table in (*CHILD_COLUMNS, *NUMBERED):
         db.executemany(f"DELETE FROM {table} WHERE entry = ?", numbers)
     marks = [(entry_id,) for entry_id in ids]
-    for table in DERIVED_COLUMNS:
+    for table in set(DERIVED_COLUMNS) - set(NUMBERED):
         db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
     db.executemany("DELETE FROM entries WHERE id = ?", marks)
 
