@@ -100,11 +100,14 @@ def test_a_non_finite_figure_is_shown_as_such_and_never_judged(kb: KnowledgeBase
         values = [row[0] for row in db.execute("SELECT value FROM metrics WHERE name = 'tokens_per_s'")]
         numbers = [row[0] for row in db.execute("SELECT number FROM settings")]
         assert sorted(values, key=str) == [1200.0, None, None] and numbers == [None, None]
-        # What SQL reads of the front matter is valid JSON, also what it builds from it.
-        front = [row[0] for row in db.execute("SELECT front_matter FROM entries")]
+        # The front matter, unpacked, is valid JSON, also what SQL builds from it.
+        db.create_function("front_matter_text", 1, stored_json.unpacked_text)
+        front = [row[0] for row in db.execute("SELECT front_matter_text(front_matter) FROM entries")]
         assert all(db.execute("SELECT json_valid(?)", [text]).fetchone()[0] for text in front)
         built = db.execute(
-            "SELECT json(json_object('v', json_extract(front_matter, '$.metrics.tokens_per_s.value'))) FROM entries"
+            "SELECT json(json_object('v', json_extract(front_matter_text(front_matter), "
+            "'$.metrics.tokens_per_s.value'))) "
+            "FROM entries"
         ).fetchall()
         assert len(built) == 3
 

@@ -81,3 +81,38 @@ def test_a_new_index_has_pages_that_hold_several_entries(tmp_path: Path) -> None
     _, db = build(tmp_path / "kb", [make(RUN, "llama on trainium", _body("flex"), backend="neuron")])
     assert db.execute("PRAGMA page_size").fetchone() == (schema.PAGE_SIZE,) == (8192,)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_the_front_matter_is_kept_compressed_and_read_back_as_it_was(tmp_path: Path) -> None:
+    import json
+    import math
+
+    from kb.index import answers, stored_json
+
+    _, db = build(tmp_path / "kb", [make(RUN, "llama on trainium", _body("flex"), backend="neuron")])
+    (stored,) = db.execute("SELECT front_matter FROM entries").fetchone()
+    text = stored_json.unpacked_text(stored)
+    assert isinstance(stored, bytes)  # zlib-packed: no SQL reads into it
+    data = answers.front_matters(db, [RUN])[RUN]
+    assert data["id"] == RUN and data["backend"] == "neuron" and json.loads(text)["title"] == "llama on trainium"
+    for value in (math.nan, math.inf, "\ufdd0NaN", {"loss": [1.5, -math.inf]}):
+        back = stored_json.unpacked(stored_json.packed({"value": value}))["value"]
+        assert repr(back) == repr(value)
+
+
+def test_check_finds_an_attachment_that_is_not_there(tmp_path: Path) -> None:
+    from conftest import write_entry
+
+    from kb.index.check import problems
+    from kb.store.knowledge_base import KnowledgeBase
+
+    kb, _ = KnowledgeBase.init(tmp_path / "kb")
+    write_entry(kb, RUN, recorded="2026-11-03T10:00:00Z", status="completed",
+                attachments=[{"path": "kept.txt"}, {"path": "gone.txt"}])  # fmt: skip
+    (kb.entries_path / "kept.txt").write_text("here")
+    sync(kb)
+    db = connect(index_path(kb.cache_path))
+    found, _ = problems(kb, db)
+    assert [(p.field, p.message) for p in found] == [
+        ("attachments", "lists 'gone.txt', which is not there: restore the file or remove it from the list")
+    ]

@@ -4,7 +4,6 @@ snippets cut in the ranking query, the validator without locals()."""
 from __future__ import annotations
 
 import ast
-import json
 import signal
 import sqlite3
 import subprocess
@@ -17,7 +16,7 @@ from conftest import json_data, run_kb, write_entry
 
 from bench.generate import generate
 from kb.cli import COMMANDS
-from kb.index import fulltext, look, parse, sync
+from kb.index import fulltext, look, parse, stored_json, sync
 from kb.index.db import connect, index_path
 from kb.index.query import Filters, search
 from kb.model import validation as schema
@@ -86,7 +85,8 @@ def test_each_column_of_an_entries_row_holds_its_own_field(kb: KnowledgeBase) ->
     # The workers make the row as a tuple, matched to its columns by position: a swap would go unseen otherwise.
     write_entry(kb, "2026-05-01-run-000000", "A title", recorded="2026-05-01T10:00:00Z", status="failed", author="ada",
                 backend="neuron", mode="compiled", workload={"name": "w", "task": "train", "model": "LSTM"},
-                provenance={"source": "measured"}, hardware={"hostname": "h1"}, failure={"class": "oom"},
+                provenance={"source": "measured", "environment": "record_time"}, hardware={"hostname": "h1"},
+                failure={"class": "oom"}, attachments=[{"path": "a.txt"}],
                 timings={"wall_s": 1.5, "compile_s": 2.5, "first_step_s": 3.5, "step_s": {"median": 4.5}},
                 git={"commit": "abc123"})  # fmt: skip
     sync.sync(kb)
@@ -96,13 +96,13 @@ def test_each_column_of_an_entries_row_holds_its_own_field(kb: KnowledgeBase) ->
         row = dict(db.execute("SELECT * FROM entries").fetchone())
     finally:
         db.close()
-    assert json.loads(row.pop("front_matter"))["hardware"] == {"hostname": "h1"}
+    assert stored_json.unpacked(row.pop("front_matter"))["hardware"] == {"hostname": "h1"}
     assert row == {
-        "id": "2026-05-01-run-000000", "path": "2026-05-01-run-000000.md", "title": "A title", "kind": "run",
+        "n": 1, "id": "2026-05-01-run-000000", "path": "2026-05-01-run-000000.md", "title": "A title", "kind": "run",
         "status": "failed", "recorded": "2026-05-01T10:00:00Z", "author": "ada", "backend": "neuron",
         "mode": "compiled", "workload": "w", "task": "train", "model": "LSTM", "source": "measured", "host": "h1",
         "failure_class": "oom", "wall_s": 1.5, "compile_s": 2.5, "first_step_s": 3.5, "step_s_median": 4.5,
-        "git_commit": "abc123",
+        "git_commit": "abc123", "environment": "record_time", "attachments": '["a.txt"]',
     }  # fmt: skip
 
 
@@ -127,7 +127,7 @@ def test_an_edit_or_a_deletion_leaves_no_rows_of_entries_gone(kb: KnowledgeBase)
     db = connect(index_path(kb.cache_path))
     try:
         for table in ("tags", "settings", "versions", "metrics", "timings", "failures", "links", "accelerators"):
-            assert not db.execute(f"SELECT * FROM {table} WHERE entry_id NOT IN (SELECT id FROM entries)").fetchall()
+            assert not db.execute(f"SELECT * FROM {table} WHERE entry NOT IN (SELECT n FROM entries)").fetchall()
         assert db.execute("SELECT tag FROM tags").fetchall() == [("new",)]
         assert db.execute("SELECT name, number FROM settings").fetchall() == [("batch", 8.0)]
         assert db.execute("SELECT class FROM failures").fetchall() == [("oom",)]

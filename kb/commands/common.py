@@ -38,9 +38,10 @@ def synced(ctx: typer.Context) -> tuple[KnowledgeBase, sqlite3.Connection]:
     """The knowledge base prepared for reading (kb.index.prepare), and the index."""
     from kb.index.db import connect, connect_read_only, index_path
     from kb.index.prepare import prepare
+    from kb.terminal.progress import counted
 
     kb = knowledge_base(ctx)
-    report = prepare(kb, settle=settle_orphan, stale_ok=True, waiting=waiting_note)
+    report = prepare(kb, settle=settle_orphan, stale_ok=True, waiting=waiting_note, progress=counted)
     if report.repaired:
         typer.echo(f"kb: the index was damaged ({report.repaired}); rebuilt it from the entries", err=True)
     if report.stale:

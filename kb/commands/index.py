@@ -18,9 +18,15 @@ def register(app: typer.Typer) -> None:
         """
         from kb.commands.common import knowledge_base, report_problems, settle_orphan, waiting_note
         from kb.index.prepare import prepare
+        from kb.terminal.progress import counted
 
         report = prepare(
-            knowledge_base(ctx), settle=settle_orphan, rebuild=rebuild, every_folder=True, waiting=waiting_note
+            knowledge_base(ctx),
+            settle=settle_orphan,
+            rebuild=rebuild,
+            every_folder=True,
+            waiting=waiting_note,
+            progress=counted,
         )
         report_problems(report.problems)
         typer.echo(f"Indexed: {report.summary()}")
@@ -36,12 +42,13 @@ def register(app: typer.Typer) -> None:
         from kb.commands.common import knowledge_base, settle_orphan, waiting_note
         from kb.index.prepare import prepare
         from kb.index.watch import watch
+        from kb.terminal.progress import counted
 
         kb = knowledge_base(ctx)
 
         def ready(folders: int) -> None:
             # from the watcher's first journal on, commands look only at what changed
-            report = prepare(kb, settle=settle_orphan, waiting=waiting_note)
+            report = prepare(kb, settle=settle_orphan, waiting=waiting_note, progress=counted)
             typer.echo(
                 f"kb: watching {folders} folders under {kb.entries_path} ({report.summary()}); "
                 "commands now look only at the files that change.",

@@ -37,13 +37,14 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         from kb.commands.common import knowledge_base, report_problems, settle_orphan, waiting_note
+        from kb.terminal.progress import counted
         from kb.website.build import build_site
 
         kb = knowledge_base(ctx)
         with _Pages() as progress:
             report = build_site(
                 kb, out, base_url=base_url, progress=progress, settle=settle_orphan, allow_secrets=allow_secrets,
-                waiting=waiting_note,
+                waiting=waiting_note, indexing=counted,
             )  # fmt: skip
         report_problems(report.problems)
         typer.echo(

@@ -26,7 +26,7 @@ def front_matters(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str,
     rows = db.execute(
         "SELECT id, front_matter FROM entries WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
     )
-    return {entry_id: stored_json.loads(text) for entry_id, text in rows}
+    return {entry_id: stored_json.unpacked(stored) for entry_id, stored in rows}
 
 
 def releases(db: sqlite3.Connection, package: str | None = None) -> list[dict[str, Any]]:
@@ -47,12 +47,12 @@ def grouped_candidates(
     """Runs and reports matching a WHERE over `entries e` (kb.index.query.Filters), newest first, each with its
     group value (`by`: backend or mode, or the version of `package`) and whether it holds figures at all."""
     group = "v.version" if package else f"e.{by}"
-    join = "JOIN versions v ON v.entry_id = e.id AND v.package = ?" if package else ""
+    join = "JOIN versions v ON v.entry = e.n AND v.package = ?" if package else ""
     return _dicts(
         db.execute(
             f"SELECT e.id, e.path, e.recorded, e.status, e.kind, e.backend, e.mode, {group} AS grp, "
-            "(EXISTS (SELECT 1 FROM timings t WHERE t.entry_id = e.id) "
-            "OR EXISTS (SELECT 1 FROM metrics m WHERE m.entry_id = e.id)) AS has_figures "
+            "(EXISTS (SELECT 1 FROM timings t WHERE t.entry = e.n) "
+            "OR EXISTS (SELECT 1 FROM metrics m WHERE m.entry = e.n)) AS has_figures "
             f"FROM entries e {join} WHERE {where} AND e.kind IN ('run', 'report') AND {group} IS NOT NULL "
             "ORDER BY e.recorded DESC, e.id DESC",
             [*([normalise_package(package)] if package else []), *params],
@@ -70,32 +70,48 @@ def trend_rows(db: sqlite3.Connection, metric: str, workload: str, package: str)
     """Each run or report of a workload with its value of a metric or timing, the package's version, the
     step time beside it and what splits series apart (mode, status, source, settings, precision, devices, cache,
     tags, the device sync that says whether its times are launch times)."""
-    # INDEXED BY: left to itself SQLite may look each entry's figures up through the by-name indexes,
-    # scanning every row of that name for every entry (quadratic: seconds at 10,000 entries).
+    # INDEXED BY: left to itself SQLite may look each entry's versions up through the by-package index,
+    # scanning every row of that package for every entry (quadratic: seconds at 10,000 entries).
     rows = _dicts(
         db.execute(
             "SELECT e.id, e.recorded, e.backend, e.mode, e.status, e.kind, e.source, "
-            "COALESCE((SELECT value FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?), "
-            "(SELECT seconds FROM timings t INDEXED BY timings_entry WHERE t.entry_id = e.id AND t.name = ?)) "
+            "COALESCE((SELECT value FROM metrics m WHERE m.entry = e.n AND m.name = ?), "
+            "(SELECT seconds FROM timings t WHERE t.entry = e.n AND t.name = ?)) "
             "AS value, "
-            "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry_id = e.id AND v.package = ?) "
+            "(SELECT version FROM versions v INDEXED BY versions_entry WHERE v.entry = e.n AND v.package = ?) "
             "AS version, "
-            "(SELECT better FROM metrics m INDEXED BY metrics_entry WHERE m.entry_id = e.id AND m.name = ?) "
-            "AS better, e.step_s_median AS step_s, "
-            "json_extract(e.front_matter, '$.settings') AS settings, "
-            "json_extract(e.front_matter, '$.precision') AS precision, "
-            "json_extract(e.front_matter, '$.compile.cache') AS cache, "
-            "json_extract(e.front_matter, '$.hardware.accelerators') AS accelerators, "
-            "json_extract(e.front_matter, '$.timings.device_sync') AS device_sync, "
-            "(SELECT json_group_array(tag) FROM tags g WHERE g.entry_id = e.id) AS tags "
+            "(SELECT better FROM metrics m WHERE m.entry = e.n AND m.name = ?) "
+            "AS better, e.step_s_median AS step_s, e.front_matter, "
+            "(SELECT json_group_array(tag) FROM tags g WHERE g.entry = e.n) AS tags "
             "FROM entries e WHERE e.workload = ? AND e.kind IN ('run', 'report') ORDER BY e.recorded, e.id",
             [metric, metric, normalise_package(package), metric, workload],
         )
     )
     for row in rows:
-        for name in ("settings", "precision", "accelerators", "tags"):
-            row[name] = stored_json.loads(row[name]) if row[name] else None
+        data = stored_json.unpacked(row.pop("front_matter"))
+        for name, path in _TREND_SECTIONS.items():
+            row[name] = _member(data, path)
+        row["tags"] = stored_json.loads(row["tags"])
     return rows
+
+
+# What splits a trend's series apart, by the front matter's path to it.
+_TREND_SECTIONS = {
+    "settings": ("settings",),
+    "precision": ("precision",),
+    "cache": ("compile", "cache"),
+    "accelerators": ("hardware", "accelerators"),
+    "device_sync": ("timings", "device_sync"),
+}
+
+
+def _member(data: Any, path: tuple[str, ...]) -> Any:
+    """The value at `path` in a front matter, None where a section on the way is absent or not a mapping."""
+    for name in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(name)
+    return data
 
 
 def figure_names(db: sqlite3.Connection) -> list[str]:
@@ -132,7 +148,8 @@ def evidence_versions(db: sqlite3.Connection, package: str, ids: list[str]) -> l
     return [
         row[0]
         for row in db.execute(
-            "SELECT version FROM versions WHERE package = ? AND entry_id IN (SELECT value FROM json_each(?))",
+            "SELECT v.version FROM versions v JOIN entries e ON e.n = v.entry "
+            "WHERE v.package = ? AND e.id IN (SELECT value FROM json_each(?))",
             [normalise_package(package), json.dumps(ids)],
         )
     ]
@@ -154,8 +171,8 @@ def figure_after(
         clauses.append(f"e.{key} = ?")
         params.append(value)
     return db.execute(
-        "SELECT e.id, COALESCE((SELECT value FROM metrics m WHERE m.entry_id = e.id AND m.name = ?), "
-        "(SELECT seconds FROM timings t WHERE t.entry_id = e.id AND t.name = ?)) AS v, e.recorded "
+        "SELECT e.id, COALESCE((SELECT value FROM metrics m WHERE m.entry = e.n AND m.name = ?), "
+        "(SELECT seconds FROM timings t WHERE t.entry = e.n AND t.name = ?)) AS v, e.recorded "
         f"FROM entries e WHERE {' AND '.join(clauses)} ORDER BY e.recorded, e.id",
         [name, name, *params],
     ).fetchall()
@@ -165,7 +182,7 @@ def citing_decisions(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]
     """evidence id -> [(decision id, decision title)] of the decisions that cite it."""
     found: dict[str, list[tuple[str, str]]] = {}
     for target, entry_id, title in db.execute(
-        "SELECT l.target, e.id, e.title FROM links l JOIN entries e ON e.id = l.entry_id "
+        "SELECT l.target, e.id, e.title FROM links l JOIN entries e ON e.n = l.entry "
         "WHERE l.role = 'evidence' AND e.kind = 'decision' ORDER BY e.recorded, e.id"
     ):
         found.setdefault(target, []).append((entry_id, title))
@@ -176,7 +193,8 @@ def entry_versions(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str
     """id -> {package (pip name): version} of the entries named."""
     found: dict[str, dict[str, str]] = {}
     for entry_id, package, version in db.execute(
-        "SELECT entry_id, package, version FROM versions WHERE entry_id IN (SELECT value FROM json_each(?))",
+        "SELECT e.id, v.package, v.version FROM versions v JOIN entries e ON e.n = v.entry "
+        "WHERE e.id IN (SELECT value FROM json_each(?))",
         [json.dumps(ids)],
     ):
         found.setdefault(entry_id, {})[package] = version
@@ -213,15 +231,15 @@ def cell_runs(
     (not `within`), each with that `version` (None within `versions`: one of them); all of them, with their version,
     when `versions` is None. `compiled`: only the completed runs with a compile time."""
     on = (
-        "SELECT b.entry_id FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
+        "SELECT b.entry FROM board_versions b WHERE b.workload = ? AND b.backend IS ? AND b.mode IS ? "
         "AND b.package = ? AND b.version IN (SELECT value FROM json_each(?))"
     )
     chosen, params = "", []
     if versions is not None:
-        chosen = f"AND r.entry_id {'' if within else 'NOT '}IN ({on})"
+        chosen = f"AND r.entry {'' if within else 'NOT '}IN ({on})"
         params = [*cell, package or "", json.dumps(versions)]
     if compiled:
-        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.id = r.entry_id "
+        chosen += (" AND r.category = 'completed' AND EXISTS (SELECT 1 FROM entries e WHERE e.n = r.entry "
                    "AND e.compile_s IS NOT NULL)")  # fmt: skip
     # Within `versions` the release is known: each row's own version is not looked up.
     version, looked_up = ("NULL", []) if versions is not None and within else (_VERSION, [package or ""])
@@ -229,7 +247,7 @@ def cell_runs(
         db.execute(
             "SELECT r.entry_id AS id, r.recorded, r.workload, r.backend, r.mode, r.kind, r.status, r.category, "
             f"r.class, r.facts, {version} AS version, e.author, e.host FROM board_rows r "
-            "JOIN entries e ON e.id = r.entry_id WHERE r.workload = ? AND r.backend IS ? "
+            "JOIN entries e ON e.n = r.entry WHERE r.workload = ? AND r.backend IS ? "
             f"AND r.mode IS ? AND r.category IN ('completed', 'other') {chosen} "
             "ORDER BY r.recorded DESC, r.entry_id DESC",
             [*looked_up, *cell, *params],
@@ -238,7 +256,7 @@ def cell_runs(
     )
 
 
-_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry_id = r.entry_id AND b.package = ? LIMIT 1)"
+_VERSION = "(SELECT b.version FROM board_versions b WHERE b.entry = r.entry AND b.package = ? LIMIT 1)"
 
 
 # -- the board's counts and picks, from the tables the index keeps for it (board_rows, board_cells; kb/index/db.py):
@@ -278,7 +296,8 @@ def cell_failures(db: sqlite3.Connection, workload: str | None = None) -> list[d
     )
     messages = dict(
         db.execute(
-            "SELECT entry_id, message FROM failures WHERE entry_id IN (SELECT value FROM json_each(?))",
+            "SELECT e.id, f.message FROM failures f JOIN entries e ON e.n = f.entry "
+            "WHERE e.id IN (SELECT value FROM json_each(?))",
             [json.dumps([row["entry"] for row in rows])],
         ).fetchall()
     )
@@ -320,14 +339,14 @@ def workload_evidence(db: sqlite3.Connection, workload: str | None = None) -> li
     rows = _dicts(
         db.execute(
             "SELECT e.id, e.recorded, e.kind, e.status, e.backend, e.mode, e.workload, e.source, e.failure_class, "
-            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry_id = e.id LIMIT 1) AS failure_message, "
+            "e.author, e.host, (SELECT f.message FROM failures f WHERE f.entry = e.n LIMIT 1) AS failure_message, "
             f"e.front_matter FROM entries e WHERE {where} AND e.kind IN ('run', 'report', 'coverage') "
             "ORDER BY e.recorded DESC, e.id DESC",
             [workload] if workload is not None else [],
         )
     )
     for row in rows:
-        row["data"] = json.loads(row.pop("front_matter"))
+        row["data"] = json.loads(stored_json.unpacked_text(row.pop("front_matter")))
     return rows
 
 
@@ -371,21 +390,9 @@ def board_facts(stored: str | None) -> dict[str, Any] | None:
 
 
 def hardware_sections(db: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none.
-    A front matter SQLite's JSON cannot read (a NaN) is read whole by Python."""
+    """id -> the hardware section (accelerators, CPU, threads, load) of the entries named, {} where there is none."""
     found: dict[str, dict[str, Any]] = {}
-    unreadable = []
-    for entry_id, valid, text in db.execute(
-        "SELECT id, json_valid(front_matter), CASE WHEN json_valid(front_matter) AND "
-        "json_type(front_matter, '$.hardware') = 'object' THEN json_extract(front_matter, '$.hardware') END "
-        "FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
-    ):
-        if not valid:
-            unreadable.append(entry_id)
-            continue
-        found[entry_id] = json.loads(text) if text else {}
-    for entry_id, data in front_matters(db, unreadable).items():
+    for entry_id, data in front_matters(db, ids).items():
         found[entry_id] = data["hardware"] if isinstance(data.get("hardware"), dict) else {}
     return found
 

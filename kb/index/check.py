@@ -19,7 +19,7 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
     """(problems in file order, number of entry files checked); the index must be in sync."""
     found = stored_problems(kb, db)
     dangling = db.execute(
-        "SELECT e.path, l.role, l.target FROM links l JOIN entries e ON e.id = l.entry_id "
+        "SELECT e.path, l.role, l.target FROM links l JOIN entries e ON e.n = l.entry "
         "WHERE l.target NOT IN (SELECT id FROM entries) ORDER BY e.path, l.role"
     ).fetchall()
     for relative, role, target in dangling:
@@ -34,8 +34,7 @@ def problems(kb: KnowledgeBase, db: sqlite3.Connection) -> tuple[list[Problem], 
         message = f"dated in the future ({recorded}): was the recording machine's clock wrong? correct the date"
         found.append(Problem(path, line, "recorded", message))
     listed = db.execute(
-        "SELECT e.path, json_extract(a.value, '$.path') FROM entries e, json_each(e.front_matter, '$.attachments') a "
-        "WHERE json_type(e.front_matter, '$.attachments') = 'array' AND json_type(a.value, '$.path') = 'text' "
+        "SELECT e.path, a.value FROM entries e, json_each(e.attachments) a WHERE e.attachments IS NOT NULL "
         "ORDER BY e.path"
     ).fetchall()
     for relative, attachment in listed:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb.index import stored_json
 from kb.model.entry import Entry
 from kb.store.reviews import reviews_of
 
@@ -52,11 +53,16 @@ def _ids(value: str | list[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else value  # a link's target is an id or a list of ids
 
 
+def _entry_row(row: tuple, entries: Path | None) -> tuple:
+    """An entries row with its front matter as the JSON text it was packed from."""
+    return (*row[:-1], stored_json.unpacked_text(row[-1]))
+
+
 def _decision_row(row: tuple, entries: Path | None) -> tuple:
     """The index holds only entries the schema accepts: the decision's own fields have the types it says. Its
     reviews are files beside it (kb.store.reviews), read from the entries folder."""
     entry_id, title, recorded, author, front_matter, path = row
-    data = json.loads(front_matter)
+    data = json.loads(stored_json.unpacked_text(front_matter))
     decision, links = data.get("decision") or {}, data.get("links") or {}
     found = reviews_of(Entry(data=data, path=entries / path if entries else None))
     reviews = [
@@ -76,6 +82,12 @@ def _decision_row(row: tuple, entries: Path | None) -> tuple:
         _text(links.get("superseded_by")),
         reviews,
     )
+
+
+def _by_entry_id(table: str, columns: str, order: str = "x.rowid") -> str:
+    """The rows of a table of entries' rows (`columns` of it), each with its entry's id in place of its number; in
+    the order they were written, or `order` for a table without rowids (by entry and name)."""
+    return f"SELECT e.id AS entry_id, {columns} FROM {table} x JOIN entries e ON e.n = x.entry ORDER BY {order}"
 
 
 ENTRY_ID = Column("entry_id", "string", "the entry's id (entries.id)")
@@ -110,6 +122,7 @@ TABLES: tuple[Table, ...] = (
         "SELECT id, path, title, kind, status, recorded, author, backend, mode, workload, task, model, source, "
         "host, failure_class, wall_s, compile_s, first_step_s, step_s_median, git_commit, front_matter "
         "FROM entries ORDER BY recorded, id",
+        _entry_row,
         batch_rows=2_000,  # a front matter is kilobytes: 2,000 of them are about as much as 20,000 metrics
         count_sql="SELECT count(*) FROM entries",
     ),
@@ -124,13 +137,13 @@ TABLES: tuple[Table, ...] = (
             Column("phase", "string", "the phase it was measured in"),
             Column("better", "string", "higher or lower"),
         ),
-        "SELECT entry_id, name, value, unit, phase, better FROM metrics",
+        _by_entry_id("metrics", "name, value, unit, phase, better", "x.entry, x.name"),
     ),
     Table(
         "timings",
         "one row per entry and timed phase (a phase timed repeatedly gives its median)",
         (ENTRY_ID, Column("name", "string", "the phase, e.g. compile"), Column("seconds", "float64", "seconds")),
-        "SELECT entry_id, name, seconds FROM timings",
+        _by_entry_id("timings", "name, seconds", "x.entry, x.name"),
     ),
     Table(
         "versions",
@@ -140,7 +153,7 @@ TABLES: tuple[Table, ...] = (
             Column("package", "string", "the distribution, normalised as pip compares names: torch-neuronx"),
             Column("version", "string", "its version, e.g. 2.27.1"),
         ),
-        "SELECT entry_id, package, version FROM versions",
+        _by_entry_id("versions", "package, version"),
     ),
     Table(
         "failures",
@@ -153,13 +166,13 @@ TABLES: tuple[Table, ...] = (
             Column("phase", "string", "where it failed"),
             Column("assigned", "string", "auto (from a signature) or by a person"),
         ),
-        "SELECT entry_id, class, message, explanation, phase, assigned FROM failures",
+        _by_entry_id("failures", "class, message, explanation, phase, assigned"),
     ),
     Table(
         "tags",
         "one row per entry and tag",
         (ENTRY_ID, Column("tag", "string", "the tag")),
-        "SELECT entry_id, tag FROM tags",
+        _by_entry_id("tags", "tag"),
     ),
     Table(
         "settings",
@@ -170,7 +183,7 @@ TABLES: tuple[Table, ...] = (
             Column("value", "string", "its value as text"),
             Column("number", "float64", "its value when a number"),
         ),
-        "SELECT entry_id, name, value, number FROM settings",
+        _by_entry_id("settings", "name, value, number", "x.entry, x.name"),
     ),
     Table(
         "decisions",

@@ -5,7 +5,7 @@ that every reader (kb ls, search, check, index, site build and serve) shows the 
 from __future__ import annotations
 
 from kb.index.db import IndexUnwritable, connect, finished, index_path, reading
-from kb.index.sync import SyncReport, Waiting, sync
+from kb.index.sync import Counting, SyncReport, Waiting, sync
 from kb.store import orphans
 from kb.store.knowledge_base import KnowledgeBase
 
@@ -18,15 +18,16 @@ def prepare(
     stale_ok: bool = False,
     every_folder: bool = False,
     waiting: Waiting | None = None,
+    progress: Counting | None = None,
 ) -> SyncReport:
     """Sync, settle dead recorders' entries with `settle` (the CLI passes ingest.killed.settle; without it they are
     left as they are), and sync again if any was settled; the first sync's report.
 
     `stale_ok`: on a full disk or a read-only cache folder, an index that exists is read as it was (the report's
-    `stale` says why) instead of the error. `every_folder`, `waiting`: see kb.index.sync.sync.
+    `stale` says why) instead of the error. `every_folder`, `waiting`, `progress`: see kb.index.sync.sync.
     """
     try:
-        report = sync(kb, rebuild=rebuild, every_folder=every_folder, waiting=waiting)
+        report = sync(kb, rebuild=rebuild, every_folder=every_folder, waiting=waiting, progress=progress)
     except IndexUnwritable as exc:
         path = index_path(kb.cache_path)
         if not stale_ok or not path.is_file() or not finished(path):
@@ -36,7 +37,7 @@ def prepare(
         return report
     orphans.remove_unpublished(kb)
     if settle is not None and orphans.settle_running(kb, running_paths(kb), settle):
-        sync(kb, waiting=waiting)
+        sync(kb, waiting=waiting, progress=progress)
     return report
 
 

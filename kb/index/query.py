@@ -79,7 +79,7 @@ class Filters:
                 clauses.append(f"e.{column} = ?")
                 params.append(value)
         for tag in self.tags:
-            clauses.append("e.id IN (SELECT entry_id FROM tags WHERE tag = ?)")
+            clauses.append("e.n IN (SELECT entry FROM tags WHERE tag = ?)")
             params.append(tag)
         if self.since:
             clauses.append("e.recorded >= ?")
@@ -114,7 +114,7 @@ def setting_clause(setting: str) -> tuple[str, list[Any]]:
     if not equals or not name.strip():
         raise KbError(f"--setting {quoted(setting)}: expected NAME=VALUE, e.g. --setting batch=8 or model=LSTM")
     name, value = name.strip(), value.strip()
-    match = "e.id IN (SELECT entry_id FROM settings WHERE name = ? AND {})"
+    match = "e.n IN (SELECT entry FROM settings WHERE name = ? AND {})"
     if value.lower() in ("null", "none", ""):
         return match.format("value IS NULL"), [name]
     try:
@@ -154,7 +154,7 @@ def package_clause(db: sqlite3.Connection, spec: str) -> tuple[str, list[Any]]:
     if not matching:
         return "0", []
     marks = ", ".join("?" * len(matching))
-    return f"e.id IN (SELECT entry_id FROM versions WHERE package = ? AND version IN ({marks}))", [name, *matching]
+    return f"e.n IN (SELECT entry FROM versions WHERE package = ? AND version IN ({marks}))", [name, *matching]
 
 
 def list_entries(
@@ -228,8 +228,8 @@ def _order(sort: str) -> tuple[str, str, str]:
             "(e.g. --sort metric.tokens_per_s)"
         )
     if match["table"].startswith("metric"):
-        return "s.value", "LEFT JOIN metrics s ON s.entry_id = e.id AND s.name = ?", ", s.value AS sort_value"
-    return "s.seconds", "LEFT JOIN timings s ON s.entry_id = e.id AND s.name = ?", ", s.seconds AS sort_value"
+        return "s.value", "LEFT JOIN metrics s ON s.entry = e.n AND s.name = ?", ", s.value AS sort_value"
+    return "s.seconds", "LEFT JOIN timings s ON s.entry = e.n AND s.name = ?", ", s.seconds AS sort_value"
 
 
 def _join_params(sort: str) -> list[Any]:

@@ -18,22 +18,24 @@ from kb.model.values import DEVICE_PEAK, DEVICE_PEAK_PHASE, finite_number, metri
 
 # What the rows hold of an entry: part of the index's format (kb.index.schema), so that changing what a row holds
 # rebuilds every index made before.
-ROWS_VERSION = 4
+ROWS_VERSION = 9
 # The `entries` row's columns but its path (relative to the entries folder: the sync knows it), in a row's order.
 ENTRY_COLUMNS = (
     "id", "title", "kind", "status", "recorded", "author", "backend", "mode", "workload", "task", "model", "source",
-    "host", "failure_class", "wall_s", "compile_s", "first_step_s", "step_s_median", "git_commit", "front_matter",
+    "host", "failure_class", "wall_s", "compile_s", "first_step_s", "step_s_median", "git_commit", "environment",
+    "attachments", "front_matter",
 )  # fmt: skip
-# The normalised tables' columns, in their rows' order.
+# The normalised tables' columns, in their rows' order. `entry` is the entry's number in the index (entries.n), which
+# only the writing sync knows: the rows made here hold the entry's id in its place (kb.index.sync._write swaps it).
 CHILD_COLUMNS = {
-    "tags": ("entry_id", "tag"),
-    "settings": ("entry_id", "name", "value", "number"),
-    "versions": ("entry_id", "package", "version"),
-    "metrics": ("entry_id", "name", "value", "unit", "phase", "better"),
-    "timings": ("entry_id", "name", "seconds"),
-    "failures": ("entry_id", "class", "message", "explanation", "phase", "assigned"),
-    "links": ("entry_id", "role", "target"),
-    "accelerators": ("entry_id", "vendor", "name", "count", "memory_gb"),
+    "tags": ("entry", "tag"),
+    "settings": ("entry", "name", "value", "number"),
+    "versions": ("entry", "package", "version"),
+    "metrics": ("entry", "name", "value", "unit", "phase", "better"),
+    "timings": ("entry", "name", "seconds"),
+    "failures": ("entry", "class", "message", "explanation", "phase", "assigned"),
+    "links": ("entry", "role", "target"),
+    "accelerators": ("entry", "vendor", "name", "count", "memory_gb"),
 }
 CHILD_TABLES = tuple(CHILD_COLUMNS)
 BOARD_COLUMNS = ("entry_id", "recorded", "workload", "backend", "mode", "kind", "status", "category", "class", "facts")
@@ -45,6 +47,9 @@ DERIVED_COLUMNS = {
     "release_rows": RELEASE_COLUMNS,
     "board_versions": BOARD_VERSION_COLUMNS,
 }
+# The derived tables that also name their entry by its number (an `entry` column before these; the writing sync
+# knows it): the board's, which join the entry and each other by it.
+NUMBERED = ("board_rows", "board_versions")
 # The packages whose release is a backend's state, by backend (others: the package named as the backend), the first
 # one its runs record deciding: the board's "newest release" of a cell, and the checklist's "latest release".
 BACKEND_PACKAGES = {
@@ -226,8 +231,19 @@ def entry_row(entry: Entry) -> tuple:
         finite_number(get("timings.first_step_s")),
         finite_number(get("timings.step_s.median")),
         get("git.commit"),
-        stored_json.dumps(entry.data, compact=True),
+        get("provenance.environment"),
+        _attachment_paths(get("attachments")),
+        stored_json.packed(entry.data),
     )
+
+
+def _attachment_paths(attachments: Any) -> str | None:
+    """The paths an entry's attachments list (`kb check` looks for each file), as a JSON list; none when it lists
+    none. The front matter is packed, so what a query reads of it is taken out here."""
+    if not isinstance(attachments, list):
+        return None
+    paths = [item["path"] for item in attachments if isinstance(item, dict) and isinstance(item.get("path"), str)]
+    return stored_json.dumps(paths) if paths else None
 
 
 _AT = {name: place for place, name in enumerate(ENTRY_COLUMNS)}

@@ -13,13 +13,15 @@ import hashlib
 
 from kb.index import fulltext
 from kb.index.rows import CHILD_TABLES, ROWS_VERSION
-from kb.model.validation import SCHEMA_VERSION
+from kb.model.validation import SCHEMA_VERSION, schema_path
 
-# The normalised tables' child rows go with their entry (ON DELETE CASCADE; a sync writing with the foreign keys
-# off deletes them itself, kb.index.sync._delete).
+# The normalised tables' rows name their entry by its number (`entries.n`, its rowid: a few bytes where its id takes
+# 56 characters, in the table and in each index on it). They go with their entry (ON DELETE CASCADE; a sync writing
+# with the foreign keys off deletes them itself, kb.index.sync._delete).
 _TABLES = """
 CREATE TABLE entries (
-    id TEXT PRIMARY KEY,
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     path TEXT NOT NULL,
     title TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -39,7 +41,9 @@ CREATE TABLE entries (
     first_step_s REAL,
     step_s_median REAL,
     git_commit TEXT,
-    front_matter TEXT NOT NULL
+    environment TEXT,
+    attachments TEXT,
+    front_matter BLOB NOT NULL
 );
 CREATE INDEX entries_recorded ON entries(recorded);
 CREATE INDEX entries_workload_backend ON entries(workload, backend, mode, recorded);
@@ -58,56 +62,58 @@ CREATE TABLE files (
 CREATE INDEX files_entry ON files(entry_id);
 CREATE TABLE problems (path TEXT NOT NULL, line INTEGER, field TEXT, message TEXT NOT NULL);
 CREATE INDEX problems_path ON problems(path);
-CREATE TABLE tags (entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE, tag TEXT NOT NULL);
-CREATE INDEX tags_tag ON tags(tag, entry_id);
+CREATE TABLE tags (entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE, tag TEXT NOT NULL);
+CREATE INDEX tags_tag ON tags(tag, entry);
+-- An entry's settings, metrics and timings are a mapping (one row per name): kept in the order of (entry, name),
+-- without a rowid, so that the table is its own index by entry. Metrics and timings have no index by name: no query
+-- looks them up by name alone (the list of their names reads the whole table, as quick as a whole index of them).
 CREATE TABLE settings (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
-    name TEXT NOT NULL, value TEXT, number REAL
-);
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
+    name TEXT NOT NULL, value TEXT, number REAL,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE INDEX settings_name ON settings(name, number);
 CREATE TABLE versions (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     package TEXT NOT NULL, version TEXT NOT NULL
 );
-CREATE INDEX versions_package ON versions(package, version, entry_id);
+CREATE INDEX versions_package ON versions(package, version, entry);
 CREATE TABLE metrics (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
-    name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT
-);
-CREATE INDEX metrics_name ON metrics(name, value);
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
+    name TEXT NOT NULL, value REAL, unit TEXT, phase TEXT, better TEXT,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE TABLE timings (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
-    name TEXT NOT NULL, seconds REAL
-);
-CREATE INDEX timings_name ON timings(name, seconds);
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
+    name TEXT NOT NULL, seconds REAL,
+    PRIMARY KEY (entry, name)
+) WITHOUT ROWID;
 CREATE TABLE failures (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     class TEXT, message TEXT, explanation TEXT, phase TEXT, assigned TEXT
 );
 CREATE INDEX failures_class ON failures(class);
 CREATE TABLE links (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     role TEXT NOT NULL, target TEXT NOT NULL
 );
 CREATE INDEX links_target ON links(target);
 CREATE TABLE accelerators (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
     vendor TEXT, name TEXT, count INTEGER, memory_gb REAL
 );
-CREATE INDEX tags_entry ON tags(entry_id);
-CREATE INDEX settings_entry ON settings(entry_id);
-CREATE INDEX versions_entry ON versions(entry_id);
-CREATE INDEX metrics_entry ON metrics(entry_id);
-CREATE INDEX timings_entry ON timings(entry_id);
-CREATE INDEX failures_entry ON failures(entry_id);
-CREATE INDEX links_entry ON links(entry_id);
-CREATE INDEX accelerators_entry ON accelerators(entry_id);
+CREATE INDEX tags_entry ON tags(entry);
+CREATE INDEX versions_entry ON versions(entry);
+CREATE INDEX failures_entry ON failures(entry);
+CREATE INDEX links_entry ON links(entry);
+CREATE INDEX accelerators_entry ON accelerators(entry);
 -- What the board reads of each run, report and coverage entry of a workload (kb/index/rows.py board_row): one narrow
 -- row each, so that `kb board` reads one row per candidate. Its category: completed or other (measured runs), report
 -- or coverage; class: of a measured run that did not complete, its failure class, else its status; facts: what the
 -- board reads, as JSON in the front matter's shape (none for a run that did not complete).
 CREATE TABLE board_rows (
-    entry_id TEXT PRIMARY KEY REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER PRIMARY KEY REFERENCES entries(n) ON DELETE CASCADE,
+    entry_id TEXT NOT NULL,
     recorded TEXT NOT NULL, workload TEXT NOT NULL, backend TEXT, mode TEXT,
     kind TEXT NOT NULL, status TEXT, category TEXT NOT NULL, class TEXT, facts TEXT
 );
@@ -117,12 +123,13 @@ CREATE INDEX board_rows_failures ON board_rows(workload, backend, mode, class, r
 -- The versions of its backend's packages (kb/index/rows.py BACKEND_PACKAGES) each measured run records, beside its
 -- cell: the releases of a cell and the runs on one of them, read without reading the cell's other runs.
 CREATE TABLE board_versions (
-    entry_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    entry INTEGER NOT NULL REFERENCES entries(n) ON DELETE CASCADE,
+    entry_id TEXT NOT NULL,
     workload TEXT NOT NULL, backend TEXT, mode TEXT, recorded TEXT NOT NULL, package TEXT NOT NULL,
     version TEXT NOT NULL
 );
 CREATE INDEX board_versions_cell ON board_versions(workload, backend, mode, package, version, recorded, entry_id);
-CREATE INDEX board_versions_entry ON board_versions(entry_id, package);
+CREATE INDEX board_versions_entry ON board_versions(entry, package);
 -- How many board rows each (workload, backend, mode, category, failure class) holds, made again from them for each
 -- cell a sync changed (kb.index.sync): the board reads one row per cell instead of every entry.
 CREATE TABLE board_cells (
@@ -155,12 +162,12 @@ CREATE VIEW latest_runs AS
 -- Runs that did not complete, with what went wrong.
 CREATE VIEW failed_runs AS
     SELECT e.id, e.recorded, e.workload, e.backend, e.mode, e.status, f.class, f.message, f.explanation
-    FROM entries e JOIN failures f ON f.entry_id = e.id
+    FROM entries e JOIN failures f ON f.entry = e.n
     WHERE e.status IN ('failed', 'killed', 'interrupted');
 -- One row per run and metric, for charts and pivots.
 CREATE VIEW run_metrics AS
     SELECT e.id, e.recorded, e.workload, e.backend, e.mode, m.name AS metric, m.value, m.unit, m.better
-    FROM entries e JOIN metrics m ON m.entry_id = e.id
+    FROM entries e JOIN metrics m ON m.entry = e.n
 """
 
 # Tables that only grow while a build writes: their indexes are made once at its end (kb.index.db.loading_in_bulk).
@@ -179,6 +186,9 @@ def statements() -> list[str]:
     return [statement.strip() for statement in _TABLES.split(";\n")] + fulltext.schema_sql()
 
 
+# The entry schema's file too: its names are the dictionary the front matter and the facts are packed with
+# (kb.index.stored_json.packed).
 FORMAT = hashlib.sha256(
     "\n".join([*statements(), f"pages {PAGE_SIZE}", f"rows {ROWS_VERSION}", f"entries {SCHEMA_VERSION}"]).encode()
+    + schema_path().read_bytes()
 ).hexdigest()[:16]

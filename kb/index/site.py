@@ -6,13 +6,11 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from kb.index import stored_json
 from kb.index.query import KINDS_COMPARED as _KINDS
 
 # Versions recorded with a run (not taken from the environment at record time): what a version facet counts.
-_RUN_VERSIONS = (
-    "entry_id NOT IN (SELECT id FROM entries WHERE json_extract(front_matter, '$.provenance.environment') = "
-    "'record_time')"
-)
+_RUN_VERSIONS = "entry NOT IN (SELECT n FROM entries WHERE environment = 'record_time')"
 # Entry columns a facet counts by.
 FACET_COLUMNS = frozenset({"kind", "status", "backend", "workload", "mode", "failure_class"})
 
@@ -32,7 +30,8 @@ def entry_files(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
 
 def front_matter(db: sqlite3.Connection, entry_id: str) -> tuple[str, str]:
     """(path, front matter as JSON) of one entry."""
-    return db.execute("SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]).fetchone()
+    path, stored = db.execute("SELECT path, front_matter FROM entries WHERE id = ?", [entry_id]).fetchone()
+    return path, stored_json.unpacked_text(stored)
 
 
 def entry_count(db: sqlite3.Connection) -> int:
@@ -61,7 +60,7 @@ def run_version_counts(db: sqlite3.Connection, package: str) -> list[tuple[str, 
 
 def entry_tags(db: sqlite3.Connection) -> Iterator[tuple[str, str]]:
     """(entry id, tag) of every tag."""
-    return iter(db.execute("SELECT entry_id, tag FROM tags"))
+    return iter(db.execute("SELECT e.id, g.tag FROM tags g JOIN entries e ON e.n = g.entry ORDER BY g.rowid"))
 
 
 def run_versions(db: sqlite3.Connection, packages: Iterable[str]) -> Iterator[tuple[str, str, str]]:
@@ -70,7 +69,8 @@ def run_versions(db: sqlite3.Connection, packages: Iterable[str]) -> Iterator[tu
     marks = ", ".join("?" * len(packages))
     return iter(
         db.execute(
-            f"SELECT entry_id, package, version FROM versions WHERE package IN ({marks}) AND {_RUN_VERSIONS}",
+            "SELECT e.id, v.package, v.version FROM versions v JOIN entries e ON e.n = v.entry "
+            f"WHERE v.package IN ({marks}) AND {_RUN_VERSIONS} ORDER BY v.rowid",
             packages,
         )
     )
@@ -78,7 +78,11 @@ def run_versions(db: sqlite3.Connection, packages: Iterable[str]) -> Iterator[tu
 
 def failure_texts(db: sqlite3.Connection) -> Iterator[tuple[str, str | None, str | None]]:
     """(entry id, message, explanation) of every failure."""
-    return iter(db.execute("SELECT entry_id, message, explanation FROM failures"))
+    return iter(
+        db.execute(
+            "SELECT e.id, f.message, f.explanation FROM failures f JOIN entries e ON e.n = f.entry ORDER BY f.rowid"
+        )
+    )
 
 
 def compared_workloads(db: sqlite3.Connection) -> list[str]:
@@ -105,10 +109,10 @@ def trended_names(db: sqlite3.Connection, workload: str) -> list[str]:
     return [
         row[0]
         for row in db.execute(
-            "SELECT DISTINCT m.name FROM entries e JOIN metrics m INDEXED BY metrics_entry ON m.entry_id = e.id "
+            "SELECT DISTINCT m.name FROM entries e JOIN metrics m ON m.entry = e.n "
             f"WHERE e.workload = ? AND m.value IS NOT NULL AND e.kind IN ({_KINDS}) "
-            "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t INDEXED BY timings_entry "
-            "ON t.entry_id = e.id WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
+            "UNION SELECT DISTINCT t.name FROM entries e JOIN timings t "
+            "ON t.entry = e.n WHERE e.workload = ? AND t.name IN ('compile_s', 'step_s', 'first_step_s') "
             f"AND e.kind IN ({_KINDS}) ORDER BY 1",
             [workload, workload],
         )
@@ -117,9 +121,12 @@ def trended_names(db: sqlite3.Connection, workload: str) -> list[str]:
 
 def decisions(db: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
     """(id, title, recorded, front matter as JSON) of every decision, newest first."""
-    return db.execute(
+    rows = db.execute(
         "SELECT id, title, recorded, front_matter FROM entries WHERE kind = 'decision' ORDER BY recorded DESC, id"
-    ).fetchall()
+    )
+    return [
+        (entry_id, title, recorded, stored_json.unpacked_text(stored)) for entry_id, title, recorded, stored in rows
+    ]
 
 
 def decision_paths(db: sqlite3.Connection) -> list[str]:
@@ -141,6 +148,6 @@ def workload_packages(db: sqlite3.Connection, workload: str) -> list[tuple[str |
     """(backend, package) of every package version the workload's runs and reports record."""
     return db.execute(
         "SELECT DISTINCT e.backend, v.package FROM entries e JOIN versions v INDEXED BY versions_entry "
-        f"ON v.entry_id = e.id WHERE e.workload = ? AND e.kind IN ({_KINDS}) ORDER BY 2, 1",
+        f"ON v.entry = e.n WHERE e.workload = ? AND e.kind IN ({_KINDS}) ORDER BY 2, 1",
         [workload],
     ).fetchall()

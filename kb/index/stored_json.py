@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
+from functools import cache
 from typing import Any
 
 _MARK = "\ufdd0"  # a Unicode noncharacter: no text a person wrote starts with it
@@ -36,6 +38,49 @@ def loads(text: str) -> Any:
     """What `dumps` wrote, NaN and the infinities as floats again."""
     data = json.loads(text)
     return _unmarked(data) if _MARK in text else data
+
+
+def packed(data: Any) -> bytes:
+    """`data` as the index keeps a front matter or a board row's facts: its compact JSON (`dumps`), zlib-compressed
+    with the entry schema's names as a preset dictionary (a kilobyte or two compresses poorly alone: the names every
+    entry repeats are then found in the dictionary). Read back in Python only (`unpacked_text`, `unpacked`)."""
+    packer = zlib.compressobj(zdict=_dictionary())
+    return packer.compress(dumps(data, compact=True).encode("utf-8", "surrogatepass")) + packer.flush()
+
+
+def unpacked_text(stored: bytes) -> str:
+    """The JSON text `packed` compressed, as `dumps` wrote it."""
+    unpacker = zlib.decompressobj(zdict=_dictionary())
+    return (unpacker.decompress(stored) + unpacker.flush()).decode("utf-8", "surrogatepass")
+
+
+def unpacked(stored: bytes) -> Any:
+    """What `packed` was given, NaN and the infinities as floats again."""
+    return loads(unpacked_text(stored))
+
+
+@cache
+def _dictionary() -> bytes:
+    """Every property name and enumerated value of the entry schema, each as JSON writes it before a colon. The
+    schema file is part of the index's format (kb.index.schema.FORMAT): an index packed with another is rebuilt."""
+    from kb.model.validation import entry_schema
+
+    words: set[str] = set()
+    _schema_words(entry_schema(), words)
+    return ",".join(json.dumps(word, ensure_ascii=False) + ":" for word in sorted(words)).encode()
+
+
+def _schema_words(schema: Any, words: set[str]) -> None:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                words.update(value)
+            elif key == "enum" and isinstance(value, list):
+                words.update(str(item) for item in value)
+            _schema_words(value, words)
+    elif isinstance(schema, list):
+        for item in schema:
+            _schema_words(item, words)
 
 
 # A string (left as it is) or a number json wrote for NaN or an infinity, outside any string.

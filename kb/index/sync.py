@@ -20,12 +20,12 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from stat import S_ISDIR
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import KbError, Problem
 from kb.index import fulltext, look, schema, signature, watch
@@ -42,11 +42,10 @@ from kb.index.db import (
     store_format,
     stored_format,
 )
-from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, Rows
+from kb.index.rows import CHILD_COLUMNS, DERIVED_COLUMNS, ENTRY_COLUMNS, NUMBERED, Rows
 from kb.index.signature import Signature, as_stored
 from kb.store.knowledge_base import KnowledgeBase, is_text_name
 from kb.store.reading import leads_nowhere
-from kb.terminal.progress import counted
 
 if TYPE_CHECKING:
     from kb.index import parse
@@ -63,6 +62,9 @@ LOCK_NOTICE_S = 10.0  # of waiting for another process's lock before `waiting` i
 LOCK_POLL_S = 0.05
 # Told the lock's path when a sync has waited LOCK_NOTICE_S for another process that is updating the index.
 Waiting = Callable[[Path], None]
+# Given the files a sync reads and its label ("Indexing"), yields them back as each is read: how a caller shows the
+# progress of a long sync (the CLI passes kb.terminal.progress.counted). Without one, a sync prints nothing.
+Counting = Callable[[list[Any], str], Iterable[Any]]
 _MANIFEST = "path, size, mtime_ns, ctime_ns, inode, sha256, entry_id"  # the columns of _Indexed, after the path
 
 
@@ -98,11 +100,17 @@ class _Indexed:
 
 
 def sync(
-    kb: KnowledgeBase, *, rebuild: bool = False, every_folder: bool = False, waiting: Waiting | None = None
+    kb: KnowledgeBase,
+    *,
+    rebuild: bool = False,
+    every_folder: bool = False,
+    waiting: Waiting | None = None,
+    progress: Counting | None = None,
 ) -> SyncReport:
     """Update the index from the entries folder; `rebuild` starts from nothing. `every_folder`: a full look lists
     every folder, even one whose time vouches for the names it had (kb.index.look). `waiting` is told (once, with
     the lock's path) when the sync has waited LOCK_NOTICE_S for another process that is updating the index.
+    `progress` is handed the files it reads (see Counting): without it the sync prints nothing.
 
     An index found damaged (or removed while in use) is rebuilt at once; a full or read-only disk is a KbError
     that names the file: the entries are untouched, and the next sync catches up.
@@ -115,17 +123,17 @@ def sync(
         return report
     with _storage_errors(index_path(cache)), _exclusive(cache / LOCK_NAME, waiting):
         try:
-            report = _update(kb, rebuild=rebuild, every_folder=every_folder)
+            report = _update(kb, rebuild=rebuild, every_folder=every_folder, progress=progress)
         except Exception as exc:
             if not _is_damage(exc):
                 raise
-            report = _update(kb, rebuild=True, every_folder=every_folder)
+            report = _update(kb, rebuild=True, every_folder=every_folder, progress=progress)
             report.repaired = str(exc)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncReport:
+def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool, progress: Counting | None) -> SyncReport:
     cache = kb.ensure_cache()  # again: another process may have deleted it
     for retired in RETIRED_FOLDERS:
         if (cache / retired).is_dir():
@@ -141,12 +149,12 @@ def _update(kb: KnowledgeBase, *, rebuild: bool, every_folder: bool) -> SyncRepo
         # built again from the entries, with the build's progress.
         if fresh and not rebuild:
             db.close()
-            return _update(kb, rebuild=True, every_folder=every_folder)
+            return _update(kb, rebuild=True, every_folder=every_folder, progress=progress)
         unjournaled = fresh and _without_journal(db)
         position = _watch_position(db)
         report = SyncReport()
         try:
-            _sync(kb, db, report, position, watch.changes(cache, position), every_folder, fresh, unjournaled)
+            _sync(kb, db, report, position, watch.changes(cache, position), every_folder, fresh, unjournaled, progress)
         except BaseException:
             if fresh:  # half a build (written without a journal to roll it back with, perhaps): none
                 db.close()
@@ -284,6 +292,7 @@ def _sync(
     every_folder: bool,
     fresh: bool,
     unjournaled: bool,
+    progress: Counting | None,
 ) -> None:
     """Bring the indexes up to date with every entry file, or only with those `watched` names as changed: which
     files changed (`changes`), their reading and the writing of their rows in batches (`_read`), then the manifest,
@@ -310,7 +319,7 @@ def _sync(
     try:
         # An empty index has its growing tables' indexes and the board's cells made at the end (db.loading_in_bulk).
         with loading_in_bulk(db) if fresh else contextlib.nullcontext():
-            _read(kb, db, found, known, path_of, began, out)
+            _read(kb, db, found, known, path_of, began, out, progress)
         _finish(db, report, out, known, path_of, fresh)
         if found.full is not None:  # the folders as they are now, every file looked at
             found.full.store(db, {row[0]: row[1:5] for row in out.files} | dict.fromkeys(out.vanished))
@@ -350,6 +359,7 @@ def _read(
     path_of: Callable[[str], str | None],
     began: int,
     out: _Outcome,
+    progress: Counting | None,
 ) -> None:
     """Read the changed files (in this process, or in worker processes for a large batch: kb.index.parse) and write
     their rows in batches: a build never holds every entry in memory."""
@@ -360,8 +370,8 @@ def _read(
         for relative, path in found.candidates
     ]
     batch: list[tuple[str, Rows]] = []  # parsed, not yet written
-    # A first build of thousands takes a while: say so.
-    for (relative, path), read in zip(counted(found.candidates, "Indexing"), parse.read_all(jobs), strict=True):
+    candidates = found.candidates if progress is None else progress(found.candidates, "Indexing")
+    for (relative, path), read in zip(candidates, parse.read_all(jobs), strict=True):
         rows = _take(kb, relative, path, read, known, relative in found.again, path_of, began, out)
         if rows is not None:
             batch.append((relative, rows))
@@ -490,8 +500,15 @@ def _write(db: sqlite3.Connection, batch: list[tuple[str, Rows]], cells: set[tup
     _insert(db, "entries", ("path", *ENTRY_COLUMNS), [(relative, *rows.entry) for relative, rows in batch])
     rowids = dict(_rowids(db, [rows.id for _, rows in batch]))
     fulltext.insert(db, [(rowids[rows.id], rows.packed, *rows.words) for _, rows in batch])
-    for table, columns in _ROW_COLUMNS.items():
-        _insert(db, table, columns, [row for _, rows in batch for row in rows.children.get(table, ())])
+    for table, columns in CHILD_COLUMNS.items():  # each row's entry id swapped for the entry's number
+        numbered = [(rowids[row[0]], *row[1:]) for _, rows in batch for row in rows.children.get(table, ())]
+        _insert(db, table, columns, numbered)
+    for table, columns in DERIVED_COLUMNS.items():
+        derived = [row for _, rows in batch for row in rows.children.get(table, ())]
+        if table in NUMBERED:  # the entry's number before its id
+            _insert(db, table, ("entry", *columns), [(rowids[row[0]], *row) for row in derived])
+        else:
+            _insert(db, table, columns, derived)
     cells.update(row[2:5] for _, rows in batch for row in rows.children.get("board_rows", ()))
 
 
@@ -500,16 +517,16 @@ def _delete(db: sqlite3.Connection, ids: list[str], cells: set[tuple]) -> None:
     in to `cells`. A sync writes with the foreign keys off (looking up the entry of each of an entry's thirty-odd
     rows was a tenth of a build's writing), so it deletes those rows itself, as the schema's ON DELETE CASCADE
     would; a trigger drops the entries' words."""
-    for chunk in _chunks(ids):
+    numbers = [(number,) for _, number in _rowids(db, ids)]
+    for chunk in _chunks([number for (number,) in numbers]):
         marks = ", ".join("?" * len(chunk))
-        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry_id IN ({marks})", chunk))
+        cells.update(db.execute(f"SELECT workload, backend, mode FROM board_rows WHERE entry IN ({marks})", chunk))
+    for table in (*CHILD_COLUMNS, *NUMBERED):
+        db.executemany(f"DELETE FROM {table} WHERE entry = ?", numbers)
     marks = [(entry_id,) for entry_id in ids]
-    for table in _ROW_COLUMNS:
+    for table in set(DERIVED_COLUMNS) - set(NUMBERED):
         db.executemany(f"DELETE FROM {table} WHERE entry_id = ?", marks)
     db.executemany("DELETE FROM entries WHERE id = ?", marks)
-
-
-_ROW_COLUMNS = CHILD_COLUMNS | DERIVED_COLUMNS  # the tables of an entry's rows, by entry_id
 
 
 def _rowids(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int]]:

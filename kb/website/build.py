@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache, partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import __version__
 from kb.errors import KbError, Problem
@@ -29,6 +29,9 @@ from kb.website import search_index
 from kb.website.pages import Build, Page, Site, publish, search_page
 from kb.website.render import Rendered, write_if_changed
 from kb.website.workers import render_pages
+
+if TYPE_CHECKING:
+    from kb.index.sync import Counting
 
 MANIFEST = ".kb-site.json"
 LOCK = ".kb-site.lock"
@@ -80,6 +83,7 @@ def build_site(
     settle: Settle | None = None,
     allow_secrets: bool = False,
     waiting: Callable[[Path], None] | None = None,
+    indexing: Counting | None = None,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions
     from kb.index import site as index_site
@@ -93,7 +97,8 @@ def build_site(
     _check_out(kb, out)
     base_url = normal_base_url(base_url)
     report = BuildReport(out)
-    prepare(kb, settle=settle, waiting=waiting)  # dead recorders' entries are published as killed, as kb ls shows them
+    # dead recorders' entries are published as killed, as kb ls shows them
+    prepare(kb, settle=settle, waiting=waiting, progress=indexing)
     if not allow_secrets:
         refuse_secrets(kb)
     report.problems = stored_problems(kb)
