@@ -1,19 +1,19 @@
 """The index's schema: every table, index and view in one place, and the format it makes with the rows written.
 
 The index is a projection of the entries, rebuilt, never migrated: its format is a digest of this DDL, of the row
-builder's version (kb.index.rows.ROWS_VERSION) and of the entry schema's version, stored in the database when a build
-ends. An index of any other format (another kb's, or one a build did not finish) is thrown away and built again from
-the entries by the next sync. Changing a table or what a row holds is then an edit here or in kb/index/rows.py, and
-no more. Documented for people in docs/search.md.
+builder's version (kb.index.rows.ROWS_VERSION), of the entry schema's version and of the dictionary its names give
+the packed front matter, stored in the database when a build ends. An index of any other format (another kb's, or
+one a build did not finish) is thrown away and built again from the entries by the next sync. Changing a table or
+what a row holds is then an edit here or in kb/index/rows.py, and no more. Documented for people in docs/search.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from kb.index import fulltext
+from kb.index import fulltext, stored_json
 from kb.index.rows import CHILD_TABLES, ROWS_VERSION
-from kb.model.validation import SCHEMA_VERSION, schema_path
+from kb.model.validation import SCHEMA_VERSION
 
 # The normalised tables' rows name their entry by its number (`entries.n`, its rowid: a few bytes where its id takes
 # 56 characters, in the table and in each index on it). They go with their entry (ON DELETE CASCADE; a sync writing
@@ -186,9 +186,8 @@ def statements() -> list[str]:
     return [statement.strip() for statement in _TABLES.split(";\n")] + fulltext.schema_sql()
 
 
-# The entry schema's file too: its names are the dictionary the front matter and the facts are packed with
-# (kb.index.stored_json.packed).
+# The dictionary the front matter is packed with too (kb.index.stored_json.packed: the entry schema's names).
 FORMAT = hashlib.sha256(
     "\n".join([*statements(), f"pages {PAGE_SIZE}", f"rows {ROWS_VERSION}", f"entries {SCHEMA_VERSION}"]).encode()
-    + schema_path().read_bytes()
+    + stored_json.dictionary()
 ).hexdigest()[:16]

@@ -44,13 +44,13 @@ def packed(data: Any) -> bytes:
     """`data` as the index keeps a front matter or a board row's facts: its compact JSON (`dumps`), zlib-compressed
     with the entry schema's names as a preset dictionary (a kilobyte or two compresses poorly alone: the names every
     entry repeats are then found in the dictionary). Read back in Python only (`unpacked_text`, `unpacked`)."""
-    packer = zlib.compressobj(zdict=_dictionary())
+    packer = zlib.compressobj(zdict=dictionary())
     return packer.compress(dumps(data, compact=True).encode("utf-8", "surrogatepass")) + packer.flush()
 
 
 def unpacked_text(stored: bytes) -> str:
     """The JSON text `packed` compressed, as `dumps` wrote it."""
-    unpacker = zlib.decompressobj(zdict=_dictionary())
+    unpacker = zlib.decompressobj(zdict=dictionary())
     return (unpacker.decompress(stored) + unpacker.flush()).decode("utf-8", "surrogatepass")
 
 
@@ -60,9 +60,9 @@ def unpacked(stored: bytes) -> Any:
 
 
 @cache
-def _dictionary() -> bytes:
+def dictionary() -> bytes:
     """Every property name and enumerated value of the entry schema, each as JSON writes it before a colon. The
-    schema file is part of the index's format (kb.index.schema.FORMAT): an index packed with another is rebuilt."""
+    dictionary is part of the index's format (kb.index.schema.FORMAT): an index packed with another is rebuilt."""
     from kb.model.validation import entry_schema
 
     words: set[str] = set()
