@@ -2,7 +2,7 @@
 a recorded command's environment, arguments and output, notes, options, the run folder, `--from`, attached logs in
 three encodings, `kb add`, `kb decide`, `kb release`, JUnit, a profiler trace, a TORCH_TRACE folder; then the index
 and the site), and every file read in every form: no credential that masking finds in text leaks through any
-channel, and every look-alike survives. The credentials masking keeps (test_secrets_tuning.TUNING_LEAKS) are left
+channel, and every look-alike survives. The credentials masking keeps (test_secrets_held_out.TUNING_LEAKS) are left
 out: they are counted there."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from data.secrets_corpus import Secret
 from data.secrets_corpus_independent import LOOK_ALIKES, rand
 from data.secrets_corpus_independent import SECRETS as CORPUS
 from test_secrets_corpus import CHANNELS, Planted, plant
-from test_secrets_tuning import TUNING_LEAKS
+from test_secrets_held_out import TUNING_LEAKS
 
 SECRETS = [s for s in CORPUS if s.id not in TUNING_LEAKS]
 # `kb release` takes a URL: a password of the in-sample corpus's kind, made here.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_kb
 from data.secrets_corpus_independent import SECRETS as CORPUS
-from test_secrets_tuning import TUNING_LEAKS
+from test_secrets_held_out import TUNING_LEAKS
 
 from kb.model.entry import Entry
 from kb.model.ids import new_id

@@ -1,2 +1,1 @@
-"""Credential masking, with rules kept as data: gitleaks' and Nosey Parker's maintained rule sets, vendored with
-their versions and licences."""
+"""Credential rules kept as data: gitleaks' maintained rule set, vendored with its version and licence."""

@@ -8,8 +8,8 @@ through here first, and what looks like a credential is replaced by `MASK`, keep
   `HF_TOKEN=...`, `password: ...`, `--api-key ...`, `"api_key": "..."`, `AccountKey=...`, `?sig=...`; every
   `Authorization:` scheme; a machine-made URL user name; passwords in their place on database and cloud command
   lines (`mysql -pX`, `sqlplus user/X@db`); whole `Cookie:` headers;
-- by shape: private key blocks, kb's own token shapes (`_TOKEN_SHAPES`), two maintained rule sets, gitleaks' and
-  Nosey Parker's (kb.secrets.gitleaks, kb.secrets.noseyparker), and prefixed high-entropy tokens (`tokens`);
+- by shape: private key blocks, kb's own token shapes (`_TOKEN_SHAPES`), gitleaks' maintained rules
+  (kb.secrets.gitleaks) and prefixed high-entropy tokens (`tokens`);
 - by value: this machine's own credentials (kb.secrets.known).
 
 Masking errs towards hiding: a harmless value next to a secret-looking name is masked too. Harmless
@@ -110,9 +110,9 @@ _CONTEXT_ALTERNATIVES: tuple[tuple[tuple[str, ...], str], ...] = (
         rf"{_SHELL_WORD}",
     ),
     (
-        ("login", "sshpass", "twine", "psexec", "paexec"),
+        ("login", "sshpass", "twine"),
         rf"(?P<cli_login>{_PROGRAM}(?:(?:docker|podman|nerdctl|buildah|helm(?:[ \t]+registry)?|oras|skopeo|crane)"
-        rf"[ \t]+login|sshpass|twine[ \t]+upload|psexec|paexec){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}",
+        rf"[ \t]+login|sshpass|twine[ \t]+upload){_BEFORE}-p[ \t]*['\"]?){_ARGUMENT}",
     ),
     (("sqlcmd", "bcp", "osql"), rf"(?P<cli_upper>{_PROGRAM}(?:sqlcmd|bcp|osql){_BEFORE}-P[ \t]*['\"]?){_ARGUMENT}"),
     (
@@ -136,16 +136,8 @@ _CONTEXT_ALTERNATIVES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("password",), r"(?P<netrc_line>(?m:^)[ \t]*password[ \t]+)[^\s\"\\]+(?=[ \t]*(?m:$))"),
     # webhooks whose path is the secret
     (
-        (
-            "discord",
-            "hooks.zapier.com",
-            "webhook.office.com",
-            "outlook.office",
-            "maker.ifttt.com",
-            "chat.googleapis.com",
-        ),
+        ("discord", "hooks.zapier.com", "webhook.office.com", "maker.ifttt.com", "chat.googleapis.com"),
         r"(?P<path_hook>(?:discord(?:app)?\.com/api/webhooks|hooks\.zapier\.com/hooks/catch|webhook\.office\.com/webhookb2"
-        r"|outlook\.office(?:365)?\.com/webhook"
         r"|maker\.ifttt\.com/trigger/[^/\s]+/with/key|chat\.googleapis\.com/v1/spaces)/)[A-Za-z0-9_/@.%=?&-]+",
     ),
     (("/hooks/",), r"(?P<mattermost>/hooks/)[a-z0-9]{26}(?![A-Za-z0-9])"),
@@ -364,9 +356,9 @@ def redact_text(text: str) -> str:
         # The shapes cost about a microsecond a character, blank or not: a run of blanks this long is no part of
         # a credential, so the text between such runs is masked piece by piece (32 MiB of padding: 40 s -> 1 s).
         pieces = _LONG_BLANK.split(text)  # the runs are captured: odd pieces
-        text = "".join(piece if odd else _mask_context_then_found(piece) for odd, piece in zip(cycle((0, 1)), pieces))
+        text = "".join(piece if odd else mask_found(_mask_shapes(piece)) for odd, piece in zip(cycle((0, 1)), pieces))
     else:
-        text = _mask_context_then_found(text)
+        text = mask_found(_mask_shapes(text))
     return _mask_known(text) if MASK_KNOWN.get() else text
 
 
@@ -400,52 +392,24 @@ _LONG_SHAPES = re.compile(
 
 def mask_found(text: str) -> str:
     """What no context names: the vendored rules' shapes and prefixed high-entropy tokens."""
-    out: list[str] = []
-    done = 0
-    for start, end in found(text):
-        out += (text[done:start], MASK)
-        done = end
-    out.append(text[done:])
-    return "".join(out)
-
-
-def found(text: str) -> list[tuple[int, int]]:
-    """The spans, in order and apart, of what the vendored rules and the token shapes find in the text."""
     spans: list[tuple[int, int]] = []
     for start, end in _line_runs(_run_lines(text)):
         piece = text[start:end]
-        hits = [(a, b) for a, b, _ in _rule_sets_find(piece)] + tokens(piece) + _after_hyphens(piece)
+        found = [(a, b) for a, b, _ in _gitleaks().find(piece)] + tokens(piece) + _after_hyphens(piece)
         if '"' in piece or ".local." in piece or ".public." in piece:  # what every match of _LONG_SHAPES holds
-            hits += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
-        spans += [(start + a, start + b) for a, b in hits]
-    apart: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if apart and start < apart[-1][1]:
-            apart[-1] = (apart[-1][0], max(end, apart[-1][1]))
-        elif end > start:
-            apart.append((start, end))
-    return apart
-
-
-def _mask_context_then_found(text: str) -> str:
-    """The context masks (they keep a value's name and scheme), then what the rules and token shapes find in the text
-    as it came: a rule may need the name that a context mask hides (`key="SmtpPassword" value="X"`, a key id
-    before its secret). Context masks never join or split lines, so what was found on a line is masked on it."""
-    spans = found(text)
-    masked = _mask_shapes(text)
+            found += [match.span(match.lastgroup or 0) for match in _LONG_SHAPES.finditer(piece)]
+        spans += [(start + a, start + b) for a, b in found]
     if not spans:
-        return masked
-    lines = masked.split("\n")
-    if len(lines) != text.count("\n") + 1:
-        return mask_found(masked)
-    line, line_start = 0, 0
-    for start, end in spans:
-        while (next_line := text.find("\n", line_start)) != -1 and next_line < start:
-            line, line_start = line + 1, next_line + 1
-        for number, value in enumerate(text[start:end].split("\n"), line):
-            if value:
-                lines[number] = lines[number].replace(value, MASK)
-    return "\n".join(lines)
+        return text
+    out: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if end <= done:
+            continue
+        out += (text[done : max(start, done)], MASK)
+        done = end
+    out.append(text[done:])
+    return "".join(out)
 
 
 @functools.cache
@@ -476,19 +440,10 @@ def _after_hyphens(text: str) -> list[tuple[int, int]]:
     return found
 
 
-@functools.cache
-def _rule_sets() -> tuple[dict, tuple]:
-    """gitleaks' and Nosey Parker's rules in one keyword table (each keyword searched for once), and the rules with no
-    keyword."""
-    from kb.secrets import gitleaks, noseyparker, rules
+def _gitleaks():
+    from kb.secrets import gitleaks
 
-    return rules.by_keyword(gitleaks.rules() + noseyparker.rules()), noseyparker.unkeyed()
-
-
-def _rule_sets_find(text: str) -> list[tuple[int, int, str]]:
-    from kb.secrets import rules
-
-    return rules.find(text, *_rule_sets())
+    return gitleaks
 
 
 # A run of token characters long enough to be a prefixed token (`<word>_` or `<word>-` and 20 more) or a URL's

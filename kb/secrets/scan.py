@@ -41,14 +41,13 @@ class Finding:
 
 def rule_of(line: str) -> str:
     """The name of what finds a credential in this line (the line holds one: masking changes it)."""
-    from kb.secrets import gitleaks, noseyparker, redact
+    from kb.secrets import gitleaks, redact
 
     if "PRIVATE KEY" in line or "Private-" in line:
         return "private-key"
-    for rule_set in (gitleaks, noseyparker):
-        found = rule_set.find(line)
-        if found:
-            return f"{rule_set.__name__.rpartition('.')[2]}:{found[0][2]}"
+    found = gitleaks.find(line)
+    if found:
+        return f"gitleaks:{found[0][2]}"
     shape = redact.shapes().search(line)
     if shape:
         group = next((name for name, value in shape.groupdict().items() if value), None)
@@ -192,16 +191,10 @@ def _without_known(scan, path: Path) -> list[tuple[int, str]]:
 @functools.cache
 def _rules_digest() -> str:
     """What a cached scan depends on besides the file: the masking code and the vendored rules."""
-    from kb.secrets import gitleaks, noseyparker, redact, rules
+    from kb.secrets import gitleaks, redact
 
     digest = hashlib.sha256()
-    code = (redact, gitleaks, noseyparker, rules)
-    for path in (
-        *(Path(module.__file__) for module in code),
-        gitleaks.RULES_FILE,
-        noseyparker.RULES_FILE,
-        Path(__file__),
-    ):
+    for path in (Path(redact.__file__), gitleaks.RULES_FILE, Path(gitleaks.__file__), Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -12,8 +12,8 @@ prefix, drawn from a generator seeded by the entry's id, so the corpus is the sa
 is anyone's credential. Pieces are joined at run time so that no scanner flags this file.
 
 The whole corpus is now tuning data: its held-out half was looked at once its leaks were known, so it can no
-longer stand for credentials kb has never seen. The held-out figure is measured on another corpus
-(tests/data/secrets_corpus_kingfisher.py).
+longer stand for credentials kb has never seen. The held-out figure is measured on a fresh corpus
+(tests/data/secrets_corpus_fresh.py).
 """
 
 from __future__ import annotations

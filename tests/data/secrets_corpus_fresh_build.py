@@ -1,7 +1,6 @@
-"""Build tests/data/secrets_corpus_noseyparker.json from Nosey Parker's rule examples (see
-secrets_corpus_noseyparker.py).
+"""Build tests/data/secrets_corpus_fresh.json from Nosey Parker's rule examples (see secrets_corpus_fresh.py).
 
-    python tests/data/secrets_corpus_noseyparker_build.py NOSEYPARKER_CHECKOUT COMMIT
+    python tests/data/secrets_corpus_fresh_build.py NOSEYPARKER_CHECKOUT COMMIT
 
 Every rule its authors put in the `secret` category (not the identifiers: account ids, ARNs, client ids).
 Each rule's regex (Rust syntax; its inline flags moved to the start, where Python takes them) finds the
@@ -26,7 +25,7 @@ from pathlib import Path
 import yaml
 
 RULES = "crates/noseyparker/data/default/builtin/rules"
-OUT = Path(__file__).with_name("secrets_corpus_noseyparker.json")
+OUT = Path(__file__).with_name("secrets_corpus_fresh.json")
 # A vendor prefix: a few parts of letters and digits each closed by `-`, `_` or `.` (`sk-ant-api03-`, `glpat-`,
 # `github_pat_`), or the first four characters (`AKIA`, `AIza`).
 _PREFIX = re.compile(r"(?:[A-Za-z0-9]{1,10}[-_.]){1,3}")
