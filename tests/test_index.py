@@ -888,32 +888,3 @@ def test_a_file_replaced_while_a_sync_reads_it_is_read_again_by_the_next(
     report = sync(kb)
     assert (report.added, report.updated) == ((1, 0) if refused else (0, 1))
     assert search("zyzzyva") == [entry_id]
-
-
-def test_a_build_writes_the_manifest_with_each_batch_and_holds_none_of_it_to_the_end(
-    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # What a build holds for every entry until its end makes its peak memory grow with the knowledge base: the
-    # manifest's rows (a file's signature and digest) are written with the entries' batches instead.
-    from kb.index import sync as syncing
-
-    for n in range(40):
-        write_entry(kb, f"2026-01-01-batch-{n:06d}", recorded="2026-01-01T00:00:00Z", status="completed")
-    copy = kb.entries_path / "2026-01-01-batch-zz-copy.md"  # read last, after its id's holder was written
-    copy.write_bytes((kb.entries_path / "2026-01-01-batch-000003.md").read_bytes())
-    monkeypatch.setattr(syncing, "WRITE_BATCH", 4)
-    held: list[int] = []
-    finish = syncing._finish
-    monkeypatch.setattr(
-        syncing, "_finish", lambda db, report, out, *rest: held.append(len(out.files)) or finish(db, report, out, *rest)
-    )
-    built = sync(kb, rebuild=True)
-    assert held and held[0] <= 4, held
-    assert built.added == 40 and [p.field for p in built.problems] == ["id"], built.summary()
-    again = sync(kb)  # the manifest and the looks stored as read: nothing to read again
-    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 41), again.summary()
-    db = connect(index_path(kb.cache_path))
-    try:
-        assert db.execute("SELECT count(*), count(entry_id) FROM files").fetchone() == (41, 40)
-    finally:
-        db.close()

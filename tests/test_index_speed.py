@@ -351,8 +351,7 @@ def test_the_workers_are_forked_before_the_caller_starts_a_thread_of_its_own(kb:
         "parse.PARALLEL_FILES, parse.CHUNK = 1, 1\n"
         "os.sched_getaffinity = lambda pid: {0, 1}\n"
         "root = Path(sys.argv[1])\n"
-        "files = sorted((root / 'entries').glob('*.md'))\n"
-        "reads = parse.read_all(((path, root, None) for path in files), len(files))\n"
+        "reads = parse.read_all([(path, root, None) for path in sorted((root / 'entries').glob('*.md'))])\n"
         "threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
         "print(len(psutil.Process().children()), [read.rows.id for read in reads])\n"
     )

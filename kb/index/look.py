@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -56,33 +55,36 @@ class Folder:
 @dataclass
 class Look:
     folders: list[Folder]
-    changed: list[str]  # each file new or not as indexed, relative to entries/
+    changed: list[tuple[str, str, Signature]]  # (relative, path, signature) of each file new or not as indexed
     gone: list[str]  # indexed, and no longer there
     unchanged: int
     stale: bool  # the rows stored are not the folders as looked at (no rows, or a folder's time now vouches)
+    where: dict[str, tuple[Folder, int]] = field(default_factory=dict)  # each changed file's folder and place in it
     before: dict[str, Folder] = field(default_factory=dict)  # the folders as stored, by prefix
-    gone_places: dict[int, set[int]] = field(default_factory=dict)  # id(folder) -> the places of files read as gone
 
-    def add(self, folder: Folder, indexes: range | list[int]) -> None:
+    def add(self, kb: KnowledgeBase, folder: Folder, indexes: range | list[int]) -> None:
         """Count these files of the folder as changed."""
-        self.changed.extend(folder.prefix + folder.names[i] for i in indexes)
+        base = kb.entries_path / folder.prefix
+        for i in indexes:
+            relative = folder.prefix + folder.names[i]
+            self.changed.append((relative, str(base / folder.names[i]), folder.signature(i)))
+            self.where[relative] = (folder, i)
 
-    def read(self, relative: str, signature: Signature | None) -> None:
-        """A file the sync read, as read: None where it was gone. Told as the sync goes, so that it keeps no list of
-        what it read for the end."""
-        folder, i = self._place(relative)
-        if folder is None:
-            return
-        if signature is None:
-            self.gone_places.setdefault(id(folder), set()).add(i)
-        elif signature != folder.signature(i):
-            folder.signatures[WIDTH * i : WIDTH * (i + 1)] = array("q", signature)
-
-    def store(self, db: sqlite3.Connection) -> None:
-        """Store the folders as looked at, with each file as the sync read it (`read`)."""
+    def store(self, db: sqlite3.Connection, written: dict[str, Signature | None]) -> None:
+        """Store the folders as looked at, each file the sync read (`written`) as read: None where it was gone."""
+        gone: dict[int, set[int]] = {}  # id(folder) -> its places
+        for relative, signature in written.items():
+            spot = self.where.get(relative) or self._places.get(relative)
+            if spot is None:
+                continue
+            folder, i = spot
+            if signature is None:
+                gone.setdefault(id(folder), set()).add(i)
+            elif signature != folder.signature(i):
+                folder.signatures[WIDTH * i : WIDTH * (i + 1)] = array("q", signature)
         for folder in self.folders:
-            if id(folder) in self.gone_places:
-                _leave_out(folder, self.gone_places[id(folder)])
+            if id(folder) in gone:
+                _leave_out(folder, gone[id(folder)])
         db.execute("DELETE FROM folder_looks")
         prefixes = {_encoded(folder.prefix) for folder in self.folders}
         db.executemany(
@@ -96,19 +98,10 @@ class Look:
             [(_encoded(folder.prefix), folder.ctime_ns, _joined(folder.below)) for folder in self.folders],
         )
 
-    def _place(self, relative: str) -> tuple[Folder | None, int]:
-        """A file's folder and place in it, found in the folder's names (sorted, as listed): a map of every file
-        would be the largest thing a build holds."""
-        folder_name, _, name = relative.rpartition("/")
-        folder = self._by_prefix.get(folder_name + "/" if folder_name else "")
-        if folder is None:
-            return None, 0
-        i = bisect_left(folder.names, name)
-        return (folder, i) if i < len(folder.names) and folder.names[i] == name else (None, 0)
-
     @cached_property
-    def _by_prefix(self) -> dict[str, Folder]:
-        return {folder.prefix: folder for folder in self.folders}
+    def _places(self) -> dict[str, tuple[Folder, int]]:
+        """Where every file is: for the unchanged files a sync reads again (those refused for their id)."""
+        return {folder.prefix + name: (folder, i) for folder in self.folders for i, name in enumerate(folder.names)}
 
 
 def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = False) -> Look:
@@ -123,7 +116,7 @@ def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = Fals
         before = stored.pop(folder.prefix, None)
         if before is None:
             found.stale = True
-            found.add(folder, range(len(folder.names)))
+            found.add(kb, folder, range(len(folder.names)))
             continue
         if (before.ctime_ns, before.below) != (folder.ctime_ns, folder.below):
             found.stale = True
@@ -139,7 +132,7 @@ def look(kb: KnowledgeBase, db: sqlite3.Connection, *, every_folder: bool = Fals
             found.gone += [folder.prefix + name for name in before.names if name not in now]
         found.stale = True
         found.unchanged += len(folder.names) - len(changed)
-        found.add(folder, changed)
+        found.add(kb, folder, changed)
     for before in stored.values():  # folders not there any more
         found.gone += [before.prefix + name for name in before.names]
     return found
@@ -171,7 +164,7 @@ def _against_manifest(kb: KnowledgeBase, db: sqlite3.Connection, folders: list[F
             i for i, name in enumerate(folder.names) if indexed.pop(folder.prefix + name, None) != folder.signature(i)
         ]
         found.unchanged += len(folder.names) - len(changed)
-        found.add(folder, changed)
+        found.add(kb, folder, changed)
     found.gone = list(indexed)
     return found
 

@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -76,20 +76,19 @@ def read(job: Job) -> Read:
     return done
 
 
-def read_all(jobs: Iterable[Job], count: int) -> Iterator[Read]:
-    """Each of the `count` jobs' Read, in order, the jobs taken as the workers need them. The workers are forked
-    here, before the caller iterates and perhaps starts a thread of its own (a progress bar's)."""
+def read_all(jobs: list[Job]) -> Iterator[Read]:
+    """Each job's Read, in order. The workers are forked here, before the caller iterates and perhaps starts a
+    thread of its own (a progress bar's)."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     # Workers are forked: never from a process running other threads (a recorder inside a training script), as a
     # lock one of them held would stay held in the worker.
-    if count < PARALLEL_FILES or workers < 2 or threading.active_count() > 1:
+    if len(jobs) < PARALLEL_FILES or workers < 2 or threading.active_count() > 1:
         return map(read, jobs)
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
     pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start, initargs=(os.getpid(),))
-    waiting = iter(jobs)
-    chunks = iter(lambda: list(islice(waiting, CHUNK)), [])
+    chunks = (jobs[start : start + CHUNK] for start in range(0, len(jobs), CHUNK))
     ahead = islice(chunks, max(IN_FLIGHT, 2 * workers))
     pending = deque(pool.submit(_read_chunk, chunk) for chunk in ahead)  # forks them all
     return _in_order(pool, pending, chunks)

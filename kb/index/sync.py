@@ -230,7 +230,7 @@ def _watch_position(db: sqlite3.Connection) -> tuple[str, int] | None:
 class Changes:
     """Which entry files a sync reads, and which went."""
 
-    candidates: list[str]  # each file to read, relative to the entries folder, in scan order
+    candidates: list[tuple[str, Path]]  # (relative, path) of each file to read, in scan order
     gone: list[str]  # indexed, and no longer there
     again: set[str]  # of the candidates, those refused for their id before, read again as if new
     unchanged: int  # files as indexed, not read
@@ -242,11 +242,11 @@ def changes(
 ) -> Changes:
     """The entry files that changed since the index was brought up to date: those `kb watch`'s journal names
     (`watched`), else every file's signature compared with the stored ones (kb.index.look)."""
-    candidates: list[str] = []
+    candidates: list[tuple[str, Path]] = []
     full: look.Look | None = None
     if watched is None or watched.paths is None:  # every file
         full = look.look(kb, db, every_folder=every_folder)
-        candidates = full.changed
+        candidates = [(relative, Path(path)) for relative, path, _ in full.changed]
         gone = full.gone
         unchanged = full.unchanged
     else:
@@ -263,13 +263,13 @@ def changes(
             if signatures.get(relative) == signature:  # as git's index: same size, times and inode
                 unchanged += 1
             else:
-                candidates.append(relative)
+                candidates.append((relative, Path(path)))
         gone = [relative for relative in signatures if relative not in seen]
     # A file refused because another file held its id is read again whenever a file changed or went: the other one
     # may have (deleted, or its id changed), and the refused file itself is unchanged, so nothing else would read it.
     again: set[str] = set()
     if candidates or gone:
-        listed = set(candidates)
+        listed = {relative for relative, _ in candidates}
         for relative in _refused_for_their_id(db):
             if relative in listed:  # touched or changed as well: parsed all the same, as its id may be free now
                 again.add(relative)
@@ -277,7 +277,7 @@ def changes(
             path = str(kb.entries_path / relative)
             if relative in gone or _signature(path) is None:
                 continue
-            candidates.append(relative)
+            candidates.append((relative, Path(path)))
             again.add(relative)
             unchanged -= 1  # counted above: its size and time are as indexed
     return Changes(candidates, gone, again, unchanged, full)
@@ -308,13 +308,12 @@ def _sync(
     if not found.candidates and not found.gone and kept and (found.full is None or not found.full.stale):
         return
     # The whole manifest row of what changed or went; which path holds an id, from the manifest as it was.
-    paths = [*found.gone, *found.candidates]
+    paths = [*found.gone, *(relative for relative, _ in found.candidates)]
     known = {row[0]: _Indexed(*row[1:]) for row in _manifest(db, paths)}
     # Which file holds an entry's id in the index: none in an empty one, so a build skips two lookups per entry.
     path_of = (lambda _: None) if fresh else partial(_indexed_path, db)
     # gone: indexed and not there (whatever is indexed and not in `leaving` still is)
-    # An empty index has no manifest for path_of to consult: its rows are written with each batch, not kept to the end.
-    out = _Outcome(found.gone, set(found.candidates), set(found.gone), found.full, manifest_early=fresh)
+    out = _Outcome(found.gone, {relative for relative, _ in found.candidates}, set(found.gone))
     db.execute("PRAGMA foreign_keys = OFF")  # _delete keeps the normalised tables as the schema's cascade would
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -323,7 +322,7 @@ def _sync(
             _read(kb, db, found, known, path_of, began, out, progress)
         _finish(db, report, out, known, path_of, fresh)
         if found.full is not None:  # the folders as they are now, every file looked at
-            found.full.store(db)
+            found.full.store(db, {row[0]: row[1:5] for row in out.files} | dict.fromkeys(out.vanished))
         elif out.files or out.gone:  # the manifest changed without a full look: the looks no longer stand for it
             db.execute("DELETE FROM folder_looks")
         if now != position:
@@ -344,9 +343,8 @@ class _Outcome:
     gone: list[str]  # indexed and no longer there (grows with the files that vanished while being read)
     moving: set[str]  # read, and perhaps no longer holding the entry they held
     leaving: set[str]  # indexed and not there
-    full: look.Look | None  # the full look, told each file as read
-    manifest_early: bool  # the manifest's rows written with each batch of entries, else at the end
-    files: list[tuple[str, int, int, int, int, str, str | None]] = field(default_factory=list)  # manifest rows to write
+    files: list[tuple[str, int, int, int, int, str, str | None]] = field(default_factory=list)  # manifest rows
+    vanished: list[str] = field(default_factory=list)  # gone between the look and the read
     upserts: dict[str, str] = field(default_factory=dict)  # entry id -> path
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     cells: set[tuple] = field(default_factory=set)  # (workload, backend, mode) of the board rows written or deleted
@@ -367,37 +365,26 @@ def _read(
     their rows in batches: a build never holds every entry in memory."""
     from kb.index import parse  # only now: a command that finds nothing changed does without hashing or parsing
 
-    jobs = (
-        (kb.entries_path / relative, kb.root, indexed.sha256 if indexed and relative not in found.again else None)
-        for relative in found.candidates
-        for indexed in (known.get(relative),)
-    )
+    jobs = [
+        (path, kb.root, known[relative].sha256 if relative in known and relative not in found.again else None)
+        for relative, path in found.candidates
+    ]
     batch: list[tuple[str, Rows]] = []  # parsed, not yet written
     candidates = found.candidates if progress is None else progress(found.candidates, "Indexing")
-    for relative, read in zip(candidates, parse.read_all(jobs, len(found.candidates)), strict=True):
-        rows = _take(kb, relative, read, known, relative in found.again, path_of, began, out)
+    for (relative, path), read in zip(candidates, parse.read_all(jobs), strict=True):
+        rows = _take(kb, relative, path, read, known, relative in found.again, path_of, began, out)
         if rows is not None:
             batch.append((relative, rows))
             if len(batch) >= WRITE_BATCH:
                 _write(db, batch, out.cells)
                 batch = []
-                if out.manifest_early:
-                    _write_manifest(db, out)
     _write(db, batch, out.cells)
-
-
-def _write_manifest(db: sqlite3.Connection, out: _Outcome) -> None:
-    """The manifest's rows not yet written, each file told to the full look as read."""
-    db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", out.files)
-    if out.full is not None:
-        for row in out.files:
-            out.full.read(row[0], row[1:5])
-    out.files = []
 
 
 def _take(
     kb: KnowledgeBase,
     relative: str,
+    path: Path,
     read: parse.Read,
     known: dict[str, _Indexed],
     again: bool,
@@ -407,8 +394,7 @@ def _take(
 ) -> Rows | None:
     """What one file read comes to: its manifest row and problems in `out`, and the rows to write, if any."""
     if read.gone:  # gone between the look and the read
-        if out.full is not None:
-            out.full.read(relative, None)
+        out.vanished.append(relative)
         if relative in known:
             out.gone.append(relative)
             out.leaving.add(relative)
@@ -428,7 +414,7 @@ def _take(
             out.moving.discard(relative)
             out.touched += 1
         else:
-            out.problems[relative] = [_id_taken(kb, relative, None, indexed.entry_id, taker)]
+            out.problems[relative] = [_id_taken(kb, path, None, indexed.entry_id, taker)]
             out.files.append((relative, *stored, read.digest, None))
         return None
     rows, problems = read.rows, read.problems
@@ -436,7 +422,7 @@ def _take(
         other = out.upserts[rows.id] if rows.id in out.upserts else path_of(rows.id)
         still_there = other not in out.leaving and (other not in out.moving or rows.id in out.upserts)
         if other is not None and other != relative and still_there:
-            problems = [_id_taken(kb, relative, rows.id_line, rows.id, other)]
+            problems = [_id_taken(kb, path, rows.id_line, rows.id, other)]
             rows = None
     if problems:
         out.problems[relative] = problems
@@ -468,7 +454,7 @@ def _finish(
         count_cells(db, out.cells)
     db.executemany("DELETE FROM files WHERE path = ?", [(r,) for r in out.gone])
     db.executemany("DELETE FROM problems WHERE path = ?", [(r,) for r in [*out.gone, *out.moving]])
-    _write_manifest(db, out)
+    db.executemany(f"INSERT OR REPLACE INTO files ({_MANIFEST}) VALUES (?, ?, ?, ?, ?, ?, ?)", out.files)
     db.executemany(
         "INSERT INTO problems (path, line, field, message) VALUES (?, ?, ?, ?)",
         [(r, p.line, p.field, p.message) for r, found in out.problems.items() for p in found],
@@ -477,10 +463,10 @@ def _finish(
         fulltext.optimize(db)
 
 
-def _id_taken(kb: KnowledgeBase, relative: str, line: int | None, entry_id: str, holder: str) -> Problem:
-    """The problem of a file whose entry's id the file `holder` has (both relative to the entries folder)."""
+def _id_taken(kb: KnowledgeBase, path: Path, line: int | None, entry_id: str, holder: str) -> Problem:
+    """The problem of a file whose entry's id the file `holder` (relative to the entries folder) has."""
     message = f"the id {entry_id} is also used by {kb.entries_path / holder}; give this one a new id"
-    return Problem(kb.entries_path / relative, line, "id", message)
+    return Problem(path, line, "id", message)
 
 
 def _signature(path: str) -> Signature | None:
