@@ -284,3 +284,30 @@ def _wait_for(check, timeout: float = 30.0):
             return found
         time.sleep(0.1)
     raise AssertionError("timed out")
+
+
+def test_serve_hands_its_builds_indexing_the_progress_and_the_wait_note_it_is_given(kb: KnowledgeBase) -> None:
+    """`kb site serve` shows its first build's indexing as `kb site build` does: the sync prints nothing itself, so
+    the command line's progress and lock-wait note are passed down to every build it makes."""
+    from kb.website import serve as serving
+
+    _entries(kb)
+    lines: list[str] = []
+    counted: list[tuple[int, str]] = []
+    stop = threading.Event()
+
+    def indexing(items: list, label: str) -> list:
+        counted.append((len(items), label))
+        return items
+
+    worker = threading.Thread(
+        target=serving.serve, args=(kb, None), daemon=True,
+        kwargs={"port": 0, "echo": lines.append, "stop": stop, "watch": False, "indexing": indexing,
+                "waiting": lambda lock: lines.append(f"waiting for {lock}")},
+    )  # fmt: skip
+    worker.start()
+    _wait_for(lambda: any(line.startswith("Serving ") for line in lines))
+    stop.set()
+    worker.join(timeout=10)
+    assert counted and counted[0][0] > 0 and counted[0][1] == "Indexing", counted
+    assert not any(line.startswith("waiting for") for line in lines)  # no other process held the lock

@@ -69,10 +69,12 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="A loopback address: 127.0.0.1 or ::1."),
         watch: bool = typer.Option(True, "--watch/--no-watch", help="Rebuild when entries change."),
     ) -> None:
-        from kb.commands.common import knowledge_base, settle_orphan
+        from kb.commands.common import knowledge_base, settle_orphan, waiting_note
+        from kb.terminal.progress import counted
         from kb.website.serve import serve
 
-        serve(knowledge_base(ctx), out, host=host, port=port, watch=watch, echo=typer.echo, settle=settle_orphan)
+        serve(knowledge_base(ctx), out, host=host, port=port, watch=watch, echo=typer.echo, settle=settle_orphan,
+              waiting=waiting_note, indexing=counted)  # fmt: skip
 
 
 class _Pages:

@@ -31,7 +31,7 @@ from kb.website.render import Rendered, write_if_changed
 from kb.website.workers import render_pages
 
 if TYPE_CHECKING:
-    from kb.index.sync import Counting
+    from kb.index.sync import Counting, Waiting
 
 MANIFEST = ".kb-site.json"
 LOCK = ".kb-site.lock"
@@ -82,7 +82,7 @@ def build_site(
     progress: Progress | None = None,
     settle: Settle | None = None,
     allow_secrets: bool = False,
-    waiting: Callable[[Path], None] | None = None,
+    waiting: Waiting | None = None,
     indexing: Counting | None = None,
 ) -> BuildReport:
     from kb.answers.decisions import due as due_decisions

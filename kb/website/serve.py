@@ -18,13 +18,16 @@ import time
 from collections.abc import Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kb.errors import KbError
 from kb.store.knowledge_base import KnowledgeBase
 from kb.store.orphans import Settle
 from kb.website import changes
 from kb.website.build import build_site, default_out
+
+if TYPE_CHECKING:
+    from kb.index.sync import Counting, Waiting
 
 # An attachment runs nothing and loads nothing, in an origin of its own (sandbox without allow-scripts).
 ATTACHMENT_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -155,7 +158,11 @@ def serve(
     echo: Callable[[str], None] = print,
     stop: threading.Event | None = None,
     settle: Settle | None = None,
+    waiting: Waiting | None = None,
+    indexing: Counting | None = None,
 ) -> None:
+    """Build the site, serve it, and build it again as entries change. `waiting` and `indexing`: how the builds' syncs
+    say that they wait for another process's lock and how far their indexing is (the command line's)."""
     out = (out or default_out(kb)).resolve()
     loopback(host)
     stop = stop or threading.Event()
@@ -164,7 +171,11 @@ def serve(
         watcher = changes.watch(kb.entries_path, lambda why: echo(f"kb: {why}")) if watch else None
         if watcher:
             cleanup.callback(watcher.close)
-        echo(f"Site: {build_site(kb, out, settle=settle).summary()}")
+
+        def built() -> str:
+            return build_site(kb, out, settle=settle, waiting=waiting, indexing=indexing).summary()
+
+        echo(f"Site: {built()}")
         server = make_server(out, host, port)
         cleanup.callback(server.server_close)
         shown = f"[{host}]" if ":" in host else host
@@ -180,6 +191,6 @@ def serve(
                     while time.monotonic() < settled_by and not stop.is_set() and watcher.changed(SETTLE_S):
                         pass
                     try:
-                        echo(f"Rebuilt: {build_site(kb, out, settle=settle).summary()}")
+                        echo(f"Rebuilt: {built()}")
                     except KbError as exc:
                         echo(f"kb: rebuild failed: {exc}")
