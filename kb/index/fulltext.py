@@ -4,7 +4,7 @@ Each entry is one row of the `fulltext` table (its rowid is the entry's rowid in
 with the entry), stemmed by FTS5's porter tokenizer and ranked by bm25 with one weight per column. The table keeps
 only its words: the text it was given (what snippets are cut from, and what deleting a row must give back) is kept
 compressed, one zlib-packed document per entry (`DOCUMENTS`), and read through a view (`TEXT`) that unpacks it with
-a function every connection to the index registers (`register`): as FTS5's own copy it was a fifth of the index.
+a function every connection to the index registers (`register`): the text is the largest thing the index holds.
 
 What people type is parsed by `whoosh.qparser` (fields, aliases, phrases, AND/OR/NOT, grouping, wildcards) and the
 tree is compiled to one FTS5 MATCH expression plus SQL conditions (kb/index/query.py runs them). A query of plain words

@@ -174,10 +174,8 @@ CREATE VIEW run_metrics AS
 GROWING_TABLES = (*CHILD_TABLES, "board_rows", "release_rows", "board_versions")
 
 
-# Bytes per page of a new index. An entry's row (its front matter as JSON: two kilobytes on average) fitted once in
-# SQLite's default 4 KiB page, leaving most of the rest empty; 8 KiB pages hold three: at 100,000 entries the
-# `entries` table took 247 MB, not 352, the index a tenth less in all. 16 KiB pages saved 21 MB more and cost the
-# board's reads a twentieth of their time.
+# Bytes per page of a new index: 8 KiB pages hold several entries' rows with little left empty; larger pages made
+# the index smaller still but the board's reads slower (bench/NOTES.md and docs/performance.md give the figures).
 PAGE_SIZE = 8192
 
 

@@ -1,4 +1,5 @@
-"""Front matter as the index stores it: JSON that every SQLite accepts, read back exactly as it was written.
+"""Entry data as the index stores it, read back exactly as it was written: the front matter zlib-packed (`packed`,
+read in Python only), and the board's facts and the settings' values as JSON that every SQLite accepts (`dumps`).
 
 An entry may hold NaN or infinity (a diverged loss, a `run.json` from `json.dump`, `.nan` in YAML); Python writes
 them as `NaN` and `Infinity`, which are not JSON, and SQLite's JSON functions refuse the whole document (newer
