@@ -33,7 +33,7 @@ from pathlib import Path
 import psutil
 
 from bench.index import QUERIES, _watching
-from bench.timing import machine, user_env
+from bench.timing import machine, user_env, wall
 
 KB = [sys.executable, "-m", "kb"]
 SAMPLE_S = 0.2
@@ -125,12 +125,7 @@ def _rss(process: psutil.Process) -> int:
 
 
 def _median(command: Sequence[str], env: dict[str, str], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+    return statistics.median(wall(command, env) for _ in range(repeats))
 
 
 def _files_size(folder: Path, pattern: str = "*.md") -> int:

@@ -197,14 +197,11 @@ def test_runs_that_failed_or_failed_numerics_are_marked_in_every_list(
     assert row and "failed" in row[0] and f'<span class="why">{html.escape(HOSTILE)}</span>' in row[0]
 
 
-@pytest.mark.parametrize("package", ["torch", "torch-neuronx", "torch-xla"])
-def test_trends_follow_every_backend_package_as_kb_trend(
-    built: tuple[KnowledgeBase, Path, dict[str, str]], package: str
-) -> None:
-    base, out, _ = built
+def trend_table(out: Path, package: str, found: dict) -> tuple[str, list[str], list[str]]:
+    """The site's tokens_per_s table of WORKLOAD across `package` (its chart's HTML and its rows as text) and the rows
+    that `kb trend --json` (`found`) gives for it."""
     page = (out / "trends" / f"{WORKLOAD}.html").read_text()
     section = page.split(f'<section class="trend-package" id="{package}">', 1)[1].split("</section>", 1)[0]
-    found = cli(base, "trend", "tokens_per_s", "--workload", WORKLOAD, "--package", package)
     caption = f"tokens_per_s of {WORKLOAD} across {package} versions, by backend and mode (higher is better)"
     chart = section.split(f"<figcaption>{caption}</figcaption>", 1)[1].split("</figure>", 1)[0]
     rows = [fold(html.unescape(re.sub(r"<[^>]+>", " ", row))) for row in re.findall(r"<tr>.*?</tr>", chart, re.S)]
@@ -213,6 +210,16 @@ def test_trends_follow_every_backend_package_as_kb_trend(
         for series in found["series"]
         for point in series["points"]
     ]
+    return chart, rows, expected
+
+
+@pytest.mark.parametrize("package", ["torch", "torch-neuronx", "torch-xla"])
+def test_trends_follow_every_backend_package_as_kb_trend(
+    built: tuple[KnowledgeBase, Path, dict[str, str]], package: str
+) -> None:
+    base, out, _ = built
+    found = cli(base, "trend", "tokens_per_s", "--workload", WORKLOAD, "--package", package)
+    _, rows, expected = trend_table(out, package, found)
     assert rows[1:] == expected and expected  # after the header row, every point of every series, in order
 
 

@@ -3,14 +3,12 @@ default 2% would call cuda's 25% drop from torch 2.9.0 to 2.10.0 a regression an
 
 from __future__ import annotations
 
-import html
-import re
 from pathlib import Path
 
 import pytest
 from answers_base import WORKLOAD, make_base
 from conftest import json_data, run_kb
-from test_site_answers_pages import fold, text
+from test_site_answers_pages import fold, text, trend_table
 
 from kb.store.knowledge_base import KnowledgeBase
 
@@ -35,22 +33,13 @@ def cli(base: KnowledgeBase, *args: str) -> object:
 
 def test_the_trend_page_judges_changes_with_the_floor_of_kb_toml(built: tuple[KnowledgeBase, Path]) -> None:
     base, out = built
-    page = (out / "trends" / f"{WORKLOAD}.html").read_text()
-    section = page.split('<section class="trend-package" id="torch">', 1)[1].split("</section>", 1)[0]
     found = cli(base, "trend", "tokens_per_s", "--workload", WORKLOAD)
     cuda = next(series for series in found["series"] if series["group"].startswith("cuda"))
     assert [point["flag"] for point in cuda["points"]] == ["", ""]  # -25%: within a floor of 30%
-    caption = f"tokens_per_s of {WORKLOAD} across torch versions, by backend and mode (higher is better)"
-    chart = section.split(f"<figcaption>{caption}</figcaption>", 1)[1].split("</figure>", 1)[0]
-    rows = [fold(html.unescape(re.sub(r"<[^>]+>", " ", row))) for row in re.findall(r"<tr>.*?</tr>", chart, re.S)]
-    expected = [
-        fold(f"{series['group']} {point['version']} {point['value']:.4g} {point['count']} {point['flag']}")
-        for series in found["series"]
-        for point in series["points"]
-    ]
+    chart, rows, expected = trend_table(out, "torch", found)
     assert rows[1:] == expected
     assert "regression" not in chart
-    said = text(page)
+    said = text((out / "trends" / f"{WORKLOAD}.html").read_text())
     assert "each change judged between the runs on either side of it (floor 30%)" in said
     assert "noise band" not in said
 
